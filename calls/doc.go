@@ -1,0 +1,21 @@
+// Package calls describes unary gRPC calls as prpc runs them: method descriptors, per-call
+// options, the promise a call returns, call states and the errors a call can fail with.
+//
+// Package calls knows nothing of how calls are run; package reactor runs them. A typical
+// program declares its methods once, at package level:
+//
+//	var getPlayer = calls.MustMethod[*pb.GetPlayerRequest, *pb.GetPlayerResponse](
+//		"/network.DataService/GetPlayer")
+//
+// and submits calls with reactor.Call, which returns a *Promise at once. Callbacks
+// registered on the promise run on the goroutine that calls the reactor's Tick, never on
+// another goroutine and never inside the call that registers them.
+//
+// # Errors
+//
+// Every failed call fails with a *Error. It carries the gRPC status code users expect
+// (status.Code works on it) and matches, with errors.Is, the sentinel of its condition:
+// ErrTimeout, ErrOverloaded, ErrCancelled, ErrClosed, ErrTooLarge or ErrInvalidArgument.
+// Errors returned by the server keep their code, message, details and trailers; codes outside
+// 0–16 become Unknown and messages longer than MaxStatusMessageBytes are cut.
+package calls

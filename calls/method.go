@@ -1,0 +1,132 @@
+package calls
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// Descriptor is what every *Method is, whatever its message types: a value that names one
+// unary gRPC method. It is sealed: only *Method implements it. Use it to list methods, for
+// example in reactor.Config.Methods.
+type Descriptor interface {
+	// Path returns the full method path, "/package.Service/Method".
+	Path() string
+	descriptor() *callcore.Ops
+}
+
+// Method describes one unary gRPC method whose request type is Req and response type is
+// Resp, both generated protobuf message pointer types. A Method is immutable and safe for
+// concurrent use; declare each one once and share it.
+type Method[Req, Resp proto.Message] struct {
+	ops callcore.Ops
+}
+
+// NewMethod returns the descriptor of the method at path, which must have the form
+// "/Service/Method" or "/package.Service/Method": the service segment starts with a letter or
+// '_' and continues with letters, digits, '_' or '.'; the method segment starts with a letter
+// or '_' and continues with letters, digits or '_'. Resp must be a concrete generated message
+// type, since prpc makes a new one for every response.
+func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error) {
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	var zero Resp
+	if any(zero) == nil {
+		return nil, fmt.Errorf("prpc: method %s: response type must be a concrete generated message type, not an interface", path)
+	}
+	respType := zero.ProtoReflect().Type()
+	m := &Method[Req, Resp]{ops: callcore.Ops{
+		Path:        path,
+		NewResponse: func() proto.Message { return respType.New().Interface() },
+		RunThen:     func(fn any, v proto.Message) { fn.(func(Resp))(v.(Resp)) },
+	}}
+	return m, nil
+}
+
+// MustMethod is like NewMethod but panics if path is invalid. It suits package-level
+// declarations.
+func MustMethod[Req, Resp proto.Message](path string) *Method[Req, Resp] {
+	m, err := NewMethod[Req, Resp](path)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// Path returns the full method path, "/package.Service/Method".
+func (m *Method[Req, Resp]) Path() string { return m.ops.Path }
+
+// Service returns the fully qualified service name, "package.Service".
+func (m *Method[Req, Resp]) Service() string {
+	p := m.ops.Path[1:]
+	return p[:strings.IndexByte(p, '/')]
+}
+
+// Name returns the method name, the part after the last '/'.
+func (m *Method[Req, Resp]) Name() string {
+	return m.ops.Path[strings.LastIndexByte(m.ops.Path, '/')+1:]
+}
+
+// String returns the method path.
+func (m *Method[Req, Resp]) String() string { return m.ops.Path }
+
+func (m *Method[Req, Resp]) descriptor() *callcore.Ops { return &m.ops }
+
+// newPromise allocates the promise of one call of m together with its call state, in one
+// allocation.
+func (m *Method[Req, Resp]) newPromise() *callcore.Call {
+	p := &Promise[Resp]{}
+	p.c.Ops = &m.ops
+	p.c.Promise = p
+	return &p.c
+}
+
+func init() {
+	callcore.NewPromise = func(d any) *callcore.Call {
+		return d.(interface{ newPromise() *callcore.Call }).newPromise()
+	}
+}
+
+// ValidatePath reports whether path is a valid gRPC method path, "/[package.]Service/Method",
+// with an error that quotes it.
+func ValidatePath(path string) error {
+	if !validPath(path) {
+		return fmt.Errorf("prpc: invalid gRPC method path %q: expected /package.Service/Method", path)
+	}
+	return nil
+}
+
+func validPath(path string) bool {
+	if len(path) < 4 || path[0] != '/' {
+		return false
+	}
+	rest := path[1:]
+	slash := strings.IndexByte(rest, '/')
+	if slash < 0 {
+		return false
+	}
+	return validSegment(rest[:slash], true) && validSegment(rest[slash+1:], false)
+}
+
+// validSegment reports whether s starts with a letter or '_' and continues with letters,
+// digits, '_' and, when dots is set, '.'.
+func validSegment(s string, dots bool) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && '0' <= c && c <= '9':
+		case i > 0 && dots && c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}

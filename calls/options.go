@@ -1,0 +1,41 @@
+package calls
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// Options are per-call options. A nil *Options means all defaults. The reactor reads them
+// during the call that submits them and keeps no reference to them afterwards, so they may be
+// reused.
+type Options struct {
+	// Timeout bounds the call from submission to settlement. Zero means the reactor's
+	// DefaultTimeout; a negative value, or one above the reactor's MaxTimeout, fails the call
+	// with ErrInvalidArgument. The deadline travels to the server (grpc-timeout) and is also
+	// enforced locally.
+	Timeout time.Duration
+
+	// Metadata is sent as request headers. Keys are case-insensitive and sent in lowercase;
+	// keys that collide after lowercasing, reserved keys (grpc-*, pseudo-headers,
+	// content-type, te, connection, user-agent, host, …), and non-printable-ASCII values of
+	// keys not ending in "-bin" fail the call with ErrInvalidArgument. Metadata larger than
+	// the reactor's MaxMetadataBytes fails it with ErrTooLarge. The map is copied at submit.
+	Metadata metadata.MD
+
+	// Context, if not nil, is the parent of the call's context: its values travel to the
+	// transport (for interceptors and stats handlers), and cancelling it cancels the call,
+	// which then fails with ErrCancelled. Its deadline, if earlier than the call's, also
+	// applies.
+	Context context.Context
+
+	// CallOptions are passed to gRPC for this call, for example grpc.UseCompressor. They
+	// cannot raise the reactor's size limits: prpc applies its own limits after them.
+	CallOptions []grpc.CallOption
+
+	// WaitForReady makes the call wait, up to its deadline, for the connection to become
+	// ready instead of failing at once with Unavailable while the backend is unreachable.
+	WaitForReady bool
+}

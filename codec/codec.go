@@ -1,0 +1,73 @@
+// Package codec is prpc's raw-bytes gRPC codec. A request is encoded once, on the goroutine
+// that submits it, into a pooled buffer; the codec hands those bytes to gRPC without a second
+// marshal, and decodes a response straight from gRPC's receive buffers into a new message, on
+// the invoker goroutine that ran the call.
+//
+// The codec's name is "proto", so the wire content-type stays application/grpc+proto and any
+// gRPC server understands it. It is passed per call with grpc.ForceCodecV2 and never
+// registered globally, because registering it would replace the proto codec of the whole
+// process. grpc-go marks ForceCodecV2 experimental.
+package codec
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// Name is the codec's name, and so the wire content-subtype: "proto".
+const Name = "proto"
+
+// Codec is the raw-bytes CodecV2. Marshal takes a *Frame; Unmarshal takes a *Reply. The zero
+// value is ready to use.
+type Codec struct{}
+
+var _ encoding.CodecV2 = Codec{}
+
+// Frame carries an encoded request.
+type Frame struct {
+	Bytes []byte
+}
+
+// Reply is where Unmarshal decodes a response.
+type Reply struct {
+	// Msg is the message to decode into; the caller sets it.
+	Msg proto.Message
+	// Max, if positive, bounds the response's encoded size. gRPC's own receive limit,
+	// capped at the same value, normally refuses a larger response first.
+	Max int
+}
+
+// Name returns "proto".
+func (Codec) Name() string { return Name }
+
+// Marshal returns the bytes of a *Frame without copying them. gRPC may hold them until the
+// call returns (for retries), so the caller keeps them unchanged until then.
+func (Codec) Marshal(v any) (mem.BufferSlice, error) {
+	f, ok := v.(*Frame)
+	if !ok {
+		return nil, fmt.Errorf("prpc codec: cannot marshal %T: want *codec.Frame", v)
+	}
+	return mem.BufferSlice{mem.SliceBuffer(f.Bytes)}, nil
+}
+
+// Unmarshal decodes data into a *Reply's message. A response in one buffer is decoded in
+// place; one spread over several is first joined into a pooled buffer. The decoded message
+// keeps no reference to data.
+func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	r, ok := v.(*Reply)
+	if !ok {
+		return fmt.Errorf("prpc codec: cannot unmarshal into %T: want *codec.Reply", v)
+	}
+	if r.Max > 0 && data.Len() > r.Max {
+		return fmt.Errorf("prpc codec: response is %d bytes, over the %d-byte limit", data.Len(), r.Max)
+	}
+	if len(data) == 1 {
+		return proto.Unmarshal(data[0].ReadOnlyData(), r.Msg)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	return proto.Unmarshal(buf.ReadOnlyData(), r.Msg)
+}

@@ -1,0 +1,236 @@
+// Package callcore holds the untyped state of one submitted call. Package calls wraps it in
+// the typed Promise that users hold; package reactor drives it through its life. It is
+// internal so that users reach a call only through its Promise.
+//
+// Ownership of the fields follows the call's life, and each group of fields below says who
+// may touch it:
+//
+//  1. The submitting goroutine fills the request fields, then hands the call to the reactor.
+//  2. The reactor goroutine owns the scheduling fields and is the only settler: it writes the
+//     outcome fields exactly once, then appends the call to the delivery queue.
+//  3. An invoker lane writes the lane fields, then reports completion to the reactor.
+//  4. The Tick goroutine makes the outcome visible and runs the callbacks, under mu.
+//
+// Hand-offs go through mutex-guarded queues, so each write happens before the next owner's
+// reads.
+package callcore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/codec"
+)
+
+// Visible states of a call, as package calls reports them.
+const (
+	Pending uint8 = iota
+	Succeeded
+	Failed
+)
+
+// Reason classifies an outcome for statistics.
+type Reason uint8
+
+// Reasons for an outcome.
+const (
+	ReasonNone       Reason = iota // succeeded
+	ReasonError                    // a gRPC status, a decode failure or another failure
+	ReasonTimeout                  // DeadlineExceeded, local or native
+	ReasonOverloaded               // rejected by admission control
+	ReasonCancelled                // Promise.Cancel or the parent context
+	ReasonClosed                   // the reactor was closed
+	ReasonInvalid                  // rejected locally as invalid or too large
+)
+
+// Ops are the typed operations of one method, built once per method so that a call needs no
+// allocation for them.
+type Ops struct {
+	// Path is the full method path, "/pkg.Service/Method".
+	Path string
+	// NewResponse returns a new, empty response message.
+	NewResponse func() proto.Message
+	// RunThen calls fn, a func(Resp), with v, a Resp.
+	RunThen func(fn any, v proto.Message)
+}
+
+// Owner is what a call asks of the reactor that runs it. Both methods may be called from any
+// goroutine and must not block.
+type Owner interface {
+	// Cancel asks the owner to settle the call with ErrCancelled unless it is settled already.
+	Cancel(c *Call)
+	// Redeliver asks the owner to run callbacks added after delivery, at the next Tick.
+	Redeliver(c *Call)
+}
+
+// CallbackKind says when a callback runs.
+type CallbackKind uint8
+
+// Kinds of callbacks.
+const (
+	OnSuccess CallbackKind = iota // func(Resp)
+	OnError                       // func(error)
+	OnAlways                      // func()
+)
+
+// Callback is one registered callback.
+type Callback struct {
+	Kind CallbackKind
+	Fn   any
+}
+
+// NewPromise makes the typed promise of a method descriptor and returns its call. Package
+// calls sets it at init; it is how package reactor creates a promise without calls having to
+// export a constructor.
+var NewPromise func(descriptor any) *Call
+
+// Call is the state of one submitted call.
+type Call struct {
+	// Set at creation; read-only afterwards.
+	Ops     *Ops
+	Promise any // the *calls.Promise[Resp] that wraps this call
+
+	// Request fields: written by the submitting goroutine before hand-off; read-only after.
+	Owner        Owner
+	Request      *codec.Buffer // the encoded request; released once the transport is done with it
+	Submitted    time.Time
+	Deadline     time.Time
+	Timeout      time.Duration
+	MD           metadata.MD
+	Parent       context.Context
+	CallOpts     []grpc.CallOption
+	WaitForReady bool
+	Admitted     bool // holds an admission slot until delivered
+
+	// Scheduling fields: owned by the reactor goroutine.
+	Settled    bool
+	InFlight   bool
+	HeapIndex  int
+	Invoker    int
+	CancelCtx  context.CancelFunc
+	StopParent func() bool
+	Ctx        context.Context
+
+	// Lane fields: written by an invoker lane before it reports completion.
+	LaneValue   proto.Message
+	LaneErr     error
+	LaneHeader  metadata.MD
+	LaneTrailer metadata.MD
+
+	// Outcome fields: written once by the settler before the call is queued for delivery.
+	Value   proto.Message
+	Err     error
+	Header  metadata.MD
+	Trailer metadata.MD
+	Reason  Reason
+	// Settle is when the outcome was decided (for latency statistics).
+	SettledAt time.Time
+
+	// Delivery state, guarded by mu.
+	mu              sync.Mutex
+	visible         bool
+	delivered       bool
+	redeliverQueued bool
+	cancelRequested bool
+	inline          [2]Callback
+	ninline         uint8
+	more            []Callback
+}
+
+// Reject settles a call that never reached the reactor, and makes the outcome visible at
+// once. Its callbacks still run only at the next delivery.
+func (c *Call) Reject(err error, reason Reason) {
+	c.Err = err
+	c.Reason = reason
+	c.mu.Lock()
+	c.visible = true
+	c.mu.Unlock()
+}
+
+// State returns the visible state.
+func (c *Call) State() uint8 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !c.visible:
+		return Pending
+	case c.Err != nil:
+		return Failed
+	default:
+		return Succeeded
+	}
+}
+
+// VisibleErr returns the visible error: nil while pending or on success.
+func (c *Call) VisibleErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.visible {
+		return nil
+	}
+	return c.Err
+}
+
+// VisibleMetadata returns the visible response header and trailer.
+func (c *Call) VisibleMetadata() (header, trailer metadata.MD) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.visible {
+		return nil, nil
+	}
+	return c.Header, c.Trailer
+}
+
+// Add registers a callback. If the call was delivered already, it asks the owner to run it at
+// the next Tick.
+func (c *Call) Add(kind CallbackKind, fn any) {
+	c.mu.Lock()
+	if int(c.ninline) < len(c.inline) && len(c.more) == 0 {
+		c.inline[c.ninline] = Callback{Kind: kind, Fn: fn}
+		c.ninline++
+	} else {
+		c.more = append(c.more, Callback{Kind: kind, Fn: fn})
+	}
+	redeliver := c.delivered && !c.redeliverQueued
+	if redeliver {
+		c.redeliverQueued = true
+	}
+	c.mu.Unlock()
+	if redeliver {
+		c.Owner.Redeliver(c)
+	}
+}
+
+// RequestCancel asks the owner to cancel the call, once.
+func (c *Call) RequestCancel() {
+	c.mu.Lock()
+	ask := !c.cancelRequested && !c.visible && c.Owner != nil
+	c.cancelRequested = true
+	c.mu.Unlock()
+	if ask {
+		c.Owner.Cancel(c)
+	}
+}
+
+// TakeCallbacks makes the outcome visible and removes the registered callbacks, appending
+// them to buf, so that the call holds no reference to them once they have run. first reports
+// whether this is the call's first delivery.
+func (c *Call) TakeCallbacks(buf []Callback) (cbs []Callback, first bool) {
+	c.mu.Lock()
+	first = !c.delivered
+	c.visible = true
+	c.delivered = true
+	c.redeliverQueued = false
+	buf = append(buf, c.inline[:c.ninline]...)
+	buf = append(buf, c.more...)
+	c.inline = [2]Callback{}
+	c.ninline = 0
+	c.more = nil
+	c.mu.Unlock()
+	return buf, first
+}

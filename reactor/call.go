@@ -1,0 +1,152 @@
+package reactor
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/limits"
+)
+
+// Call submits a call of method m with request req and returns its promise at once. It never
+// blocks and does no network I/O; it is safe from any goroutine. opts may be nil.
+//
+// The request is encoded before Call returns, so later changes to req change nothing sent.
+// Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods), a
+// request or metadata over its limit, overload (MaxOutstanding reached) and a closed reactor
+// all fail the call at once: the promise is Failed when Call returns, and its callbacks still
+// run only at the next Tick.
+//
+// A nil r or m is a programming error and panics.
+func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req, opts *calls.Options) *calls.Promise[Resp] {
+	if r == nil {
+		panic("prpc: reactor.Call with a nil *Reactor")
+	}
+	if m == nil {
+		panic("prpc: reactor.Call with a nil *calls.Method")
+	}
+	c := callcore.NewPromise(m)
+	r.submit(c, req, opts)
+	return c.Promise.(*calls.Promise[Resp])
+}
+
+// submit validates, encodes and admits c, or rejects it.
+func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Options) {
+	c.Owner = &r.owner
+	c.HeapIndex = -1
+	now := r.clock.Now()
+	c.Submitted = now
+	if r.closingA.Load() {
+		r.reject(c, calls.ErrClosed, "reactor is closed", nil)
+		return
+	}
+	if req == nil || !req.ProtoReflect().IsValid() {
+		r.reject(c, calls.ErrInvalidArgument, "nil request", nil)
+		return
+	}
+	if r.allow != nil && !r.allow[c.Ops.Path] {
+		r.reject(c, calls.ErrInvalidArgument, "method is not in Config.Methods", nil)
+		return
+	}
+	if opts == nil {
+		opts = &noOptions
+	}
+	c.Timeout = r.cfg.DefaultTimeout
+	switch t := opts.Timeout; {
+	case t < 0:
+		r.reject(c, calls.ErrInvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
+		return
+	case t > r.cfg.MaxTimeout:
+		r.reject(c, calls.ErrInvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
+		return
+	case t > 0:
+		c.Timeout = t
+	}
+	if len(opts.Metadata) > 0 {
+		md, err := limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes)
+		if err != nil {
+			r.rejectLimit(c, err)
+			return
+		}
+		c.MD = md
+	}
+	size := codec.Size(req)
+	if err := r.cfg.Limits.CheckRequest(size); err != nil {
+		r.rejectLimit(c, err)
+		return
+	}
+	buf, err := codec.Encode(req, size)
+	if err != nil {
+		r.reject(c, calls.ErrInvalidArgument, "encoding the request: "+err.Error(), err)
+		return
+	}
+	c.Request = buf
+	c.Parent = opts.Context
+	c.CallOpts = opts.CallOptions
+	c.WaitForReady = opts.WaitForReady
+	c.Deadline = now.Add(c.Timeout)
+
+	r.mu.Lock()
+	switch {
+	case r.closing:
+		r.mu.Unlock()
+		releaseRequest(c)
+		r.reject(c, calls.ErrClosed, "reactor is closed", nil)
+		return
+	case r.counts.pending >= r.cfg.MaxOutstanding:
+		r.mu.Unlock()
+		releaseRequest(c)
+		r.reject(c, calls.ErrOverloaded, fmt.Sprintf("%d calls outstanding, the MaxOutstanding limit", r.cfg.MaxOutstanding), nil)
+		return
+	}
+	r.counts.pending++
+	r.counts.submitted++
+	r.mu.Unlock()
+	c.Admitted = true
+	if !r.in.push(event{kind: evSubmit, c: c}) {
+		// The reactor goroutine exited between admission and now (Close won the race).
+		releaseRequest(c)
+		c.Settled = true
+		c.Err = calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call was sent", nil)
+		c.Reason = callcore.ReasonClosed
+		r.deliverDirect(c)
+	}
+}
+
+var noOptions calls.Options
+
+// rejectLimit rejects c for breaking a limit or a metadata rule.
+func (r *Reactor) rejectLimit(c *callcore.Call, err error) {
+	var se *limits.SizeError
+	if errors.As(err, &se) {
+		r.reject(c, calls.ErrTooLarge, err.Error(), nil)
+		return
+	}
+	r.reject(c, calls.ErrInvalidArgument, err.Error(), nil)
+}
+
+// reject fails c at submission: the failure is visible at once, counted at once, and the
+// callbacks run at the next Tick. A rejected call holds no admission slot.
+func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) {
+	err := calls.NewError(kind, c.Ops.Path, msg, cause)
+	reason := callcore.ReasonInvalid
+	switch kind {
+	case calls.ErrClosed:
+		reason = callcore.ReasonClosed
+	case calls.ErrOverloaded:
+		reason = callcore.ReasonOverloaded
+	}
+	r.mu.Lock()
+	r.counts.submitted++
+	r.counts.fail(err.Code(), reason)
+	r.mu.Unlock()
+	c.Settled = true
+	c.Reject(err, reason)
+	if !r.in.push(event{kind: evForward, c: c}) {
+		r.deliverDirect(c)
+	}
+}

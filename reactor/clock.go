@@ -1,0 +1,41 @@
+package reactor
+
+import "time"
+
+// Clock is a source of time. The reactor reads it for deadlines, Tick budgets and latencies,
+// and sets timers with it for local deadlines. SystemClock is the default; package
+// reactortest has a manual one for deterministic tests.
+//
+// With a manual clock, the deadline sent to the server is still computed on the system clock
+// from the time a call has left, so gRPC's own deadline fires only after that much real time.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// NewTimer returns a timer that fires once, d after now.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a timer made by a Clock, with the semantics of *time.Timer since Go 1.23: after
+// Stop or Reset returns, no stale value is received from C.
+type Timer interface {
+	// C returns the channel the timer fires on.
+	C() <-chan time.Time
+	// Reset makes the timer fire d after now; it reports whether the timer was active.
+	Reset(d time.Duration) bool
+	// Stop stops the timer; it reports whether the timer was active.
+	Stop() bool
+}
+
+// SystemClock returns the clock of package time.
+func SystemClock() Clock { return systemClock{} }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                 { return time.Now() }
+func (systemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
+
+type systemTimer struct{ t *time.Timer }
+
+func (t systemTimer) C() <-chan time.Time        { return t.t.C }
+func (t systemTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
+func (t systemTimer) Stop() bool                 { return t.t.Stop() }

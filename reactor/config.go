@@ -1,0 +1,240 @@
+package reactor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/limits"
+)
+
+// Defaults of Config, taken from pRPC.
+const (
+	DefaultWorkers        = 2
+	DefaultBatchSize      = 4
+	DefaultTimeout        = 1500 * time.Millisecond
+	DefaultMaxTimeout     = 5 * time.Second
+	DefaultMaxOutstanding = 4096
+)
+
+// Bounds of Config.
+const (
+	MaxWorkers        = 256
+	MaxBatchSize      = 1024
+	MaxMaxTimeout     = time.Hour
+	MaxMaxOutstanding = 1 << 20
+)
+
+// Config configures a Reactor. The zero value of each field means its documented default;
+// New rejects values outside the documented bounds with an error naming the field.
+type Config struct {
+	// Target is the gRPC target to dial: "host:port", or any target gRPC resolves, such as
+	// "dns:///db.internal:50051". Exactly one of Target and Conn must be set.
+	Target string
+
+	// Conn, instead of Target, is a connection the caller owns, for example a
+	// *grpc.ClientConn dialled with options prpc does not offer, or an in-memory fake. The
+	// caller owns its transport settings and closes it after the reactor; prpc still applies
+	// its limits and codec to every call. Credentials, DialOptions, ServiceConfig and Backoff
+	// must be unset with Conn.
+	Conn grpc.ClientConnInterface
+
+	// Credentials secure the connection dialled for Target: Insecure(), TLS(…),
+	// MutualTLS(…), their file variants, or FromTransport(…). Required with Target; there is
+	// no default, so that plaintext is always a choice.
+	Credentials Credentials
+
+	// Workers is the number of invokers. Default 2, from 1 to 256.
+	Workers int
+
+	// BatchSize is the number of calls each invoker keeps in flight. Workers × BatchSize
+	// calls run at once at most; more wait, in submission order, for a free slot. Default 4,
+	// from 1 to 1024.
+	BatchSize int
+
+	// DefaultTimeout is the timeout of a call whose Options give none. Default 1.5 s; more
+	// than zero and at most MaxTimeout.
+	DefaultTimeout time.Duration
+
+	// MaxTimeout is the longest timeout a call may ask for. It also bounds how long Close can
+	// wait with a context that has no deadline. Default 5 s; at most 1 h.
+	MaxTimeout time.Duration
+
+	// MaxOutstanding bounds the calls admitted and not yet delivered by Tick: queued, in
+	// flight, and completed but waiting for Tick. Beyond it calls fail at once with
+	// ErrOverloaded, so memory stays bounded when the backend is slow or down or the host
+	// stops ticking. Default 4096, from 1 to 1,048,576.
+	MaxOutstanding int
+
+	// Limits bounds the bytes of each call; zero fields mean their defaults.
+	Limits limits.Limits
+
+	// DialOptions are added when dialling Target, before prpc's own options, so they cannot
+	// raise the configured limits or replace the credentials.
+	DialOptions []grpc.DialOption
+
+	// ServiceConfig, if set, is the JSON default service config of the connection (see
+	// grpc.WithDefaultServiceConfig).
+	ServiceConfig string
+
+	// Backoff is the reconnect backoff of the connection; zero fields mean their defaults.
+	Backoff Backoff
+
+	// Methods, if not empty, is an allowlist: calls of any other method fail with
+	// ErrInvalidArgument without reaching the network. Paths must be unique.
+	Methods []calls.Descriptor
+
+	// OnReady, if set, is called when completions are waiting for Tick, at most once until
+	// the next Tick drains them, and never on the goroutine that calls Tick. It suits hosts
+	// that schedule work on their own goroutine (for example w.Do(func(…) { r.Tick(b) })). It
+	// must not block. It is not called after Close.
+	OnReady func()
+
+	// OnCallbackPanic, if set, receives the value of every panic raised by a promise
+	// callback, on the Tick goroutine. Default: log it through Logger with its stack.
+	OnCallbackPanic func(recovered any)
+
+	// Logger receives prpc's log records. Default slog.Default().
+	Logger *slog.Logger
+
+	// Clock is the source of time for deadlines, Tick budgets and latencies. Default: the
+	// system clock. Tests may pass a manual clock (see package reactortest).
+	Clock Clock
+}
+
+// Backoff is the reconnect backoff of a connection, as in the gRPC connection backoff
+// protocol: after a failed attempt the next waits BaseDelay, then ×Multiplier each time up to
+// MaxDelay, each randomised by ±Jitter.
+type Backoff struct {
+	// BaseDelay is the wait after the first failure. Default 100 ms.
+	BaseDelay time.Duration
+	// MaxDelay is the longest wait. Default 5 s; at least BaseDelay, at most 1 h.
+	MaxDelay time.Duration
+	// Multiplier is the growth factor. Default 1.6; at least 1.
+	Multiplier float64
+	// Jitter randomises each wait by ±Jitter of it. Default 0.2; from 0 to 1.
+	Jitter float64
+	// MinConnectTimeout is the least time one connection attempt is given. Default 20 s.
+	MinConnectTimeout time.Duration
+}
+
+// Defaults of Backoff.
+const (
+	DefaultBackoffBase       = 100 * time.Millisecond
+	DefaultBackoffMax        = 5 * time.Second
+	DefaultBackoffMultiplier = 1.6
+	DefaultBackoffJitter     = 0.2
+	DefaultMinConnectTimeout = 20 * time.Second
+)
+
+// fieldError names a Config field and its bounds.
+func fieldError(field string, value any, bounds string) error {
+	return fmt.Errorf("prpc: Config.%s is %v; %s", field, value, bounds)
+}
+
+// resolve checks c and returns it with every default filled in.
+func (c Config) resolve() (Config, error) {
+	switch {
+	case c.Target == "" && c.Conn == nil:
+		return c, errors.New("prpc: Config.Target or Config.Conn must be set")
+	case c.Target != "" && c.Conn != nil:
+		return c, errors.New("prpc: Config.Target and Config.Conn are exclusive; set one")
+	case c.Target != "" && c.Credentials == nil:
+		return c, errors.New("prpc: Config.Credentials is nil; choose reactor.Insecure(), reactor.TLS(…) or another explicitly")
+	case c.Conn != nil && (c.Credentials != nil || len(c.DialOptions) > 0 || c.ServiceConfig != "" || c.Backoff != Backoff{}):
+		return c, errors.New("prpc: Config.Credentials, DialOptions, ServiceConfig and Backoff apply to a dialled Target; with Config.Conn, set them on the connection")
+	}
+	intRange := []struct {
+		name       string
+		p          *int
+		max, deflt int
+	}{
+		{"Workers", &c.Workers, MaxWorkers, DefaultWorkers},
+		{"BatchSize", &c.BatchSize, MaxBatchSize, DefaultBatchSize},
+		{"MaxOutstanding", &c.MaxOutstanding, MaxMaxOutstanding, DefaultMaxOutstanding},
+	}
+	for _, f := range intRange {
+		if *f.p < 0 || *f.p > f.max {
+			return c, fieldError(f.name, *f.p, fmt.Sprintf("must be between 1 and %d (0 means the default, %d)", f.max, f.deflt))
+		}
+		if *f.p == 0 {
+			*f.p = f.deflt
+		}
+	}
+	if c.MaxTimeout < 0 || c.MaxTimeout > MaxMaxTimeout {
+		return c, fieldError("MaxTimeout", c.MaxTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultMaxTimeout))
+	}
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.DefaultTimeout < 0 || c.DefaultTimeout > c.MaxTimeout {
+		return c, fieldError("DefaultTimeout", c.DefaultTimeout, fmt.Sprintf("must be more than 0 and at most MaxTimeout, %v (0 means the default, %v)", c.MaxTimeout, DefaultTimeout))
+	}
+	if c.DefaultTimeout == 0 {
+		if DefaultTimeout > c.MaxTimeout {
+			return c, fieldError("DefaultTimeout", "unset", fmt.Sprintf("its default, %v, is above MaxTimeout, %v; set it", DefaultTimeout, c.MaxTimeout))
+		}
+		c.DefaultTimeout = DefaultTimeout
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return c, errors.New("prpc: Config." + strings.TrimPrefix(err.Error(), "prpc: "))
+	}
+	c.Limits = c.Limits.WithDefaults()
+	var err error
+	if c.Backoff, err = c.Backoff.resolve(); err != nil {
+		return c, err
+	}
+	seen := make(map[string]bool, len(c.Methods))
+	for i, m := range c.Methods {
+		if m == nil {
+			return c, fieldError(fmt.Sprintf("Methods[%d]", i), "nil", "every method must be non-nil")
+		}
+		if seen[m.Path()] {
+			return c, fieldError(fmt.Sprintf("Methods[%d]", i), m.Path(), "duplicates an earlier method path")
+		}
+		seen[m.Path()] = true
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock()
+	}
+	return c, nil
+}
+
+func (b Backoff) resolve() (Backoff, error) {
+	if b.BaseDelay == 0 {
+		b.BaseDelay = DefaultBackoffBase
+	}
+	if b.MaxDelay == 0 {
+		b.MaxDelay = max(DefaultBackoffMax, b.BaseDelay)
+	}
+	if b.Multiplier == 0 {
+		b.Multiplier = DefaultBackoffMultiplier
+	}
+	if b.Jitter == 0 {
+		b.Jitter = DefaultBackoffJitter
+	}
+	if b.MinConnectTimeout == 0 {
+		b.MinConnectTimeout = DefaultMinConnectTimeout
+	}
+	switch {
+	case b.BaseDelay < 0 || b.BaseDelay > MaxMaxTimeout:
+		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultBackoffBase))
+	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxMaxTimeout:
+		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most %v (0 means the default, %v)", b.BaseDelay, MaxMaxTimeout, DefaultBackoffMax))
+	case b.Multiplier < 1:
+		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", DefaultBackoffMultiplier))
+	case b.Jitter < 0 || b.Jitter > 1:
+		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be between 0 and 1 (0 means the default, %v)", DefaultBackoffJitter))
+	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMaxTimeout:
+		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultMinConnectTimeout))
+	}
+	return b, nil
+}

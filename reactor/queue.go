@@ -1,0 +1,104 @@
+package reactor
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// eventKind says what an inbox event asks of the reactor goroutine.
+type eventKind uint8
+
+const (
+	evSubmit    eventKind = iota // an admitted call to schedule
+	evForward                    // a call rejected at submission, to queue for delivery
+	evRedeliver                  // a delivered call with new callbacks, to queue for delivery
+	evCancel                     // a call to cancel
+	evComplete                   // a call whose transport call returned
+	evClose                      // stop admitting; exit once every call has settled
+	evAbort                      // settle every remaining call with ErrClosed
+	evNotify                     // call OnReady: Tick left completions behind
+)
+
+type event struct {
+	kind eventKind
+	c    *callcore.Call
+	err  error // evAbort: the context error
+}
+
+// inbox is the reactor goroutine's multi-producer queue. Producers append under a mutex and
+// wake the consumer only when the queue was empty, so a burst costs one wake-up; the consumer
+// swaps the whole batch out at once.
+type inbox struct {
+	mu     sync.Mutex
+	events []event
+	closed bool
+	wake   chan struct{} // capacity 1
+}
+
+func newInbox() *inbox { return &inbox{wake: make(chan struct{}, 1)} }
+
+// push appends e and reports whether it was accepted; after close it is not.
+func (q *inbox) push(e event) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	wasEmpty := len(q.events) == 0
+	q.events = append(q.events, e)
+	q.mu.Unlock()
+	if wasEmpty {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// take swaps the queued events out, giving buf (emptied) to the queue for reuse.
+func (q *inbox) take(buf []event) []event {
+	clear(buf)
+	q.mu.Lock()
+	out := q.events
+	q.events = buf[:0]
+	q.mu.Unlock()
+	return out
+}
+
+// close refuses further events and returns those still queued.
+func (q *inbox) close() []event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	out := q.events
+	q.events = nil
+	return out
+}
+
+// outbox is the queue of settled calls waiting for Tick.
+type outbox struct {
+	mu    sync.Mutex
+	calls []*callcore.Call
+	n     atomic.Int32 // len(calls), readable without the lock
+}
+
+func (q *outbox) push(cs ...*callcore.Call) {
+	q.mu.Lock()
+	q.calls = append(q.calls, cs...)
+	q.n.Store(int32(len(q.calls)))
+	q.mu.Unlock()
+}
+
+// takeInto appends the queued calls to dst and empties the queue.
+func (q *outbox) takeInto(dst []*callcore.Call) []*callcore.Call {
+	q.mu.Lock()
+	dst = append(dst, q.calls...)
+	clear(q.calls)
+	q.calls = q.calls[:0]
+	q.n.Store(0)
+	q.mu.Unlock()
+	return dst
+}

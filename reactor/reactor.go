@@ -1,0 +1,184 @@
+// Package reactor runs unary gRPC calls for a game loop without ever blocking it.
+//
+// Game code submits calls with Call from any goroutine and gets a *calls.Promise at once. One
+// reactor goroutine owns every call's state: it admits calls, assigns them to a fixed set of
+// invoker goroutines, enforces deadlines from a timer heap, and settles each call exactly
+// once, whichever of the response, the deadline, a cancel or Close comes first. Settled calls
+// wait in one queue until the host calls Tick on its own goroutine, where their callbacks run
+// in completion order under a time budget.
+//
+//	r, err := reactor.New(reactor.Config{Target: "127.0.0.1:50051", Credentials: reactor.Insecure()})
+//	…
+//	reactor.Call(r, getPlayer, &pb.GetPlayerRequest{Xuid: xuid}, nil).
+//		Then(func(resp *pb.GetPlayerResponse) { /* on the Tick goroutine */ }).
+//		OnError(func(err error) { /* timeout, overload, gRPC status, … */ })
+//	…
+//	// once per server tick, on the game loop goroutine:
+//	r.Tick(2 * time.Millisecond)
+//
+// Between ticks a host may wait on Ready, or set Config.OnReady, to deliver replies without
+// waiting for the next tick.
+package reactor
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+
+	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// Reactor runs unary gRPC calls for one host goroutine. Create it with New; call Tick from
+// one goroutine at a time (normally the game loop), and Close it on that goroutine when done.
+// Call, Ready and Stats are safe from any goroutine.
+type Reactor struct {
+	cfg      Config
+	conn     grpc.ClientConnInterface
+	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
+	clock    Clock
+	allow    map[string]bool // nil: every method allowed
+	baseOpts []grpc.CallOption
+	owner    owner
+
+	in    *inbox
+	out   outbox
+	ready chan struct{}
+	armed atomic.Bool // a wake-up was sent and Tick has not drained since
+
+	// Admission and counters, under mu.
+	mu       sync.Mutex
+	closing  bool
+	closingA atomic.Bool // closing, readable without mu
+	counts   counters
+	latency  latencyWindow
+
+	// Published by the reactor goroutine for Stats.
+	loads    []atomic.Int32
+	queued   atomic.Int32
+	inFlight atomic.Int32
+
+	// Reactor goroutine and lanes.
+	lanes sync.WaitGroup
+	done  chan struct{} // closed when the reactor goroutine has exited
+	cut   int           // calls cut off by Close; written before done is closed
+
+	// Host goroutine (Tick and Close).
+	ticking   atomic.Bool
+	delivery  []*callcore.Call
+	head      int
+	cbBuf     []callcore.Callback
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// TickReport says what one Tick did.
+type TickReport struct {
+	// Delivered is the number of settled calls whose callbacks ran.
+	Delivered int
+	// Remaining is the number of settled calls left for the next Tick because the budget
+	// was spent.
+	Remaining int
+	// Elapsed is the time Tick spent delivering (zero for an idle Tick).
+	Elapsed time.Duration
+}
+
+// New checks cfg, dials the connection (without waiting for it) and starts the reactor
+// goroutine and its invokers. Errors name the Config field at fault.
+func New(cfg Config) (*Reactor, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	r := &Reactor{
+		cfg:   cfg,
+		conn:  cfg.Conn,
+		clock: cfg.Clock,
+		in:    newInbox(),
+		ready: make(chan struct{}, 1),
+		loads: make([]atomic.Int32, cfg.Workers),
+		done:  make(chan struct{}),
+	}
+	r.owner.r = r
+	r.counts.failed = make(map[codes.Code]uint64)
+	if len(cfg.Methods) > 0 {
+		r.allow = make(map[string]bool, len(cfg.Methods))
+		for _, m := range cfg.Methods {
+			r.allow[m.Path()] = true
+		}
+	}
+	if r.conn == nil {
+		if r.cc, err = dial(cfg); err != nil {
+			return nil, err
+		}
+		r.conn = r.cc
+	}
+	r.baseOpts = append([]grpc.CallOption{grpc.ForceCodecV2(codec.Codec{})}, cfg.Limits.CallOptions()...)
+	r.start()
+	return r, nil
+}
+
+func dial(cfg Config) (*grpc.ClientConn, error) {
+	tc, err := cfg.Credentials.transport()
+	if err != nil {
+		return nil, err
+	}
+	b := cfg.Backoff
+	opts := append([]grpc.DialOption(nil), cfg.DialOptions...)
+	opts = append(opts,
+		grpc.WithTransportCredentials(tc),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  b.BaseDelay,
+				Multiplier: b.Multiplier,
+				Jitter:     b.Jitter,
+				MaxDelay:   b.MaxDelay,
+			},
+			MinConnectTimeout: b.MinConnectTimeout,
+		}),
+	)
+	if cfg.ServiceConfig != "" {
+		opts = append(opts, grpc.WithDefaultServiceConfig(cfg.ServiceConfig))
+	}
+	opts = append(opts, cfg.Limits.DialOptions()...)
+	cc, err := grpc.NewClient(cfg.Target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("prpc: Config.Target %q: %w", cfg.Target, err)
+	}
+	cc.Connect()
+	return cc, nil
+}
+
+// Ready returns a channel that receives a value when settled calls are waiting for Tick. A
+// wake-up is sent at most once per batch of completions that arrive before Tick drains them,
+// and again after a Tick that left some behind. Its capacity is one; it is never closed.
+func (r *Reactor) Ready() <-chan struct{} { return r.ready }
+
+// owner is the reactor as calls see it (callcore.Owner).
+type owner struct{ r *Reactor }
+
+// Cancel implements callcore.Owner.
+func (o *owner) Cancel(c *callcore.Call) {
+	o.r.in.push(event{kind: evCancel, c: c})
+}
+
+// Redeliver implements callcore.Owner.
+func (o *owner) Redeliver(c *callcore.Call) {
+	if !o.r.in.push(event{kind: evRedeliver, c: c}) {
+		o.r.deliverDirect(c)
+	}
+}
+
+// deliverDirect queues c for Tick when the reactor goroutine has exited.
+func (r *Reactor) deliverDirect(c *callcore.Call) {
+	r.out.push(c)
+	select {
+	case r.ready <- struct{}{}:
+	default:
+	}
+}

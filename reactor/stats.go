@@ -1,0 +1,196 @@
+package reactor
+
+import (
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// Stats is a snapshot of a reactor. Submitted = Succeeded + Σ Failed + Pending holds in
+// every snapshot; TimedOut, Overloaded, Cancelled and Closed count parts of Failed.
+type Stats struct {
+	// Pending is the number of calls admitted and not yet delivered by Tick: the calls that
+	// count against MaxOutstanding.
+	Pending int
+	// Queued is the number of admitted calls waiting for an invoker slot.
+	Queued int
+	// InFlight is the number of transport calls running, including calls already settled
+	// (timed out or cancelled) whose transport call has not returned yet.
+	InFlight int
+	// Invokers has one entry per invoker, in order.
+	Invokers []InvokerStats
+	// State is the connectivity state of the connection the reactor dialled, or of
+	// Config.Conn if it reports one; connectivity.State(-1) if unknown.
+	State connectivity.State
+
+	// Submitted counts every call submitted, rejected ones included.
+	Submitted uint64
+	// Succeeded counts calls delivered with a response.
+	Succeeded uint64
+	// Failed counts failed calls by gRPC code: calls rejected at submission as soon as they
+	// are, other calls once delivered.
+	Failed map[codes.Code]uint64
+	// TimedOut counts failures with ErrTimeout.
+	TimedOut uint64
+	// Overloaded counts rejections with ErrOverloaded.
+	Overloaded uint64
+	// Cancelled counts failures with ErrCancelled.
+	Cancelled uint64
+	// Closed counts failures with ErrClosed.
+	Closed uint64
+
+	// Latency is the time from submission to delivery by Tick of the most recent admitted
+	// calls (up to LatencyWindow of them). It includes the wait for Tick.
+	Latency Latency
+}
+
+// InvokerStats describes one invoker.
+type InvokerStats struct {
+	// Load is the number of calls the invoker has in flight, at most BatchSize.
+	Load int
+	// State is what the invoker is doing.
+	State InvokerState
+}
+
+// InvokerState is the state of an invoker.
+type InvokerState uint8
+
+// States of an invoker.
+const (
+	InvokerIdle    InvokerState = iota // no call in flight
+	InvokerBusy                        // some calls in flight, slots free
+	InvokerFull                        // BatchSize calls in flight
+	InvokerStopped                     // the reactor is closed
+)
+
+// String returns "idle", "busy", "full" or "stopped".
+func (s InvokerState) String() string {
+	switch s {
+	case InvokerIdle:
+		return "idle"
+	case InvokerBusy:
+		return "busy"
+	case InvokerFull:
+		return "full"
+	case InvokerStopped:
+		return "stopped"
+	}
+	return "invalid"
+}
+
+// LatencyWindow is the number of recent calls Stats.Latency covers.
+const LatencyWindow = 1024
+
+// Latency holds percentiles of recent latencies, by nearest rank: Pq is the smallest sample
+// such that at least q% of the samples are at or below it.
+type Latency struct {
+	Samples       int
+	P50, P95, P99 time.Duration
+	Max           time.Duration
+}
+
+type counters struct {
+	pending                                      int
+	submitted, succeeded                         uint64
+	failed                                       map[codes.Code]uint64
+	timedOut, overloaded, cancelled, closedCalls uint64
+}
+
+func (c *counters) fail(code codes.Code, reason callcore.Reason) {
+	c.failed[code]++
+	switch reason {
+	case callcore.ReasonTimeout:
+		c.timedOut++
+	case callcore.ReasonOverloaded:
+		c.overloaded++
+	case callcore.ReasonCancelled:
+		c.cancelled++
+	case callcore.ReasonClosed:
+		c.closedCalls++
+	}
+}
+
+func errCode(err error) codes.Code { return status.Code(err) }
+
+// latencyWindow is a ring of the most recent latencies.
+type latencyWindow struct {
+	ring [LatencyWindow]time.Duration
+	n    int // samples written, saturating at LatencyWindow
+	next int
+}
+
+func (w *latencyWindow) add(d time.Duration) {
+	w.ring[w.next] = d
+	w.next = (w.next + 1) % LatencyWindow
+	if w.n < LatencyWindow {
+		w.n++
+	}
+}
+
+// summarize returns the percentiles of samples, sorting them in place.
+func summarize(s []time.Duration) Latency {
+	if len(s) == 0 {
+		return Latency{}
+	}
+	slices.Sort(s)
+	rank := func(q int) time.Duration { return s[(q*len(s)+99)/100-1] }
+	return Latency{Samples: len(s), P50: rank(50), P95: rank(95), P99: rank(99), Max: s[len(s)-1]}
+}
+
+// Stats returns a snapshot. It is safe from any goroutine and does not block on the reactor
+// goroutine.
+func (r *Reactor) Stats() Stats {
+	r.mu.Lock()
+	s := Stats{
+		Pending:    r.counts.pending,
+		Submitted:  r.counts.submitted,
+		Succeeded:  r.counts.succeeded,
+		Failed:     make(map[codes.Code]uint64, len(r.counts.failed)),
+		TimedOut:   r.counts.timedOut,
+		Overloaded: r.counts.overloaded,
+		Cancelled:  r.counts.cancelled,
+		Closed:     r.counts.closedCalls,
+	}
+	samples := slices.Clone(r.latency.ring[:r.latency.n])
+	for code, n := range r.counts.failed {
+		s.Failed[code] = n
+	}
+	r.mu.Unlock()
+	s.Latency = summarize(samples)
+	s.Queued = int(r.queued.Load())
+	s.InFlight = int(r.inFlight.Load())
+	stopped := r.isDone()
+	s.Invokers = make([]InvokerStats, len(r.loads))
+	for i := range r.loads {
+		l := int(r.loads[i].Load())
+		st := InvokerBusy
+		switch {
+		case stopped:
+			st = InvokerStopped
+		case l == 0:
+			st = InvokerIdle
+		case l >= r.cfg.BatchSize:
+			st = InvokerFull
+		}
+		s.Invokers[i] = InvokerStats{Load: l, State: st}
+	}
+	s.State = connectivity.State(-1)
+	if g, ok := r.conn.(interface{ GetState() connectivity.State }); ok {
+		s.State = g.GetState()
+	}
+	return s
+}
+
+func (r *Reactor) isDone() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
