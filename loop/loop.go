@@ -1,0 +1,201 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/trixnew/prpc/reactor"
+)
+
+// Reactor is what a Loop drives: any *reactor.Reactor, or a fake in tests. Tick runs
+// completed calls' callbacks on the calling goroutine under a budget; Ready receives a value
+// when completions wait for Tick. If a Reactor also has a method Close(context.Context)
+// error, as *reactor.Reactor does, the Loop closes it when Run stops.
+type Reactor interface {
+	Tick(budget time.Duration) reactor.TickReport
+	Ready() <-chan struct{}
+}
+
+// closer is a Reactor the Loop closes on shutdown.
+type closer interface {
+	Close(ctx context.Context) error
+}
+
+var _ closer = (*reactor.Reactor)(nil)
+var _ Reactor = (*reactor.Reactor)(nil)
+
+// Loop runs a host's ticks at a fixed rate and drives its reactors. Create it with New and
+// start it with Run; Stats is safe from any goroutine.
+type Loop struct {
+	cfg     Config
+	period  time.Duration
+	started atomic.Bool
+	meter   meter
+}
+
+// New checks cfg and returns a Loop that is not running yet. Errors name the Config field at
+// fault and its bounds.
+func New(cfg Config) (*Loop, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	l := &Loop{cfg: cfg, period: time.Second / time.Duration(cfg.TPS)}
+	l.meter.init()
+	return l, nil
+}
+
+// Run runs ticks on the calling goroutine until ctx is done, then shuts down. It may be
+// called once per Loop; later calls return an error at once.
+//
+// Tick k is due at start + k·period, where start is when Run began and period is one second
+// divided by Config.TPS. Each tick runs OnTick, then Tick(Budget) on each reactor in order.
+// Between ticks Run blocks (it never spins) until the next tick is due, ctx is done, or,
+// unless Config.TickOnly, a reactor signals Ready: it then drains each reactor that
+// signalled with one Tick(Budget) (a wake-up, not a tick) and goes back to waiting. With
+// several reactors, one helper goroutine per reactor forwards its Ready signals; they exit
+// before Run returns.
+//
+// A late tick is never caught up. When a tick starts, if the current time is a whole period
+// or more past its due time (because the previous tick overran, a wake-up ran long, or the
+// process was descheduled), the tick takes the latest due time not after now instead, and
+// the due times it passed over are counted as skipped. So after a tick that overruns by 3.5
+// periods, the next tick runs at once for the slot 3 periods after the overrunning one, 2
+// slots are skipped, and the one after runs on the normal schedule. A tick that ends after
+// the next tick's due time counts as an overrun; the next tick then starts at once.
+//
+// When ctx is done Run finishes the current tick or wake-up, runs OnStop, then closes each
+// reactor that has a Close method, in order, with a context that expires after
+// Config.ShutdownTimeout (Close runs the remaining callbacks on this goroutine). It returns
+// nil, or the errors.Join of the Close errors. A panic in OnTick, OnStop or a reactor
+// propagates out of Run, after the helper goroutines have exited; the reactors are not
+// closed then.
+func (l *Loop) Run(ctx context.Context) error {
+	if !l.started.CompareAndSwap(false, true) {
+		return errors.New("prpc: loop.Run called more than once on the same Loop")
+	}
+	w := startWaker(l.cfg.Reactors, l.cfg.TickOnly)
+	defer w.stop()
+	l.run(ctx, w)
+	w.stop()
+	// Ready signals the helpers took but the loop did not act on: deliver them as a last
+	// wake-up rather than lose them.
+	l.drain(w.takeAll())
+	if l.cfg.OnStop != nil {
+		l.cfg.OnStop()
+	}
+	return l.closeAll(ctx)
+}
+
+// run is the tick loop proper; it returns once ctx is done.
+func (l *Loop) run(ctx context.Context, w *waker) {
+	clock := l.cfg.Clock
+	done := ctx.Done()
+	start := clock.Now()
+	next := start // due time of the next tick
+	var n uint64  // ticks run
+	var timer reactor.Timer
+	for {
+		now := clock.Now()
+		if d := next.Sub(now); d > 0 {
+			// The timer is set only while the loop blocks here, so a set timer means
+			// the loop is idle (tests rely on it), and a fired one holds no stale value.
+			if timer == nil {
+				timer = clock.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			select {
+			case <-done:
+				timer.Stop()
+				return
+			case <-timer.C():
+			case <-w.c:
+				timer.Stop()
+				l.drain(w.take())
+			}
+			continue
+		}
+		select {
+		case <-done:
+			return
+		default:
+		}
+		next = l.tick(n, start, next, now, w)
+		n++
+	}
+}
+
+// tick runs tick n, due at due, starting at now, and returns the due time of the next one.
+func (l *Loop) tick(n uint64, start, due, now time.Time, w *waker) time.Time {
+	var skipped uint64
+	if lag := now.Sub(due); lag >= l.period {
+		k := lag / l.period
+		skipped = uint64(k)
+		due = due.Add(k * l.period)
+	}
+	if l.cfg.OnTick != nil {
+		l.cfg.OnTick(n)
+	}
+	clock := l.cfg.Clock
+	t := clock.Now()
+	var delivery time.Duration
+	var delivered uint64
+	for i, r := range l.cfg.Reactors {
+		w.clear(i) // this Tick covers what any waiting signal announced
+		rep := r.Tick(l.cfg.Budget)
+		delivered += uint64(rep.Delivered)
+		t2 := clock.Now()
+		delivery += t2.Sub(t)
+		t = t2
+	}
+	next := due.Add(l.period)
+	l.meter.tick(tickSample{
+		at:        now.Sub(start),
+		dur:       t.Sub(now),
+		delivery:  delivery,
+		delivered: delivered,
+		skipped:   skipped,
+		overrun:   t.After(next),
+	})
+	return next
+}
+
+// drain runs one Tick(Budget) on each reactor listed: a wake-up between ticks.
+func (l *Loop) drain(reactors []int) {
+	if len(reactors) == 0 {
+		return
+	}
+	clock := l.cfg.Clock
+	t := clock.Now()
+	var delivery time.Duration
+	var delivered uint64
+	for _, i := range reactors {
+		rep := l.cfg.Reactors[i].Tick(l.cfg.Budget)
+		delivered += uint64(rep.Delivered)
+		t2 := clock.Now()
+		delivery += t2.Sub(t)
+		t = t2
+	}
+	l.meter.wakeup(delivery, delivered)
+}
+
+// closeAll closes the closable reactors, in order, within ShutdownTimeout.
+func (l *Loop) closeAll(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	for i, r := range l.cfg.Reactors {
+		c, ok := r.(closer)
+		if !ok {
+			continue
+		}
+		if err := c.Close(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("prpc: loop: closing Config.Reactors[%d]: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
