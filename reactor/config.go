@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -191,7 +193,7 @@ func (c Config) resolve() (Config, error) {
 	}
 	seen := make(map[string]bool, len(c.Methods))
 	for i, m := range c.Methods {
-		if m == nil {
+		if m == nil || reflect.ValueOf(m).IsNil() { // a nil *calls.Method is a non-nil Descriptor
 			return c, fieldError(fmt.Sprintf("Methods[%d]", i), "nil", "every method must be non-nil")
 		}
 		if seen[m.Path()] {
@@ -229,9 +231,9 @@ func (b Backoff) resolve() (Backoff, error) {
 		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultBackoffBase))
 	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxMaxTimeout:
 		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most %v (0 means the default, %v)", b.BaseDelay, MaxMaxTimeout, DefaultBackoffMax))
-	case b.Multiplier < 1:
+	case b.Multiplier < 1 || math.IsNaN(b.Multiplier):
 		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", DefaultBackoffMultiplier))
-	case b.Jitter < 0 || b.Jitter > 1:
+	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
 		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be between 0 and 1 (0 means the default, %v)", DefaultBackoffJitter))
 	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMaxTimeout:
 		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultMinConnectTimeout))

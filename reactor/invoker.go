@@ -32,7 +32,11 @@ func (r *Reactor) lane(work <-chan *callcore.Call) {
 		}
 		c.LaneHeader, c.LaneTrailer = header, trailer
 		frame.Bytes, reply.Msg = nil, nil
-		releaseRequest(c)
+		if c.LaneErr == nil {
+			releaseRequest(c)
+		} else { // a failed call may return before gRPC has written the request: leave it to the GC
+			c.Request = nil
+		}
 		r.in.push(event{kind: evComplete, c: c})
 	}
 }

@@ -25,8 +25,10 @@ type Stats struct {
 	// Invokers has one entry per invoker, in order.
 	Invokers []InvokerStats
 	// State is the connectivity state of the connection the reactor dialled, or of
-	// Config.Conn if it reports one; connectivity.State(-1) if unknown.
-	State connectivity.State
+	// Config.Conn if it has a GetState method (as *grpc.ClientConn does). StateKnown is false,
+	// and State meaningless, for a Config.Conn without one.
+	State      connectivity.State
+	StateKnown bool
 
 	// Submitted counts every call submitted, rejected ones included.
 	Submitted uint64
@@ -179,9 +181,8 @@ func (r *Reactor) Stats() Stats {
 		}
 		s.Invokers[i] = InvokerStats{Load: l, State: st}
 	}
-	s.State = connectivity.State(-1)
 	if g, ok := r.conn.(interface{ GetState() connectivity.State }); ok {
-		s.State = g.GetState()
+		s.State, s.StateKnown = g.GetState(), true
 	}
 	return s
 }

@@ -29,11 +29,13 @@ func (r *Reactor) enterHost(what string) {
 
 // tick delivers settled calls; with all set it ignores the budget.
 func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
+	// Disarm before looking, even when idle: a wake-up whose calls an earlier Tick already
+	// took must not leave armed set, or the next completion would not wake the host.
+	r.armed.Store(false)
 	if r.head == len(r.delivery) && r.out.n.Load() == 0 {
 		return TickReport{}
 	}
 	start := r.clock.Now()
-	r.armed.Store(false)
 	if r.head > 0 {
 		n := copy(r.delivery, r.delivery[r.head:])
 		clear(r.delivery[n:])

@@ -1,0 +1,382 @@
+package reactor_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/limits"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// cfgFakeConn is a grpc.ClientConnInterface that answers Echo requests without a network and
+// records what each call was given. If block is not nil, Invoke waits until it is closed or
+// the call's context is done.
+type cfgFakeConn struct {
+	block   chan struct{}
+	entered chan struct{} // receives one value per Invoke, if not nil
+
+	mu    sync.Mutex
+	calls []cfgFakeCall
+}
+
+type cfgFakeCall struct {
+	method    string
+	deadline  time.Time
+	hasDL     bool
+	replyMax  int
+	opts      []grpc.CallOption
+	argsType  string
+	replyType string
+}
+
+func (f *cfgFakeConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	dl, ok := ctx.Deadline()
+	rec := cfgFakeCall{method: method, deadline: dl, hasDL: ok, opts: opts}
+	frame, fok := args.(*codec.Frame)
+	r, rok := reply.(*codec.Reply)
+	if fok {
+		rec.argsType = "frame"
+	}
+	if rok {
+		rec.replyType = "reply"
+		rec.replyMax = r.Max
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, rec)
+	f.mu.Unlock()
+	if f.entered != nil {
+		f.entered <- struct{}{}
+	}
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if !fok || !rok {
+		return errors.New("cfgFakeConn: unexpected argument types")
+	}
+	req := &testpb.EchoRequest{}
+	if err := proto.Unmarshal(frame.Bytes, req); err != nil {
+		return err
+	}
+	proto.Merge(r.Msg, &testpb.EchoResponse{Message: req.GetMessage()})
+	return nil
+}
+
+func (f *cfgFakeConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, errors.New("cfgFakeConn: streams are not supported")
+}
+
+func (f *cfgFakeConn) recorded() []cfgFakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]cfgFakeCall(nil), f.calls...)
+}
+
+var otherMethod = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Other")
+
+func TestConfigInvalid(t *testing.T) {
+	fake := &cfgFakeConn{}
+	conn := func(c reactor.Config) reactor.Config { c.Conn = fake; return c }
+	target := func(c reactor.Config) reactor.Config {
+		c.Target = "127.0.0.1:1"
+		c.Credentials = reactor.Insecure()
+		return c
+	}
+	echoAgain := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse](echo.Path())
+
+	tests := []struct {
+		name string
+		cfg  reactor.Config
+		want []string // substrings of the error: the field and its bound
+	}{
+		{"neither Target nor Conn", reactor.Config{}, []string{"Config.Target", "Config.Conn"}},
+		{"neither, with Credentials", reactor.Config{Credentials: reactor.Insecure()}, []string{"Config.Target", "Config.Conn"}},
+		{"both Target and Conn", reactor.Config{Target: "127.0.0.1:1", Conn: fake}, []string{"Config.Target", "Config.Conn", "exclusive"}},
+		{"Target without Credentials", reactor.Config{Target: "127.0.0.1:1"}, []string{"Config.Credentials", "nil"}},
+		{"Conn with Credentials", conn(reactor.Config{Credentials: reactor.Insecure()}), []string{"Config.Credentials", "Config.Conn"}},
+		{"Conn with DialOptions", conn(reactor.Config{DialOptions: []grpc.DialOption{grpc.WithUserAgent("x")}}), []string{"DialOptions", "Config.Conn"}},
+		{"Conn with ServiceConfig", conn(reactor.Config{ServiceConfig: `{}`}), []string{"ServiceConfig", "Config.Conn"}},
+		{"Conn with Backoff", conn(reactor.Config{Backoff: reactor.Backoff{BaseDelay: time.Second}}), []string{"Backoff", "Config.Conn"}},
+		{"Conn with Backoff jitter only", conn(reactor.Config{Backoff: reactor.Backoff{Jitter: 0.5}}), []string{"Backoff", "Config.Conn"}},
+
+		{"Workers -1", conn(reactor.Config{Workers: -1}), []string{"Config.Workers", "-1", "256"}},
+		{"Workers 257", conn(reactor.Config{Workers: 257}), []string{"Config.Workers", "257", "256"}},
+		{"BatchSize -1", conn(reactor.Config{BatchSize: -1}), []string{"Config.BatchSize", "-1", "1024"}},
+		{"BatchSize 1025", conn(reactor.Config{BatchSize: 1025}), []string{"Config.BatchSize", "1025", "1024"}},
+		{"MaxOutstanding -1", conn(reactor.Config{MaxOutstanding: -1}), []string{"Config.MaxOutstanding", "-1", "1048576"}},
+		{"MaxOutstanding 1<<20+1", conn(reactor.Config{MaxOutstanding: 1<<20 + 1}), []string{"Config.MaxOutstanding", "1048577", "1048576"}},
+
+		{"MaxTimeout -1", conn(reactor.Config{MaxTimeout: -1}), []string{"Config.MaxTimeout", "-1ns", "1h0m0s"}},
+		{"MaxTimeout over 1h", conn(reactor.Config{MaxTimeout: time.Hour + time.Nanosecond}), []string{"Config.MaxTimeout", "1h0m0.000000001s", "1h0m0s"}},
+		{"DefaultTimeout -1", conn(reactor.Config{DefaultTimeout: -1}), []string{"Config.DefaultTimeout", "-1ns", "MaxTimeout, 5s"}},
+		{"DefaultTimeout over MaxTimeout", conn(reactor.Config{MaxTimeout: 2 * time.Second, DefaultTimeout: 3 * time.Second}), []string{"Config.DefaultTimeout", "3s", "MaxTimeout, 2s"}},
+		{"DefaultTimeout over default MaxTimeout", conn(reactor.Config{DefaultTimeout: 6 * time.Second}), []string{"Config.DefaultTimeout", "6s", "MaxTimeout, 5s"}},
+		{"DefaultTimeout unset, MaxTimeout 1s", conn(reactor.Config{MaxTimeout: time.Second}), []string{"Config.DefaultTimeout", "unset", "1.5s", "MaxTimeout, 1s"}},
+
+		{"Limits.MaxRequestBytes -1", conn(reactor.Config{Limits: limits.Limits{MaxRequestBytes: -1}}), []string{"Config.Limits.MaxRequestBytes", "-1", "1073741824"}},
+		{"Limits.MaxRequestBytes over", conn(reactor.Config{Limits: limits.Limits{MaxRequestBytes: 1<<30 + 1}}), []string{"Config.Limits.MaxRequestBytes", "1073741825", "1073741824"}},
+		{"Limits.MaxResponseBytes -1", conn(reactor.Config{Limits: limits.Limits{MaxResponseBytes: -1}}), []string{"Config.Limits.MaxResponseBytes", "-1", "1073741824"}},
+		{"Limits.MaxResponseBytes over", conn(reactor.Config{Limits: limits.Limits{MaxResponseBytes: 1<<30 + 1}}), []string{"Config.Limits.MaxResponseBytes", "1073741824"}},
+		{"Limits.MaxMetadataBytes -1", conn(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: -1}}), []string{"Config.Limits.MaxMetadataBytes", "-1", "1048576"}},
+		{"Limits.MaxMetadataBytes over", conn(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 1<<20 + 1}}), []string{"Config.Limits.MaxMetadataBytes", "1048577", "1048576"}},
+
+		{"Backoff.BaseDelay -1", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: -1}}), []string{"Config.Backoff.BaseDelay", "-1ns", "1h0m0s"}},
+		{"Backoff.BaseDelay over 1h", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: 2 * time.Hour}}), []string{"Config.Backoff.BaseDelay", "2h0m0s", "1h0m0s"}},
+		{"Backoff.MaxDelay below BaseDelay", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: 2 * time.Second, MaxDelay: time.Second}}), []string{"Config.Backoff.MaxDelay", "1s", "BaseDelay (2s)"}},
+		{"Backoff.MaxDelay -1", target(reactor.Config{Backoff: reactor.Backoff{MaxDelay: -1}}), []string{"Config.Backoff.MaxDelay", "-1ns"}},
+		{"Backoff.MaxDelay over 1h", target(reactor.Config{Backoff: reactor.Backoff{MaxDelay: 2 * time.Hour}}), []string{"Config.Backoff.MaxDelay", "2h0m0s", "1h0m0s"}},
+		{"Backoff.Multiplier below 1", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: 0.5}}), []string{"Config.Backoff.Multiplier", "0.5", "at least 1"}},
+		{"Backoff.Multiplier negative", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: -2}}), []string{"Config.Backoff.Multiplier", "-2", "at least 1"}},
+		{"Backoff.Multiplier NaN", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: math.NaN()}}), []string{"Config.Backoff.Multiplier", "NaN", "at least 1"}},
+		{"Backoff.Jitter negative", target(reactor.Config{Backoff: reactor.Backoff{Jitter: -0.1}}), []string{"Config.Backoff.Jitter", "-0.1", "between 0 and 1"}},
+		{"Backoff.Jitter over 1", target(reactor.Config{Backoff: reactor.Backoff{Jitter: 1.5}}), []string{"Config.Backoff.Jitter", "1.5", "between 0 and 1"}},
+		{"Backoff.Jitter NaN", target(reactor.Config{Backoff: reactor.Backoff{Jitter: math.NaN()}}), []string{"Config.Backoff.Jitter", "NaN", "between 0 and 1"}},
+		{"Backoff.MinConnectTimeout -1", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: -1}}), []string{"Config.Backoff.MinConnectTimeout", "-1ns", "1h0m0s"}},
+		{"Backoff.MinConnectTimeout over 1h", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: 2 * time.Hour}}), []string{"Config.Backoff.MinConnectTimeout", "2h0m0s", "1h0m0s"}},
+
+		{"Methods with nil", conn(reactor.Config{Methods: []calls.Descriptor{echo, nil}}), []string{"Config.Methods[1]", "nil"}},
+		{"Methods with nil first", conn(reactor.Config{Methods: []calls.Descriptor{nil}}), []string{"Config.Methods[0]", "nil"}},
+		{"Methods with a typed nil", conn(reactor.Config{Methods: []calls.Descriptor{(*calls.Method[*testpb.EchoRequest, *testpb.EchoResponse])(nil)}}), []string{"Config.Methods[0]", "nil"}},
+		{"Methods with duplicate path", conn(reactor.Config{Methods: []calls.Descriptor{echo, otherMethod, echoAgain}}), []string{"Config.Methods[2]", echo.Path(), "duplicate"}},
+		{"Methods with the same method twice", conn(reactor.Config{Methods: []calls.Descriptor{echo, echo}}), []string{"Config.Methods[1]", echo.Path()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r *reactor.Reactor
+			var err error
+			require.NotPanics(t, func() { r, err = reactor.New(tt.cfg) })
+			require.Error(t, err)
+			require.Nil(t, r)
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+	require.Empty(t, fake.recorded(), "no invalid config may make a call")
+}
+
+func TestConfigBoundsAccepted(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  reactor.Config
+	}{
+		{"minimal", reactor.Config{}},
+		{"ones", reactor.Config{Workers: 1, BatchSize: 1, MaxOutstanding: 1}},
+		{"maxima", reactor.Config{Workers: 256, BatchSize: 1, MaxOutstanding: 1 << 20, MaxTimeout: time.Hour, DefaultTimeout: time.Hour}},
+		{"DefaultTimeout equal to MaxTimeout", reactor.Config{MaxTimeout: 2 * time.Second, DefaultTimeout: 2 * time.Second}},
+		{"MaxTimeout 1s with DefaultTimeout set", reactor.Config{MaxTimeout: time.Second, DefaultTimeout: time.Second}},
+		{"limits at max", reactor.Config{Limits: limits.Limits{MaxRequestBytes: 1 << 30, MaxResponseBytes: 1 << 30, MaxMetadataBytes: 1 << 20}}},
+		{"Methods", reactor.Config{Methods: []calls.Descriptor{echo, otherMethod}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &cfgFakeConn{}
+			tt.cfg.Conn = fake
+			r := newReactor(t, nil, tt.cfg)
+			var got string
+			p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "ok"}, nil).
+				Then(func(resp *testpb.EchoResponse) { got = resp.GetMessage() })
+			waitFor(t, r, 10*time.Second, func() bool { return p.State() != calls.Pending })
+			require.NoError(t, p.Err())
+			require.Equal(t, "ok", got)
+		})
+	}
+}
+
+func TestConfigBackoffAccepted(t *testing.T) {
+	tests := []struct {
+		name string
+		b    reactor.Backoff
+	}{
+		{"zero", reactor.Backoff{}},
+		{"all set", reactor.Backoff{BaseDelay: time.Millisecond, MaxDelay: time.Second, Multiplier: 1, Jitter: 1, MinConnectTimeout: time.Second}},
+		{"BaseDelay above the default MaxDelay", reactor.Backoff{BaseDelay: 10 * time.Second}},
+		{"at max", reactor.Backoff{BaseDelay: time.Hour, MaxDelay: time.Hour, MinConnectTimeout: time.Hour}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := reactor.New(reactor.Config{Target: "127.0.0.1:1", Credentials: reactor.Insecure(), Backoff: tt.b})
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, r.Close(ctx))
+		})
+	}
+}
+
+// TestConfigDefaults checks that zero fields resolve to their documented defaults, as seen
+// by the connection: the codec and limit call options, the deadline, the worker count.
+func TestConfigDefaults(t *testing.T) {
+	fake := &cfgFakeConn{}
+	r := newReactor(t, nil, reactor.Config{Conn: fake})
+	require.Len(t, r.Stats().Invokers, reactor.DefaultWorkers)
+
+	before := time.Now()
+	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "hi"}, nil)
+	after := time.Now()
+	waitFor(t, r, 10*time.Second, func() bool { return p.State() != calls.Pending })
+	require.NoError(t, p.Err())
+
+	rec := fake.recorded()
+	require.Len(t, rec, 1)
+	c := rec[0]
+	require.Equal(t, echo.Path(), c.method)
+	require.Equal(t, "frame", c.argsType)
+	require.Equal(t, "reply", c.replyType)
+	require.Equal(t, limits.DefaultMaxResponseBytes, c.replyMax)
+	require.True(t, c.hasDL, "every call has a deadline")
+	// The deadline is the submission time plus DefaultTimeout, and submission happened
+	// between before and after.
+	require.False(t, c.deadline.Before(before.Add(reactor.DefaultTimeout)), "deadline %v", c.deadline.Sub(before))
+	require.False(t, c.deadline.After(after.Add(reactor.DefaultTimeout)), "deadline %v", c.deadline.Sub(after))
+
+	var codecOK bool
+	send, recv := -1, -1
+	for _, o := range c.opts {
+		switch o := o.(type) {
+		case grpc.ForceCodecV2CallOption:
+			codecOK = o.CodecV2.Name() == "proto"
+		case grpc.MaxSendMsgSizeCallOption:
+			send = o.MaxSendMsgSize // the last one wins
+		case grpc.MaxRecvMsgSizeCallOption:
+			recv = o.MaxRecvMsgSize
+		}
+	}
+	require.True(t, codecOK, "the raw codec is forced per call")
+	require.Equal(t, limits.DefaultMaxRequestBytes, send)
+	require.Equal(t, limits.DefaultMaxResponseBytes, recv)
+
+	// MaxTimeout defaults to 5 s: exactly 5 s is accepted, a nanosecond more is not.
+	over := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: reactor.DefaultMaxTimeout + 1})
+	require.Equal(t, calls.Failed, over.State())
+	require.ErrorIs(t, over.Err(), calls.ErrInvalidArgument)
+	atMax := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: reactor.DefaultMaxTimeout})
+	waitFor(t, r, 10*time.Second, func() bool { return atMax.State() != calls.Pending })
+	require.NoError(t, atMax.Err())
+
+	// MaxRequestBytes defaults to 4 MiB: a request of exactly 4 MiB is sent, one more byte is not.
+	req := &testpb.EchoRequest{Payload: make([]byte, limits.DefaultMaxRequestBytes)}
+	req.Payload = req.Payload[:len(req.Payload)-(proto.Size(req)-limits.DefaultMaxRequestBytes)]
+	require.Equal(t, limits.DefaultMaxRequestBytes, proto.Size(req))
+	fits := reactor.Call(r, echo, req, nil)
+	req.Payload = append(req.Payload, 0)
+	tooBig := reactor.Call(r, echo, req, nil)
+	require.ErrorIs(t, tooBig.Err(), calls.ErrTooLarge)
+	waitFor(t, r, 10*time.Second, func() bool { return fits.State() != calls.Pending })
+	require.NoError(t, fits.Err())
+
+	// MaxMetadataBytes defaults to 32 KiB: key + value + 32 per value.
+	value := make([]byte, limits.DefaultMaxMetadataBytes-len("x-big")-32)
+	for i := range value {
+		value[i] = 'v'
+	}
+	mdFits := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: map[string][]string{"x-big": {string(value)}}})
+	mdOver := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: map[string][]string{"x-big": {string(value) + "v"}}})
+	require.ErrorIs(t, mdOver.Err(), calls.ErrTooLarge)
+	waitFor(t, r, 10*time.Second, func() bool { return mdFits.State() != calls.Pending })
+	require.NoError(t, mdFits.Err())
+
+	require.Len(t, fake.recorded(), 4, "rejected calls never reach the connection")
+}
+
+// TestConfigDefaultConcurrency checks the default Workers × BatchSize in-flight bound and the
+// default MaxOutstanding.
+func TestConfigDefaultConcurrency(t *testing.T) {
+	fake := &cfgFakeConn{block: make(chan struct{}), entered: make(chan struct{}, reactor.DefaultMaxOutstanding)}
+	r := newReactor(t, nil, reactor.Config{Conn: fake, MaxTimeout: time.Hour, DefaultTimeout: time.Hour})
+
+	promises := make([]*calls.Promise[*testpb.EchoResponse], 0, reactor.DefaultMaxOutstanding)
+	for range reactor.DefaultMaxOutstanding {
+		p := reactor.Call(r, echo, &testpb.EchoRequest{}, nil)
+		require.Equal(t, calls.Pending, p.State())
+		promises = append(promises, p)
+	}
+	over := reactor.Call(r, echo, &testpb.EchoRequest{}, nil)
+	require.Equal(t, calls.Failed, over.State())
+	require.ErrorIs(t, over.Err(), calls.ErrOverloaded)
+
+	// Workers × BatchSize = 8 calls reach the connection; the rest wait for a slot.
+	inFlight := reactor.DefaultWorkers * reactor.DefaultBatchSize
+	for range inFlight {
+		<-fake.entered
+	}
+	bound := time.NewTimer(10 * time.Second)
+	defer bound.Stop()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for {
+		st := r.Stats()
+		if st.InFlight == inFlight && st.Queued == reactor.DefaultMaxOutstanding-inFlight {
+			for _, inv := range st.Invokers {
+				require.Equal(t, reactor.DefaultBatchSize, inv.Load)
+				require.Equal(t, reactor.InvokerFull, inv.State)
+			}
+			require.Equal(t, reactor.DefaultMaxOutstanding, st.Pending)
+			break
+		}
+		select {
+		case <-poll.C:
+		case <-bound.C:
+			t.Fatalf("stats never settled at %d in flight: %+v", inFlight, st)
+		}
+	}
+	require.Len(t, fake.recorded(), inFlight)
+
+	close(fake.block)
+	done := 0
+	waitFor(t, r, 30*time.Second, func() bool {
+		for ; done < len(promises) && promises[done].State() != calls.Pending; done++ {
+			require.NoError(t, promises[done].Err())
+		}
+		return done == len(promises)
+	})
+	require.Len(t, fake.recorded(), reactor.DefaultMaxOutstanding)
+}
+
+// TestReadyWakeupNotLost drives many instant completions through a host that ticks only when
+// Ready fires, while another goroutine submits. A Tick that found nothing to deliver used to
+// leave the wake-up flag set after a spurious wake-up (completions pushed before the previous
+// Tick took them, the flag set just after), so Ready never fired again and the host waited
+// forever. The interleaving is a race, so this test repeats it.
+func TestReadyWakeupNotLost(t *testing.T) {
+	fake := &cfgFakeConn{}
+	r := newReactor(t, nil, reactor.Config{Conn: fake, Workers: 4, BatchSize: 8})
+	for round := range 5 {
+		const n = 4000
+		var delivered atomic.Int64
+		submitted := make(chan struct{})
+		go func() {
+			defer close(submitted)
+			for range n {
+				reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { delivered.Add(1) })
+			}
+		}()
+		bound := time.NewTimer(10 * time.Second)
+		for delivered.Load() < n {
+			select {
+			case <-r.Ready():
+				r.Tick(time.Second)
+			case <-bound.C:
+				t.Fatalf("round %d: Ready stopped firing with %d of %d calls delivered, %d pending",
+					round, delivered.Load(), n, r.Stats().Pending)
+			}
+		}
+		bound.Stop()
+		<-submitted
+	}
+}
