@@ -1,0 +1,364 @@
+// Command gameloop is prpc's end-to-end demo: a 20 TPS game loop whose simulated players load
+// and save their profiles over gRPC, through prpc, without the loop ever waiting on the network.
+//
+// With no flags it starts the example data service in-process (in-memory SQLite on an
+// ephemeral 127.0.0.1 port), runs for 10 seconds, prints a status line every second and a
+// summary at the end, then reads every player back to check that the last save of each one
+// is what the backend holds:
+//
+//	go run ./examples/gameloop
+//
+// What happens: players join over the first two seconds (GetPlayer: an existing profile is
+// loaded, a missing one starts at level 1 with 0 coins), earn coins and levels every tick,
+// autosave every -autosave (SavePlayer), leave after a session of 3 to 8 seconds with a final
+// save, and rejoin 1 to 2 seconds later, so later joins find the profiles saved earlier. All
+// of that runs on the loop goroutine; replies arrive as promise callbacks on the same
+// goroutine, so the game state has no locks.
+//
+// Ctrl-C (SIGINT) or SIGTERM stops gracefully, like -duration elapsing: every online player
+// leaves, the loop keeps ticking until their final saves have completed, and only then does
+// it stop and close the reactor. A second Ctrl-C kills the process.
+//
+// Usage:
+//
+//	go run ./examples/gameloop [flags]
+//
+// The flags are:
+//
+//	-players n
+//		Number of simulated players (default 100, at most 10000).
+//	-duration d
+//		How long to play before stopping (default 10s); 0 runs until Ctrl-C.
+//	-tps n
+//		Ticks per second of the game loop (default 20).
+//	-budget d
+//		Time budget of each reactor Tick, for running reply callbacks (default 2ms).
+//	-autosave d
+//		Autosave interval of each online player, staggered between players (default 2s).
+//	-workers n, -batch n
+//		Reactor invokers, and calls each keeps in flight (defaults 2 and 4).
+//	-seed n
+//		Seed of the game's random numbers (default 1).
+//	-target host:port
+//		Use this DataService backend (for example go run ./examples/dataservice) instead of
+//		starting one in-process. Plaintext unless -tls-ca is given.
+//	-tls-ca file
+//		PEM CA certificates to verify the -target server with; enables TLS.
+//	-tls-cert file, -tls-key file
+//		PEM client certificate chain and key, presented to the server (mutual TLS). Need -tls-ca.
+//	-tls-server-name name
+//		Name the server certificate must carry, instead of the -target host. Needs -tls-ca.
+//
+// Status lines and the summary go to stdout; logs and errors go to stderr. The exit status
+// is 0 when every call submitted settled, none failed, and every player read back matches its
+// last successful save; 1 otherwise, with the reasons on stderr; 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/examples/dataservice/server"
+	"github.com/trixnew/prpc/loop"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// maxPlayers bounds -players. Each player has at most one call outstanding, and the
+// read-back adds one leaderboard call, so the reactors' MaxOutstanding is raised to
+// players + 1 when the default is lower: overload cannot happen by construction.
+const maxPlayers = 10000
+
+// drainTimeout bounds the shutdown phase in which the loop keeps ticking until the final
+// saves have settled. Every call has a deadline (the reactor's DefaultTimeout, 1.5 s) and a
+// player chains at most two saves (the one in flight when it leaves, then its final save), so
+// a drain ends on its own within 3 s; this is only a safety net.
+const drainTimeout = 2*reactor.DefaultTimeout + time.Second
+
+// verifyTimeout bounds the read-back of every player after the loop has stopped.
+const verifyTimeout = 10 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default behaviour: a second Ctrl-C kills.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config holds the parsed flags.
+type config struct {
+	target        string
+	players       int
+	duration      time.Duration
+	tps           int
+	budget        time.Duration
+	autosave      time.Duration
+	workers       int
+	batch         int
+	seed          uint64
+	tlsCA         string
+	tlsCert       string
+	tlsKey        string
+	tlsServerName string
+}
+
+// parseFlags parses args into a config, writing usage and flag errors to stderr.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("gameloop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: go run ./examples/gameloop [flags]
+
+Runs a game loop whose simulated players load and save their profiles through prpc,
+against an in-process data service (or -target), prints a status line every second and a
+summary, and verifies that every player's last save is what the backend holds.
+Ctrl-C stops gracefully: players leave and their final saves complete before exit.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.target, "target", "", "DataService `host:port` to use instead of starting one in-process")
+	fs.IntVar(&c.players, "players", 100, fmt.Sprintf("`number` of simulated players, 1 to %d", maxPlayers))
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to play before stopping; 0 runs until Ctrl-C")
+	fs.IntVar(&c.tps, "tps", loop.DefaultTPS, fmt.Sprintf("game loop ticks per second, 1 to %d", loop.MaxTPS))
+	fs.DurationVar(&c.budget, "budget", loop.DefaultBudget, "time budget of each reactor Tick for running reply callbacks")
+	fs.DurationVar(&c.autosave, "autosave", 2*time.Second, "autosave interval of each online player (staggered between players)")
+	fs.IntVar(&c.workers, "workers", reactor.DefaultWorkers, fmt.Sprintf("reactor invoker goroutines, 1 to %d", reactor.MaxWorkers))
+	fs.IntVar(&c.batch, "batch", reactor.DefaultBatchSize, fmt.Sprintf("calls each invoker keeps in flight, 1 to %d", reactor.MaxBatchSize))
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the game's random numbers")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA certificates `file` to verify the -target server with; enables TLS")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM client certificate chain `file` for mutual TLS; needs -tls-key and -tls-ca")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM client private key `file` for mutual TLS; needs -tls-cert and -tls-ca")
+	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "`name` the server certificate must carry, instead of the -target host; needs -tls-ca")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+	}
+	return c, c.check()
+}
+
+// check rejects flag values out of range or in conflict, naming the flag.
+func (c *config) check() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.players < 1 || c.players > maxPlayers {
+		bad("-players %d: must be from 1 to %d", c.players, maxPlayers)
+	}
+	if c.duration < 0 {
+		bad("-duration %v: must not be negative (0 runs until Ctrl-C)", c.duration)
+	}
+	if c.tps < 1 || c.tps > loop.MaxTPS {
+		bad("-tps %d: must be from 1 to %d", c.tps, loop.MaxTPS)
+	}
+	if c.budget <= 0 || c.budget > loop.MaxBudget {
+		bad("-budget %v: must be more than 0 and at most %v", c.budget, loop.MaxBudget)
+	}
+	if c.autosave <= 0 {
+		bad("-autosave %v: must be more than 0", c.autosave)
+	}
+	if c.workers < 1 || c.workers > reactor.MaxWorkers {
+		bad("-workers %d: must be from 1 to %d", c.workers, reactor.MaxWorkers)
+	}
+	if c.batch < 1 || c.batch > reactor.MaxBatchSize {
+		bad("-batch %d: must be from 1 to %d", c.batch, reactor.MaxBatchSize)
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		bad("-tls-cert and -tls-key: give both or neither")
+	}
+	if c.tlsCA == "" && (c.tlsCert != "" || c.tlsKey != "" || c.tlsServerName != "") {
+		bad("-tls-cert, -tls-key and -tls-server-name need -tls-ca (without it the connection is plaintext)")
+	}
+	if c.target == "" && c.tlsCA != "" {
+		bad("-tls-ca needs -target: the in-process data service serves plaintext on loopback")
+	}
+	return errors.Join(errs...)
+}
+
+// credentials returns the reactor credentials the TLS flags ask for.
+func (c *config) credentials() reactor.Credentials {
+	switch {
+	case c.tlsCA == "":
+		return reactor.Insecure()
+	case c.tlsCert != "":
+		return reactor.MutualTLSFiles(c.tlsCA, c.tlsCert, c.tlsKey, c.tlsServerName)
+	default:
+		return reactor.TLSFiles(c.tlsCA, c.tlsServerName)
+	}
+}
+
+// reactorConfig returns the configuration of a reactor talking to target.
+func (c *config) reactorConfig(target string, stderr io.Writer) reactor.Config {
+	return reactor.Config{
+		Target:         target,
+		Credentials:    c.credentials(),
+		Workers:        c.workers,
+		BatchSize:      c.batch,
+		MaxOutstanding: max(reactor.DefaultMaxOutstanding, c.players+1),
+		Methods:        []calls.Descriptor{getPlayer, savePlayer, getLeaderboard},
+		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+}
+
+// run runs the demo with the command-line arguments args until the duration elapses or ctx
+// is done, and returns the exit status. Status lines and the summary go to stdout, logs and
+// errors to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	stderr = &lockedWriter{w: stderr} // the reactors' loggers write from their own goroutines
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gameloop:", err)
+		return 2
+	}
+	logErr := newErrLog(stderr)
+
+	target, backend := cfg.target, "external"
+	var srv *server.Server
+	if target == "" {
+		srv, err = server.Start(ctx, server.Options{})
+		if err != nil {
+			logErr.fatal("starting the data service: %v", err)
+			return 1
+		}
+		defer srv.Stop()
+		target, backend = srv.Addr(), "in-process data service, in-memory SQLite"
+	}
+
+	rcfg := cfg.reactorConfig(target, stderr)
+	w := newWorld(&cfg, logErr)
+	rcfg.OnCallbackPanic = func(v any) { // on the loop goroutine, like every callback
+		w.c.panics++
+		logErr.printf("a promise callback panicked: %v", v)
+	}
+	r, err := reactor.New(rcfg)
+	if err != nil {
+		logErr.fatal("creating the reactor: %v", err)
+		return 1
+	}
+	w.rx = r
+
+	// The game stops playing when the duration has elapsed or ctx is done (a signal); it
+	// then stops the loop itself, through loopCtx, once the players' final saves have
+	// settled. See world.stopAll for why the loop keeps ticking meanwhile.
+	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoop()
+
+	rep := newReporter(stdout, cfg.tps)
+	var l *loop.Loop
+	var drainDeadline time.Time
+	var drainTimedOut bool
+	onTick := func(n uint64) {
+		now := rep.tickAt(n)
+		if !w.stopping && (ctx.Err() != nil || cfg.duration > 0 && now.Sub(rep.start) >= cfg.duration) {
+			reason := "duration elapsed"
+			if ctx.Err() != nil {
+				reason = "interrupted"
+			}
+			fmt.Fprintf(stderr, "gameloop: stopping (%s): %d players leaving, waiting for their final saves\n", reason, w.online)
+			rep.stopAt = now
+			w.stopAll()
+			drainDeadline = now.Add(drainTimeout)
+		}
+		w.tick(n)
+		if w.stopping && (w.inFlight == 0 || !now.Before(drainDeadline)) {
+			drainTimedOut = w.inFlight > 0
+			stopLoop() // Run returns before the next tick.
+		}
+		if n > 0 && n%uint64(cfg.tps) == 0 {
+			rep.status(now, l.Stats(), r.Stats(), w.online, w.stopping)
+		}
+	}
+	l, err = loop.New(loop.Config{
+		TPS:      cfg.tps,
+		Budget:   cfg.budget,
+		Reactors: []loop.Reactor{r},
+		OnTick:   onTick,
+		// Normally every player has left and every save has settled before the loop stops;
+		// this covers a drain that timed out. Calls still running are then waited for by
+		// the reactor's Close, which runs their callbacks.
+		OnStop: w.stopAll,
+	})
+	if err != nil {
+		_ = r.Close(context.Background())
+		logErr.fatal("creating the loop: %v", err)
+		return 2
+	}
+
+	fmt.Fprintf(stdout, "gameloop: %d players at %d TPS %s against %s (%s), seed %d\n",
+		cfg.players, cfg.tps, durationText(cfg.duration), target, backend, cfg.seed)
+	rep.start = time.Now()
+	runErr := l.Run(loopCtx)
+	end := time.Now()
+
+	s := summary{
+		cfg:           &cfg,
+		target:        target,
+		start:         rep.start,
+		stopAt:        rep.stopAt,
+		end:           end,
+		first:         rep.first,
+		last:          rep.last,
+		loop:          l.Stats(),
+		calls:         r.Stats(),
+		world:         w.c,
+		online:        w.online,
+		runErr:        runErr,
+		drainTimedOut: drainTimedOut,
+	}
+	if srv != nil {
+		st := srv.Stats()
+		s.backend = &st
+	}
+
+	vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	defer vcancel()
+	s.verify = verify(vctx, cfg.reactorConfig(target, stderr), cfg.budget, w)
+
+	s.print(stdout)
+	if reasons := s.failures(); len(reasons) > 0 {
+		fmt.Fprintf(stderr, "gameloop: FAILED: %s\n", strings.Join(reasons, "; "))
+		return 1
+	}
+	return 0
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// durationText describes the -duration flag.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return "until Ctrl-C"
+	}
+	return "for " + d.String()
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+
+	pb "github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/examples/dataservice/server"
+	"github.com/trixnew/prpc/examples/dataservice/store"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// result is what one run of the program produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runGame runs the program with args until it exits.
+func runGame(ctx context.Context, args ...string) result {
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, &stdout, &stderr)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// requirePassed checks that a run exited 0 with a summary and a passed verification.
+func requirePassed(t *testing.T, res result) {
+	t.Helper()
+	t.Logf("stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr) // shown with -v
+	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	assert.Contains(t, res.stdout, "--- summary ---")
+	assert.Regexp(t, `calls +submitted (\d+), succeeded (\d+), failed 0, pending 0`, res.stdout)
+	assert.Contains(t, res.stdout, "verification passed: ")
+	assert.NotContains(t, res.stderr, "FAILED")
+}
+
+// counter returns the number that follows label in the output, failing the test if absent.
+func counter(t *testing.T, out, label string) int {
+	t.Helper()
+	m := regexp.MustCompile(regexp.QuoteMeta(label) + ` (\d+)`).FindStringSubmatch(out)
+	require.NotNil(t, m, "%q not in output:\n%s", label, out)
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+func TestRunEmbeddedBackend(t *testing.T) {
+	t.Parallel()
+	res := runGame(t.Context(), "-duration", "2s", "-players", "20", "-autosave", "500ms")
+	requirePassed(t, res)
+	assert.Contains(t, res.stdout, "in-process data service")
+	assert.Regexp(t, `(?m)^t=1s TPS [\d.]+ tick p99 \S+ \| RPC \d+/s p99 \S+ \| pending \d+ \| online \d+ \| errors 0$`, res.stdout)
+	assert.Equal(t, 20, counter(t, res.stdout, "verification passed:"), "every player read back")
+	// Every player joined (joins are spread over the first 2 s of a 2 s run, and the ones
+	// still loading at the stop are abandoned), and some saved.
+	assert.Positive(t, counter(t, res.stdout, "saves      ok"))
+}
+
+func TestRunExternalTarget(t *testing.T) {
+	t.Parallel()
+	srv, err := server.Start(t.Context(), server.Options{})
+	require.NoError(t, err)
+	defer srv.Stop()
+
+	res := runGame(t.Context(), "-target", srv.Addr(), "-duration", "2500ms", "-players", "10",
+		"-autosave", "300ms", "-workers", "3", "-batch", "2", "-seed", "7")
+	requirePassed(t, res)
+	assert.NotContains(t, res.stdout, "in-process data service")
+	st := srv.Stats()
+	assert.Positive(t, st.Saves, "the external backend received the saves")
+	assert.Equal(t, uint64(counter(t, res.stdout, "saves      ok")), st.Saves)
+
+	// A second run against the same backend finds the profiles of the first: every player
+	// joined the first run (joins are spread over its first 2 s) and saved when leaving.
+	res = runGame(t.Context(), "-target", srv.Addr(), "-duration", "1s", "-players", "10", "-seed", "8")
+	requirePassed(t, res)
+	assert.Positive(t, counter(t, res.stdout, "found"))
+	assert.Zero(t, counter(t, res.stdout, "new"))
+}
+
+func TestRunFailsWhenBackendIsDown(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+
+	start := time.Now()
+	res := runGame(t.Context(), "-target", addr, "-duration", "1s", "-players", "5")
+	require.Equal(t, 1, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	assert.Contains(t, res.stderr, "gameloop: FAILED: ")
+	assert.Regexp(t, `\d+ calls failed \(Unavailable \d+\)`, res.stderr)
+	assert.Contains(t, res.stderr, "verification failed")
+	assert.Contains(t, res.stdout, "verification FAILED")
+	// Generous bound (1 s of play, then failing fast), stated so a hang shows.
+	assert.Less(t, time.Since(start), 8*time.Second)
+}
+
+// startSlowBackend serves the DataService with every SavePlayer delayed by delay, so that
+// saves are in flight when players leave and when the game stops.
+func startSlowBackend(t *testing.T, delay time.Duration) string {
+	t.Helper()
+	st, err := store.Open(t.Context(), "")
+	require.NoError(t, err)
+	slow := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == pb.DataService_SavePlayer_FullMethodName {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return h(ctx, req)
+	}
+	gs := grpc.NewServer(grpc.UnaryInterceptor(slow))
+	pb.RegisterDataServiceServer(gs, server.NewService(st, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = gs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		gs.Stop()
+		<-done
+		require.NoError(t, st.Close())
+	})
+	return ln.Addr().String()
+}
+
+// Cancelling the context (what Ctrl-C does) stops the game gracefully: the players leave,
+// saves in flight complete, the final saves queued behind them are sent and complete too,
+// and the verification reads back exactly the last saves.
+func TestRunCancelledSavesBeforeExit(t *testing.T) {
+	t.Parallel()
+	// Saves take 200 ms and are due every 50 ms, so a player is saving most of the time: at
+	// the stop, most online players leave with a save in flight and queue their final one.
+	addr := startSlowBackend(t, 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	timer := time.AfterFunc(1500*time.Millisecond, cancel)
+	defer timer.Stop()
+	defer cancel()
+
+	res := runGame(ctx, "-target", addr, "-duration", "0", "-players", "20", "-autosave", "50ms", "-workers", "4", "-batch", "8")
+	requirePassed(t, res)
+	assert.Contains(t, res.stderr, "stopping (interrupted)")
+	assert.Positive(t, counter(t, res.stdout, "final saves queued behind a save:"))
+	assert.Positive(t, counter(t, res.stdout, "autosaves skipped:"))
+	assert.Contains(t, res.stdout, "final saves")
+}
+
+func TestRunMutualTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := newCert(t, dir, "ca", nil)
+	srvCert := newCert(t, dir, "server", ca)
+	client := newCert(t, dir, "client", ca)
+	srv, err := server.Start(t.Context(), server.Options{
+		TLSCertFile: srvCert.certFile, TLSKeyFile: srvCert.keyFile, ClientCAFile: ca.certFile,
+	})
+	require.NoError(t, err)
+	defer srv.Stop()
+
+	res := runGame(t.Context(), "-target", srv.Addr(), "-duration", "1s", "-players", "5",
+		"-tls-ca", ca.certFile, "-tls-cert", client.certFile, "-tls-key", client.keyFile,
+		"-tls-server-name", "dataservice.test")
+	requirePassed(t, res)
+	assert.Positive(t, srv.Stats().Saves)
+
+	// Without the client certificate the server refuses the connection.
+	res = runGame(t.Context(), "-target", srv.Addr(), "-duration", "500ms", "-players", "2",
+		"-tls-ca", ca.certFile, "-tls-server-name", "dataservice.test")
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stderr, "gameloop: FAILED: ")
+}
+
+func TestRunFlags(t *testing.T) {
+	t.Parallel()
+	res := runGame(t.Context(), "-h")
+	assert.Equal(t, 0, res.code)
+	for _, f := range []string{"-target", "-players", "-duration", "-tps", "-budget", "-autosave",
+		"-workers", "-batch", "-seed", "-tls-ca", "-tls-cert", "-tls-key", "-tls-server-name"} {
+		assert.Contains(t, res.stderr, "  "+f+" ", "usage explains %s", f)
+	}
+
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-players", "0"}, "-players 0"},
+		{[]string{"-tps", "0"}, "-tps 0"},
+		{[]string{"-budget", "0s"}, "-budget 0s"},
+		{[]string{"-autosave", "0s"}, "-autosave 0s"},
+		{[]string{"-duration", "-1s"}, "-duration -1s"},
+		{[]string{"-workers", "0"}, "-workers 0"},
+		{[]string{"-batch", "2000"}, "-batch 2000"},
+		{[]string{"-target", "x:1", "-tls-cert", "c.pem"}, "-tls-cert and -tls-key"},
+		{[]string{"-target", "x:1", "-tls-cert", "c.pem", "-tls-key", "k.pem"}, "need -tls-ca"},
+		{[]string{"-tls-ca", "ca.pem"}, "-tls-ca needs -target"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-nope"}, "flag provided but not defined"},
+	}
+	for _, tt := range bad {
+		res := runGame(t.Context(), tt.args...)
+		assert.Equal(t, 2, res.code, "%v", tt.args)
+		assert.Contains(t, res.stderr, tt.want, "%v", tt.args)
+	}
+}
+
+// testCert is a certificate and key written as PEM files.
+type testCert struct {
+	cert              *x509.Certificate
+	key               *ecdsa.PrivateKey
+	certFile, keyFile string
+}
+
+// newCert issues a certificate named name, signed by parent, or a self-signed CA if parent is
+// nil. "server" certificates are for the name dataservice.test; "client" ones for clients.
+func newCert(t *testing.T, dir, name string, parent *testCert) *testCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+	signer, signerKey := tmpl, key
+	switch {
+	case parent == nil:
+		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	case name == "server":
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.DNSNames = []string{"dataservice.test"}
+		signer, signerKey = parent.cert, parent.key
+	default:
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+		signer, signerKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	tc := &testCert{cert: cert, key: key,
+		certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
+	require.NoError(t, os.WriteFile(tc.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(tc.keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return tc
+}
