@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/limits"
@@ -87,6 +88,15 @@ type Config struct {
 	// Backoff is the reconnect backoff of the connection; zero fields mean their defaults.
 	Backoff Backoff
 
+	// Keepalive, if its Time is set, makes the connection ping the server after Time without
+	// activity and close it (failing its calls with Unavailable) when no answer comes within
+	// Timeout (default 20 s), so a silently dead connection is noticed before the calls'
+	// deadlines. Off by default: servers refuse pings more often than their enforcement
+	// policy allows (grpc-go servers: once per 5 minutes by default) with a too_many_pings
+	// GOAWAY that fails every call on the connection, so enable it only with a server that
+	// permits it. Time must be at least 10 s, grpc-go's minimum.
+	Keepalive keepalive.ClientParameters
+
 	// Methods, if not empty, is an allowlist: calls of any other method fail with
 	// ErrInvalidArgument without reaching the network. Paths must be unique.
 	Methods []calls.Descriptor
@@ -148,8 +158,8 @@ func (c Config) resolve() (Config, error) {
 		return c, errors.New("prpc: Config.Target and Config.Conn are exclusive; set one")
 	case c.Target != "" && c.Credentials == nil:
 		return c, errors.New("prpc: Config.Credentials is nil; choose reactor.Insecure(), reactor.TLS(…) or another explicitly")
-	case c.Conn != nil && (c.Credentials != nil || len(c.DialOptions) > 0 || c.ServiceConfig != "" || c.Backoff != Backoff{}):
-		return c, errors.New("prpc: Config.Credentials, DialOptions, ServiceConfig and Backoff apply to a dialled Target; with Config.Conn, set them on the connection")
+	case c.Conn != nil && (c.Credentials != nil || len(c.DialOptions) > 0 || c.ServiceConfig != "" || c.Backoff != Backoff{} || c.Keepalive != keepalive.ClientParameters{}):
+		return c, errors.New("prpc: Config.Credentials, DialOptions, ServiceConfig, Backoff and Keepalive apply to a dialled Target; with Config.Conn, set them on the connection")
 	}
 	intRange := []struct {
 		name       string
@@ -183,6 +193,9 @@ func (c Config) resolve() (Config, error) {
 		}
 		c.DefaultTimeout = DefaultTimeout
 	}
+	if err := validateKeepalive(&c.Keepalive); err != nil {
+		return c, err
+	}
 	if err := c.Limits.Validate(); err != nil {
 		return c, errors.New("prpc: Config." + strings.TrimPrefix(err.Error(), "prpc: "))
 	}
@@ -208,6 +221,27 @@ func (c Config) resolve() (Config, error) {
 		c.Clock = SystemClock()
 	}
 	return c, nil
+}
+
+// MinKeepaliveTime is the shortest Keepalive.Time grpc-go honours.
+const MinKeepaliveTime = 10 * time.Second
+
+// DefaultKeepaliveTimeout is the Keepalive.Timeout used when Time is set and Timeout is not.
+const DefaultKeepaliveTimeout = 20 * time.Second
+
+func validateKeepalive(k *keepalive.ClientParameters) error {
+	switch {
+	case *k == keepalive.ClientParameters{}:
+		return nil
+	case k.Time < MinKeepaliveTime:
+		return fieldError("Keepalive.Time", k.Time, fmt.Sprintf("must be at least %v, grpc-go's minimum, when keepalive is used", MinKeepaliveTime))
+	case k.Timeout < 0 || k.Timeout > MaxMaxTimeout:
+		return fieldError("Keepalive.Timeout", k.Timeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultKeepaliveTimeout))
+	}
+	if k.Timeout == 0 {
+		k.Timeout = DefaultKeepaliveTimeout
+	}
+	return nil
 }
 
 func (b Backoff) resolve() (Backoff, error) {

@@ -142,6 +142,9 @@ func dial(cfg Config) (*grpc.ClientConn, error) {
 			MinConnectTimeout: b.MinConnectTimeout,
 		}),
 	)
+	if cfg.Keepalive.Time > 0 {
+		opts = append(opts, grpc.WithKeepaliveParams(cfg.Keepalive))
+	}
 	if cfg.ServiceConfig != "" {
 		opts = append(opts, grpc.WithDefaultServiceConfig(cfg.ServiceConfig))
 	}
