@@ -141,8 +141,124 @@ func (e *Error) Is(target error) bool {
 }
 
 // Unwrap returns the cause, if any: for example the context error of a call cut off by
-// Close, or of a call whose parent context was cancelled.
+// Close, or of a call whose parent context was cancelled, or the *HandshakeError of a call
+// that failed with Unavailable because a security handshake failed.
 func (e *Error) Unwrap() error { return e.cause }
 
 // Kind returns the sentinel the error matches, or nil for a server status that matches none.
 func (e *Error) Kind() error { return e.kind }
+
+// HandshakeError is the cause of a call that failed with Unavailable because the security
+// handshake of a new connection failed: the server's certificate was not trusted, the server
+// refused the client's certificate, the server does not speak TLS, and so on. gRPC reports all
+// of these with code Unavailable, as it does an outage; a HandshakeError tells them apart, so
+// that an operator can tell "misconfigured" from "down". Find it with errors.As:
+//
+//	var he *calls.HandshakeError
+//	if errors.As(err, &he) && he.Kind == calls.HandshakeUnknownAuthority { … }
+//
+// The call's error keeps code Unavailable; its message starts with the classification. Package
+// reactor attaches a HandshakeError to a failed call only when it recorded the failure itself
+// (see reactor.Stats.LastConnError); it never carries key material.
+type HandshakeError struct {
+	// Kind classifies the failure.
+	Kind HandshakeErrorKind
+	// Protocol is the security protocol that failed, as gRPC's ProtocolInfo names it ("tls"
+	// for prpc's own TLS credentials); empty if unknown.
+	Protocol string
+	// Err is the error the handshake failed with, returned by Unwrap: for TLS, a
+	// *tls.CertificateVerificationError wrapping an x509 error, a tls.RecordHeaderError, a
+	// *net.OpError for an alert sent by the server, …
+	Err error
+}
+
+// Error returns "<protocol> handshake failed: <kind>: <cause>", without the kind for
+// HandshakeOther.
+func (e *HandshakeError) Error() string {
+	return e.Summary() + ": " + fmt.Sprint(e.Err)
+}
+
+// Summary returns the classification without the cause: "TLS handshake failed: server
+// certificate signed by unknown authority", or "TLS handshake failed" for HandshakeOther.
+func (e *HandshakeError) Summary() string {
+	s := "handshake failed"
+	if e.Protocol != "" {
+		s = strings.ToUpper(e.Protocol) + " " + s
+	}
+	if e.Kind != HandshakeOther {
+		s += ": " + e.Kind.String()
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// HandshakeErrorKind classifies a HandshakeError. The set is closed: a failure that fits none
+// of the named kinds is HandshakeOther.
+type HandshakeErrorKind uint8
+
+// Kinds of handshake failure.
+const (
+	// HandshakeOther: a failure prpc does not classify (a handshake timeout, a connection
+	// closed during the handshake, a non-TLS protocol's own error, …). Err says what happened.
+	HandshakeOther HandshakeErrorKind = iota
+	// HandshakeUnknownAuthority: the server's certificate does not chain to a trusted root
+	// (x509.UnknownAuthorityError), or there are no roots to verify it with.
+	HandshakeUnknownAuthority
+	// HandshakeNameMismatch: the server's certificate is not valid for the name prpc
+	// verified (x509.HostnameError: the target's host, or the server-name override), or the
+	// server does not serve that name (TLS alert unrecognized_name).
+	HandshakeNameMismatch
+	// HandshakeCertificateExpired: the server's certificate (or one in its chain) has
+	// expired or is not valid yet (x509.CertificateInvalidError with reason Expired; compare
+	// the clocks).
+	HandshakeCertificateExpired
+	// HandshakeBadServerCertificate: the server's certificate failed verification for
+	// another reason (wrong key usage, name constraints, …).
+	HandshakeBadServerCertificate
+	// HandshakeClientCertificateRejected: the server refused the client's certificate or
+	// required one that was not sent (TLS alerts bad_certificate, unsupported_certificate,
+	// certificate_revoked, certificate_expired, certificate_unknown, unknown_ca,
+	// access_denied, certificate_required). Go's TLS client sends no certificate whose
+	// issuer the server does not accept, so a certificate from the wrong CA looks like none.
+	HandshakeClientCertificateRejected
+	// HandshakeProtocolMismatch: the server does not speak TLS (its first bytes are not a TLS
+	// record: a plaintext server), or speaks no TLS version or application protocol (ALPN
+	// "h2") the client offers.
+	HandshakeProtocolMismatch
+)
+
+// String describes the kind: "other", "server certificate signed by unknown authority", ….
+func (k HandshakeErrorKind) String() string {
+	switch k {
+	case HandshakeOther:
+		return "other"
+	case HandshakeUnknownAuthority:
+		return "server certificate signed by unknown authority"
+	case HandshakeNameMismatch:
+		return "server certificate not valid for the server name"
+	case HandshakeCertificateExpired:
+		return "server certificate expired or not yet valid"
+	case HandshakeBadServerCertificate:
+		return "server certificate invalid"
+	case HandshakeClientCertificateRejected:
+		return "server rejected the client certificate or required one"
+	case HandshakeProtocolMismatch:
+		return "server does not speak TLS with HTTP/2 (protocol mismatch)"
+	}
+	return fmt.Sprintf("HandshakeErrorKind(%d)", uint8(k))
+}
+
+// HandshakeStatusError is StatusError for a call that failed because a security handshake
+// failed: the code is err's (Unavailable), the message is prefixed with he.Summary(), and
+// Unwrap returns he, which must not be nil. Package reactor uses it; it is exported for fakes
+// and test doubles.
+func HandshakeStatusError(method string, err error, trailer metadata.MD, he *HandshakeError) *Error {
+	e := StatusError(method, err, trailer)
+	p := e.st.Proto()
+	p.Message = capMessage(he.Summary() + ": " + p.Message)
+	e.st = status.FromProto(p)
+	e.cause = he
+	return e
+}

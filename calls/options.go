@@ -12,8 +12,8 @@ import (
 // during the call that submits them and keeps no reference to them afterwards, so they may be
 // reused.
 type Options struct {
-	// Timeout bounds the call from submission to settlement. Zero means the reactor's
-	// DefaultTimeout; a negative value, or one above the reactor's MaxTimeout, fails the call
+	// Timeout bounds the call from submission to settlement. Zero means the method's policy
+	// timeout, else the reactor's DefaultTimeout; a negative value, or one above the reactor's MaxTimeout, fails the call
 	// with ErrInvalidArgument. The deadline travels to the server (grpc-timeout) and is also
 	// enforced locally.
 	Timeout time.Duration
@@ -37,5 +37,11 @@ type Options struct {
 
 	// WaitForReady makes the call wait, up to its deadline, for the connection to become
 	// ready instead of failing at once with Unavailable while the backend is unreachable.
+	// A method's policy may turn it on for all its calls (reactor.MethodPolicy).
 	WaitForReady bool
+
+	// Critical lets the call use the share of MaxOutstanding the reactor reserves for
+	// critical calls (reactor.Config.CriticalReserve), as a method's policy may do for all its
+	// calls: under overload, a player's save is then not rejected along with cosmetic reads.
+	Critical bool
 }

@@ -55,7 +55,11 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	if opts == nil {
 		opts = &noOptions
 	}
-	c.Timeout = r.cfg.DefaultTimeout
+	policy, ok := r.policies[c.Ops.Path]
+	if !ok {
+		policy = methodPolicy{timeout: r.cfg.DefaultTimeout}
+	}
+	c.Timeout = policy.timeout
 	switch t := opts.Timeout; {
 	case t < 0:
 		r.reject(c, calls.ErrInvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
@@ -87,8 +91,12 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	c.Request = buf
 	c.Parent = opts.Context
 	c.CallOpts = opts.CallOptions
-	c.WaitForReady = opts.WaitForReady
+	c.WaitForReady = opts.WaitForReady || policy.waitForReady
 	c.Deadline = now.Add(c.Timeout)
+	limit := r.cfg.MaxOutstanding
+	if !opts.Critical && !policy.critical {
+		limit -= r.cfg.CriticalReserve
+	}
 
 	r.mu.Lock()
 	switch {
@@ -97,10 +105,10 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 		releaseRequest(c)
 		r.reject(c, calls.ErrClosed, "reactor is closed", nil)
 		return
-	case r.counts.pending >= r.cfg.MaxOutstanding:
+	case r.counts.pending >= limit:
 		r.mu.Unlock()
 		releaseRequest(c)
-		r.reject(c, calls.ErrOverloaded, fmt.Sprintf("%d calls outstanding, the MaxOutstanding limit", r.cfg.MaxOutstanding), nil)
+		r.reject(c, calls.ErrOverloaded, r.overloadMessage(limit), nil)
 		return
 	}
 	r.counts.pending++
@@ -149,4 +157,12 @@ func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) 
 	if !r.in.push(event{kind: evForward, c: c}) {
 		r.deliverDirect(c)
 	}
+}
+
+func (r *Reactor) overloadMessage(limit int) string {
+	if limit < r.cfg.MaxOutstanding {
+		return fmt.Sprintf("%d calls outstanding, the limit for calls that are not critical (MaxOutstanding %d less CriticalReserve %d)",
+			limit, r.cfg.MaxOutstanding, r.cfg.CriticalReserve)
+	}
+	return fmt.Sprintf("%d calls outstanding, the MaxOutstanding limit", limit)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,8 +38,27 @@ const (
 // New rejects values outside the documented bounds with an error naming the field.
 type Config struct {
 	// Target is the gRPC target to dial: "host:port", or any target gRPC resolves, such as
-	// "dns:///db.internal:50051". Exactly one of Target and Conn must be set.
+	// "dns:///db.internal:50051" (every address the name resolves to is a backend). Exactly
+	// one of Target, Targets and Conn must be set.
 	Target string
+
+	// Targets, instead of Target, is a static list of backend addresses ("host:port"),
+	// resolved once by prpc itself. Calls are spread over them with gRPC's round_robin
+	// balancer.
+	Targets []string
+
+	// LoadBalancing is the balancing policy over the backends of Target: "round_robin"
+	// (spread calls over every backend), "pick_first" (use one at a time), or "" for
+	// round_robin when Targets or HealthCheck is set and gRPC's default (pick_first, unless a
+	// service config says otherwise) otherwise.
+	LoadBalancing string
+
+	// HealthCheck turns on client-side health checking with the standard grpc.health.v1
+	// service: a backend that reports anything but SERVING for HealthCheckService ("" means
+	// the whole server) gets no calls until it reports SERVING again. It needs round_robin
+	// and backends that serve grpc.health.v1.
+	HealthCheck        bool
+	HealthCheckService string
 
 	// Conn, instead of Target, is a connection the caller owns, for example a
 	// *grpc.ClientConn dialled with options prpc does not offer, or an in-memory fake. The
@@ -82,8 +102,29 @@ type Config struct {
 	DialOptions []grpc.DialOption
 
 	// ServiceConfig, if set, is the JSON default service config of the connection (see
-	// grpc.WithDefaultServiceConfig).
+	// grpc.WithDefaultServiceConfig), used instead of the one prpc generates from
+	// LoadBalancing, HealthCheck, Policies and Retry; it cannot be combined with them.
 	ServiceConfig string
+
+	// ServiceConfigLookup lets the name resolver supply the service config (for example
+	// from DNS TXT records), overriding the default one. Off by default, so that what runs is
+	// what the program configured.
+	ServiceConfigLookup bool
+
+	// Policies are per-method defaults: timeout, wait-for-ready, whether a method is
+	// idempotent (and so retried) and whether its calls are critical.
+	Policies []MethodPolicy
+
+	// Retry is how the calls of idempotent methods are retried; zero fields mean their
+	// defaults. Calls of other methods are never retried.
+	Retry RetryPolicy
+
+	// CriticalReserve is the number of MaxOutstanding's slots kept for critical calls
+	// (MethodPolicy.Critical or calls.Options.Critical): other calls are rejected with
+	// ErrOverloaded once MaxOutstanding − CriticalReserve calls are outstanding, while
+	// critical ones are admitted up to MaxOutstanding. Default: MaxOutstanding/10 if a
+	// policy is Critical, none otherwise; -1 means none; at most MaxOutstanding − 1.
+	CriticalReserve int
 
 	// Backoff is the reconnect backoff of the connection; zero fields mean their defaults.
 	Backoff Backoff
@@ -151,15 +192,8 @@ func fieldError(field string, value any, bounds string) error {
 
 // resolve checks c and returns it with every default filled in.
 func (c Config) resolve() (Config, error) {
-	switch {
-	case c.Target == "" && c.Conn == nil:
-		return c, errors.New("prpc: Config.Target or Config.Conn must be set")
-	case c.Target != "" && c.Conn != nil:
-		return c, errors.New("prpc: Config.Target and Config.Conn are exclusive; set one")
-	case c.Target != "" && c.Credentials == nil:
-		return c, errors.New("prpc: Config.Credentials is nil; choose reactor.Insecure(), reactor.TLS(…) or another explicitly")
-	case c.Conn != nil && (c.Credentials != nil || len(c.DialOptions) > 0 || c.ServiceConfig != "" || c.Backoff != Backoff{} || c.Keepalive != keepalive.ClientParameters{}):
-		return c, errors.New("prpc: Config.Credentials, DialOptions, ServiceConfig, Backoff and Keepalive apply to a dialled Target; with Config.Conn, set them on the connection")
+	if err := c.resolveConnection(); err != nil {
+		return c, err
 	}
 	intRange := []struct {
 		name       string
@@ -206,13 +240,27 @@ func (c Config) resolve() (Config, error) {
 	}
 	seen := make(map[string]bool, len(c.Methods))
 	for i, m := range c.Methods {
-		if m == nil || reflect.ValueOf(m).IsNil() { // a nil *calls.Method is a non-nil Descriptor
+		if isNilDescriptor(m) {
 			return c, fieldError(fmt.Sprintf("Methods[%d]", i), "nil", "every method must be non-nil")
 		}
 		if seen[m.Path()] {
 			return c, fieldError(fmt.Sprintf("Methods[%d]", i), m.Path(), "duplicates an earlier method path")
 		}
 		seen[m.Path()] = true
+	}
+	switch {
+	case c.CriticalReserve < -1 || c.CriticalReserve >= c.MaxOutstanding:
+		return c, fieldError("CriticalReserve", c.CriticalReserve, fmt.Sprintf("must be between 0 and MaxOutstanding − 1, %d (0 means the default; -1 means none)", c.MaxOutstanding-1))
+	case c.CriticalReserve == -1:
+		c.CriticalReserve = 0
+	case c.CriticalReserve == 0 && c.hasCriticalPolicy():
+		c.CriticalReserve = c.MaxOutstanding / 10
+	}
+	if c.Retry, err = c.Retry.resolve(); err != nil {
+		return c, err
+	}
+	if _, err := c.resolvePolicies(); err != nil {
+		return c, err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -242,6 +290,82 @@ func validateKeepalive(k *keepalive.ClientParameters) error {
 		k.Timeout = DefaultKeepaliveTimeout
 	}
 	return nil
+}
+
+func (c *Config) hasCriticalPolicy() bool {
+	for _, p := range c.Policies {
+		if p.Critical {
+			return true
+		}
+	}
+	return false
+}
+
+// isNilDescriptor reports whether d is nil, or a nil *calls.Method inside the interface.
+func isNilDescriptor(d calls.Descriptor) bool {
+	return d == nil || reflect.ValueOf(d).IsNil()
+}
+
+// resolveConnection checks the fields that say how to reach the backends.
+func (c *Config) resolveConnection() error {
+	set := 0
+	for _, ok := range []bool{c.Target != "", len(c.Targets) > 0, c.Conn != nil} {
+		if ok {
+			set++
+		}
+	}
+	idempotent := false
+	for _, p := range c.Policies {
+		idempotent = idempotent || p.Idempotent
+	}
+	switch {
+	case set == 0:
+		return errors.New("prpc: Config.Target, Config.Targets or Config.Conn must be set")
+	case set > 1:
+		return errors.New("prpc: Config.Target, Config.Targets and Config.Conn are exclusive; set one")
+	case c.Conn != nil && (c.Credentials != nil || len(c.DialOptions) > 0 || c.ServiceConfig != "" ||
+		c.Backoff != Backoff{} || c.Keepalive != keepalive.ClientParameters{} || c.LoadBalancing != "" ||
+		c.HealthCheck || c.HealthCheckService != "" || c.ServiceConfigLookup || idempotent):
+		return errors.New("prpc: Config.Credentials, DialOptions, ServiceConfig, ServiceConfigLookup, Backoff, Keepalive, LoadBalancing, HealthCheck and idempotent Policies apply to a connection prpc dials; with Config.Conn, set them on the connection")
+	case c.Conn != nil:
+		return nil
+	case c.Credentials == nil:
+		return errors.New("prpc: Config.Credentials is nil; choose reactor.Insecure(), reactor.TLS(…) or another explicitly")
+	}
+	seen := make(map[string]bool, len(c.Targets))
+	for i, t := range c.Targets {
+		switch {
+		case t == "":
+			return fieldError(fmt.Sprintf("Targets[%d]", i), `""`, "every address must be non-empty")
+		case seen[t]:
+			return fieldError(fmt.Sprintf("Targets[%d]", i), t, "duplicates an earlier address")
+		}
+		seen[t] = true
+	}
+	switch c.LoadBalancing {
+	case "", "round_robin", "pick_first":
+	default:
+		return fieldError("LoadBalancing", strconv.Quote(c.LoadBalancing), `must be "round_robin", "pick_first" or ""`)
+	}
+	if c.HealthCheck && c.LoadBalancing == "pick_first" {
+		return fieldError("LoadBalancing", `"pick_first"`, "HealthCheck needs round_robin")
+	}
+	if !c.HealthCheck && c.HealthCheckService != "" {
+		return fieldError("HealthCheckService", strconv.Quote(c.HealthCheckService), "applies only with HealthCheck")
+	}
+	if c.ServiceConfig != "" && (c.LoadBalancing != "" || c.HealthCheck || idempotent) {
+		return errors.New("prpc: Config.ServiceConfig replaces the service config prpc generates from LoadBalancing, HealthCheck and idempotent Policies; set one or the other")
+	}
+	return nil
+}
+
+// balancer returns the load-balancing policy prpc puts in the generated service config, or
+// "" for gRPC's default.
+func (c *Config) balancer() string {
+	if c.LoadBalancing == "" && (len(c.Targets) > 0 || c.HealthCheck) {
+		return "round_robin"
+	}
+	return c.LoadBalancing
 }
 
 func (b Backoff) resolve() (Backoff, error) {

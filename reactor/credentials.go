@@ -18,6 +18,10 @@ import (
 // files are read and checked by New, which fails on malformed PEM, a key that does not match
 // its certificate, or a certificate without its key; nothing is checked at the first call.
 // prpc never skips certificate verification and never falls back to plaintext.
+//
+// With any credentials but Insecure, the reactor records why a handshake failed, which gRPC
+// reports as Unavailable like an outage: see Stats.LastConnError and calls.HandshakeError.
+// No formatting of Credentials (String, any fmt verb, %#v included) shows key material.
 type Credentials interface {
 	transport() (credentials.TransportCredentials, error)
 	String() string
@@ -37,7 +41,7 @@ func TLS(rootsPEM []byte, serverName string) Credentials {
 // MutualTLS is like TLS, and also presents the client certificate certPEM (a PEM chain, leaf
 // first) with its private key keyPEM to the server.
 func MutualTLS(rootsPEM, certPEM, keyPEM []byte, serverName string) Credentials {
-	return &tlsCreds{roots: rootsPEM, cert: certPEM, key: keyPEM, serverName: serverName, mutual: true}
+	return &tlsCreds{roots: rootsPEM, cert: certPEM, key: hideKey(keyPEM), serverName: serverName, mutual: true}
 }
 
 // TLSFiles is like TLS with the roots read from the file rootsFile ("" for the system's
@@ -64,6 +68,9 @@ func (insecureCreds) transport() (credentials.TransportCredentials, error) {
 }
 func (insecureCreds) String() string { return "insecure" }
 
+// Format implements fmt.Formatter; see formatCredentials.
+func (c insecureCreds) Format(f fmt.State, verb rune) { formatCredentials(f, verb, c, "Insecure()") }
+
 type transportCreds struct {
 	tc credentials.TransportCredentials
 }
@@ -76,8 +83,14 @@ func (t transportCreds) transport() (credentials.TransportCredentials, error) {
 }
 func (t transportCreds) String() string { return "transport credentials" }
 
+// Format implements fmt.Formatter; see formatCredentials.
+func (t transportCreds) Format(f fmt.State, verb rune) {
+	formatCredentials(f, verb, t, "FromTransport(…)")
+}
+
 type tlsCreds struct {
-	roots, cert, key             []byte
+	roots, cert                  []byte
+	key                          hiddenKey
 	rootsFile, certFile, keyFile string
 	serverName                   string
 	mutual, files                bool
@@ -90,8 +103,53 @@ func (t *tlsCreds) String() string {
 	return "TLS"
 }
 
+// Format implements fmt.Formatter; see formatCredentials.
+func (t *tlsCreds) Format(f fmt.State, verb rune) {
+	name := "TLS(…)"
+	switch {
+	case t.mutual && t.files:
+		name = "MutualTLSFiles(…)"
+	case t.mutual:
+		name = "MutualTLS(…)"
+	case t.rootsFile != "":
+		name = "TLSFiles(…)"
+	}
+	formatCredentials(f, verb, t, name)
+}
+
+// formatCredentials formats c as its String for every verb and flag, except %#v, which
+// prints "reactor." and the constructor's name. The credential types implement
+// fmt.Formatter with it so that no formatting of credentials, or of a Config holding them,
+// shows the PEM they hold: without it, %#v and %d print the struct's byte slices.
+func formatCredentials(f fmt.State, verb rune, c Credentials, constructor string) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, "reactor."+constructor)
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), c.String())
+}
+
+// hiddenKey holds a private key's PEM inside a closure, where reflection-based printers (fmt,
+// spew, go-cmp) do not look: a closure's captured variables are not fields. Nil for no key.
+type hiddenKey func() []byte
+
+func hideKey(keyPEM []byte) hiddenKey {
+	if keyPEM == nil {
+		return nil
+	}
+	return func() []byte { return keyPEM }
+}
+
+// pem returns the key, or nil.
+func (k hiddenKey) pem() []byte {
+	if k == nil {
+		return nil
+	}
+	return k()
+}
+
 func (t *tlsCreds) transport() (credentials.TransportCredentials, error) {
-	roots, cert, key := t.roots, t.cert, t.key
+	roots, cert, key := t.roots, t.cert, t.key.pem()
 	var err error
 	if t.rootsFile != "" {
 		if roots, err = readPEMFile("roots", t.rootsFile); err != nil {

@@ -74,10 +74,14 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 
 // laneError turns the error of a transport call into the call's *calls.Error.
 // A call whose parent context was cancelled fails with ErrCancelled, unless its deadline
-// passed first.
+// passed first. An Unavailable call failed by a recorded handshake failure gets it as its
+// cause (a *calls.HandshakeError).
 func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD) error {
 	if status.Code(err) != codes.DeadlineExceeded && c.Parent != nil && c.Parent.Err() != nil {
 		return calls.NewError(calls.ErrCancelled, c.Ops.Path, "parent context done: "+c.Parent.Err().Error(), c.Parent.Err())
+	}
+	if he := r.handshakes.cause(err); he != nil {
+		return calls.HandshakeStatusError(c.Ops.Path, err, trailer, he)
 	}
 	return calls.StatusError(c.Ops.Path, err, trailer)
 }

@@ -42,7 +42,8 @@ type Reactor struct {
 	conn     grpc.ClientConnInterface
 	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
 	clock    Clock
-	allow    map[string]bool // nil: every method allowed
+	allow    map[string]bool         // nil: every method allowed
+	policies map[string]methodPolicy // by method path
 	baseOpts []grpc.CallOption
 	owner    owner
 
@@ -62,6 +63,9 @@ type Reactor struct {
 	loads    []atomic.Int32
 	queued   atomic.Int32
 	inFlight atomic.Int32
+
+	// The last failed security handshake, for Stats and failed calls (see handshake.go).
+	handshakes handshakeLog
 
 	// Reactor goroutine and lanes.
 	lanes sync.WaitGroup
@@ -105,6 +109,7 @@ func New(cfg Config) (*Reactor, error) {
 		done:  make(chan struct{}),
 	}
 	r.owner.r = r
+	r.policies, _ = cfg.resolvePolicies() // checked by resolve
 	r.counts.failed = make(map[codes.Code]uint64)
 	if len(cfg.Methods) > 0 {
 		r.allow = make(map[string]bool, len(cfg.Methods))
@@ -113,7 +118,7 @@ func New(cfg Config) (*Reactor, error) {
 		}
 	}
 	if r.conn == nil {
-		if r.cc, err = dial(cfg); err != nil {
+		if r.cc, err = dial(cfg, &r.handshakes); err != nil {
 			return nil, err
 		}
 		r.conn = r.cc
@@ -123,10 +128,15 @@ func New(cfg Config) (*Reactor, error) {
 	return r, nil
 }
 
-func dial(cfg Config) (*grpc.ClientConn, error) {
+// dial creates the reactor's connection. Credentials other than Insecure are wrapped to record
+// the outcome of every handshake in handshakes.
+func dial(cfg Config, handshakes *handshakeLog) (*grpc.ClientConn, error) {
 	tc, err := cfg.Credentials.transport()
 	if err != nil {
 		return nil, err
+	}
+	if _, plaintext := cfg.Credentials.(insecureCreds); !plaintext {
+		tc = newRecordingCreds(tc, handshakes)
 	}
 	b := cfg.Backoff
 	opts := append([]grpc.DialOption(nil), cfg.DialOptions...)
@@ -145,13 +155,27 @@ func dial(cfg Config) (*grpc.ClientConn, error) {
 	if cfg.Keepalive.Time > 0 {
 		opts = append(opts, grpc.WithKeepaliveParams(cfg.Keepalive))
 	}
-	if cfg.ServiceConfig != "" {
-		opts = append(opts, grpc.WithDefaultServiceConfig(cfg.ServiceConfig))
+	sc := cfg.ServiceConfig
+	if sc == "" {
+		sc = cfg.serviceConfig()
+	}
+	if sc != "" {
+		opts = append(opts, grpc.WithDefaultServiceConfig(sc))
+	}
+	if !cfg.ServiceConfigLookup {
+		opts = append(opts, grpc.WithDisableServiceConfig())
+	}
+	target, field := cfg.Target, "Target"
+	if len(cfg.Targets) > 0 {
+		var resolverOpt grpc.DialOption
+		target, resolverOpt = staticResolver(cfg.Targets)
+		opts = append(opts, resolverOpt)
+		field = "Targets"
 	}
 	opts = append(opts, cfg.Limits.DialOptions()...)
-	cc, err := grpc.NewClient(cfg.Target, opts...)
+	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("prpc: Config.Target %q: %w", cfg.Target, err)
+		return nil, fmt.Errorf("prpc: Config.%s: %w", field, err)
 	}
 	cc.Connect()
 	return cc, nil

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
@@ -49,6 +50,20 @@ type Stats struct {
 	// Latency is the time from submission to delivery by Tick of the most recent admitted
 	// calls (up to LatencyWindow of them). It includes the wait for Tick.
 	Latency Latency
+
+	// LastConnError describes the most recent failure of the security (TLS) handshake of a
+	// new connection, as calls.HandshakeError.Error does: its classification, then its
+	// cause ("TLS handshake failed: server certificate signed by unknown authority: tls:
+	// failed to verify certificate: …"). It is empty when no handshake has failed since the
+	// last successful one, so a non-empty value means the backend is reachable but the
+	// connection is misconfigured, not down. A handshake succeeds when the server's first
+	// bytes arrive after it (a TLS 1.3 server refuses a client certificate only then).
+	// Failures before the handshake (a refused or unreachable TCP connection) are not
+	// recorded. Always empty with Insecure credentials and with Config.Conn, whose
+	// handshakes prpc does not see.
+	LastConnError string
+	// LastConnErrorKind classifies LastConnError; calls.HandshakeOther when it is empty.
+	LastConnErrorKind calls.HandshakeErrorKind
 }
 
 // InvokerStats describes one invoker.
@@ -180,6 +195,9 @@ func (r *Reactor) Stats() Stats {
 			st = InvokerFull
 		}
 		s.Invokers[i] = InvokerStats{Load: l, State: st}
+	}
+	if he := r.handshakes.load(); he != nil {
+		s.LastConnError, s.LastConnErrorKind = he.Error(), he.Kind
 	}
 	if g, ok := r.conn.(interface{ GetState() connectivity.State }); ok {
 		s.State, s.StateKnown = g.GetState(), true

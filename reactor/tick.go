@@ -36,15 +36,24 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 		return TickReport{}
 	}
 	start := r.clock.Now()
-	if r.head > 0 {
-		n := copy(r.delivery, r.delivery[r.head:])
-		clear(r.delivery[n:])
-		r.delivery, r.head = r.delivery[:n], 0
-	}
-	r.delivery = r.out.takeInto(r.delivery)
+	// This Tick may deliver the calls settled before it started: the rest of the batch in
+	// hand (delivery[head:]), then the first fresh calls of the outbox. The outbox's batch is
+	// taken by swapping slices, never copied, so that what a Tick costs beyond its callbacks
+	// does not grow with the backlog left by a host that stopped ticking.
 	end := len(r.delivery)
+	fresh := int(r.out.n.Load())
 	now, delivered := start, 0
-	for r.head < end {
+	for {
+		if r.head == end {
+			if fresh == 0 {
+				break
+			}
+			// delivery is used up (each delivered entry was cleared): the outbox keeps its
+			// storage, and its batch, in which calls settled since start follow the fresh
+			// ones, becomes the batch in hand.
+			r.delivery = r.out.swap(r.delivery[:0])
+			r.head, end, fresh = 0, fresh, 0
+		}
 		c := r.delivery[r.head]
 		r.delivery[r.head] = nil
 		r.head++
@@ -55,10 +64,11 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 			break
 		}
 	}
-	remaining := end - r.head
-	if remaining == 0 {
+	remaining := end - r.head + fresh
+	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
-	} else {
+	}
+	if remaining > 0 {
 		r.armed.Store(true)
 		select {
 		case r.ready <- struct{}{}:

@@ -1,0 +1,288 @@
+package reactor
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/calls"
+)
+
+// gRPC reports every failed security handshake as Unavailable with the cause flattened into
+// the message, exactly as it reports a backend that is down. To tell the two apart, dial wraps
+// the transport credentials (every kind but Insecure) in recordingCreds, which classifies the
+// real cause of each failed handshake and records it in the reactor's handshakeLog; Stats
+// reports it, and laneError attaches it to the calls it failed.
+//
+// A handshake counts as successful only when the server's first bytes arrive after it: with
+// TLS 1.3 the client finishes its handshake before the server has checked the client's
+// certificate, and a server that refuses it says so with an alert on the first read.
+
+// handshakeLog holds the most recent handshake failure of a reactor's connections. It is
+// written once per connection attempt and read by Stats and by failed calls, never on the
+// path of a successful call.
+type handshakeLog struct {
+	last atomic.Pointer[calls.HandshakeError] // nil: no failure since the last success
+}
+
+func (l *handshakeLog) failed(he *calls.HandshakeError) { l.last.Store(he) }
+func (l *handshakeLog) succeeded()                      { l.last.Store(nil) }
+
+// load returns the failure recorded since the last successful handshake, or nil.
+func (l *handshakeLog) load() *calls.HandshakeError { return l.last.Load() }
+
+// cause returns the recorded failure if err, a call's transport error, is an Unavailable
+// status whose message quotes it, that is if this failure is what failed the call; otherwise
+// nil. Quoting is the only link gRPC leaves between a connection attempt and the calls it
+// fails, and it keeps a stale record from labelling a later, unrelated Unavailable (a refused
+// TCP connection, a server's own Unavailable status).
+func (l *handshakeLog) cause(err error) *calls.HandshakeError {
+	he := l.load()
+	if he == nil {
+		return nil
+	}
+	st, _ := status.FromError(err)
+	if st.Code() != codes.Unavailable {
+		return nil
+	}
+	msg, text := st.Message(), he.Err.Error()
+	// gRPC quotes the cause with %q in "connection error: desc = …".
+	if quoted := strconv.Quote(text); !strings.Contains(msg, text) && !strings.Contains(msg, quoted[1:len(quoted)-1]) {
+		return nil
+	}
+	return he
+}
+
+// recordingCreds wraps the transport credentials a reactor dials with, recording the outcome
+// of each client handshake in log. Everything else passes through.
+type recordingCreds struct {
+	credentials.TransportCredentials
+	log *handshakeLog
+}
+
+func newRecordingCreds(tc credentials.TransportCredentials, log *handshakeLog) credentials.TransportCredentials {
+	return &recordingCreds{TransportCredentials: tc, log: log}
+}
+
+// ClientHandshake runs the wrapped handshake, records a failure, and returns the connection
+// wrapped so that its first read settles the outcome. The wrapped credentials' results,
+// errors included, are returned unchanged.
+func (c *recordingCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	if err != nil {
+		// A cancelled handshake was cut short by gRPC (the reactor closing, the address
+		// going away): it says nothing about the server.
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			c.log.failed(c.classify(err))
+		}
+		return conn, info, err
+	}
+	if _, ok := conn.(readyReader); ok {
+		// gRPC reads such a connection (ALTS's) without calling Read; wrapping it would
+		// cost that optimisation. The handshake it completed counts as the outcome.
+		c.log.succeeded()
+		return conn, info, nil
+	}
+	w := newWatchedConn(conn, c)
+	if sc, ok := conn.(syscall.Conn); ok { // keep channelz's socket options
+		return &watchedSyscallConn{watchedConn: w, sysConn: sc}, info, nil
+	}
+	return w, info, nil
+}
+
+// UsesXDS forwards grpc-go's optional interface of xDS credentials, which its xDS balancers
+// look for on the channel's credentials.
+func (c *recordingCreds) UsesXDS() bool {
+	x, ok := c.TransportCredentials.(interface{ UsesXDS() bool })
+	return ok && x.UsesXDS()
+}
+
+// Clone returns a copy that records in the same log.
+func (c *recordingCreds) Clone() credentials.TransportCredentials {
+	return newRecordingCreds(c.TransportCredentials.Clone(), c.log)
+}
+
+func (c *recordingCreds) classify(err error) *calls.HandshakeError {
+	return &calls.HandshakeError{
+		Kind:     classifyHandshake(err),
+		Protocol: c.Info().SecurityProtocol,
+		Err:      err,
+	}
+}
+
+// readyReader is grpc-go's optional interface for reads that do not pin memory
+// (internal/transport/readyreader.Reader).
+type readyReader interface {
+	ReadOnReady(bufSize int, pool mem.BufferPool) (b *[]byte, n int, err error)
+}
+
+// watchedConn is a connection whose handshake is settled by its first read: data means the
+// server accepted the connection, a TLS alert means it refused it. Its cost is one atomic load
+// per Read, on gRPC's reader goroutine, and nothing on a Write that succeeds.
+type watchedConn struct {
+	net.Conn
+	creds   *recordingCreds
+	pending atomic.Bool   // the first read has not returned yet
+	settled chan struct{} // closed when it has
+	refusal error         // the server's alert on the first read, if any; set before settled is closed
+}
+
+func newWatchedConn(conn net.Conn, creds *recordingCreds) *watchedConn {
+	w := &watchedConn{Conn: conn, creds: creds, settled: make(chan struct{})}
+	w.pending.Store(true)
+	return w
+}
+
+func (w *watchedConn) Read(b []byte) (int, error) {
+	n, err := w.Conn.Read(b)
+	if w.pending.Load() && (n > 0 || err != nil) && w.pending.CompareAndSwap(true, false) {
+		switch {
+		case n > 0:
+			w.creds.log.succeeded()
+		case isRemoteAlert(err):
+			w.refusal = err
+			w.creds.log.failed(w.creds.classify(err))
+		}
+		// Any other error (EOF, a reset) is a connection failure gRPC reports as such, not a
+		// verdict on the handshake: the log keeps what it had.
+		close(w.settled)
+	}
+	return n, err
+}
+
+// refusalWait bounds how long a failed write before the server's first bytes waits for the
+// first read to say why. The read returns as soon as the broken connection is seen, normally
+// within microseconds; the bound only keeps an unexpected case from stalling gRPC.
+const refusalWait = 250 * time.Millisecond
+
+// Write returns the error of a write as it is, except for one that fails before the server's
+// first bytes because the server refused the connection: a TLS 1.3 server that refuses the
+// client's certificate sends an alert and closes, and gRPC, writing its preface, may see the
+// broken pipe before it reads the alert. The error then names the alert too, so that gRPC's
+// message, and the call's, say why.
+func (w *watchedConn) Write(b []byte) (int, error) {
+	n, err := w.Conn.Write(b)
+	if err != nil {
+		select {
+		case <-w.settled:
+		default:
+			t := time.NewTimer(refusalWait)
+			select {
+			case <-w.settled:
+			case <-t.C:
+				return n, err
+			}
+			t.Stop()
+		}
+		if w.refusal != nil {
+			err = fmt.Errorf("%w (the server refused the connection: %w)", err, w.refusal)
+		}
+	}
+	return n, err
+}
+
+type sysConn = syscall.Conn
+
+// watchedSyscallConn is a watchedConn that keeps the syscall.Conn of the connection it wraps.
+type watchedSyscallConn struct {
+	*watchedConn
+	sysConn
+}
+
+// classifyHandshake maps the error of a failed client handshake, or of the first read after
+// one, to its kind. See calls.HandshakeErrorKind for the table.
+func classifyHandshake(err error) calls.HandshakeErrorKind {
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		noRoots          x509.SystemRootsError
+		hostname         x509.HostnameError
+		invalid          x509.CertificateInvalidError
+		verification     *tls.CertificateVerificationError
+		recordHeader     tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &unknownAuthority), errors.As(err, &noRoots):
+		return calls.HandshakeUnknownAuthority
+	case errors.As(err, &hostname):
+		return calls.HandshakeNameMismatch
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return calls.HandshakeCertificateExpired
+	case errors.As(err, &verification), errors.As(err, &invalid):
+		return calls.HandshakeBadServerCertificate
+	case errors.As(err, &recordHeader):
+		return calls.HandshakeProtocolMismatch
+	case strings.Contains(err.Error(), "missing selected ALPN property"):
+		// grpc-go's credentials: the server completed TLS without agreeing to HTTP/2.
+		return calls.HandshakeProtocolMismatch
+	}
+	if a, ok := remoteAlert(err); ok {
+		switch a {
+		case alertBadCertificate, alertUnsupportedCertificate, alertCertificateRevoked,
+			alertCertificateExpired, alertCertificateUnknown, alertUnknownCA,
+			alertAccessDenied, alertCertificateRequired:
+			return calls.HandshakeClientCertificateRejected
+		case alertUnrecognizedName:
+			return calls.HandshakeNameMismatch
+		case alertProtocolVersion, alertInsufficientSecurity, alertNoApplicationProtocol:
+			return calls.HandshakeProtocolMismatch
+		}
+		// handshake_failure (40) among others: servers send it for a missing cipher suite
+		// as well as for a missing client certificate, so it stays unclassified.
+	}
+	return calls.HandshakeOther
+}
+
+// TLS alerts (RFC 8446 §6) that classify a failure.
+const (
+	alertBadCertificate         tls.AlertError = 42
+	alertUnsupportedCertificate tls.AlertError = 43
+	alertCertificateRevoked     tls.AlertError = 44
+	alertCertificateExpired     tls.AlertError = 45
+	alertCertificateUnknown     tls.AlertError = 46
+	alertUnknownCA              tls.AlertError = 48
+	alertAccessDenied           tls.AlertError = 49
+	alertProtocolVersion        tls.AlertError = 70
+	alertInsufficientSecurity   tls.AlertError = 71
+	alertUnrecognizedName       tls.AlertError = 112
+	alertCertificateRequired    tls.AlertError = 116
+	alertNoApplicationProtocol  tls.AlertError = 120
+)
+
+func isRemoteAlert(err error) bool {
+	_, ok := remoteAlert(err)
+	return ok
+}
+
+// remoteAlert returns the TLS alert the peer sent, if err reports one. crypto/tls reports a
+// received alert as a *net.OpError with Op "remote error" whose Err is of an unexported type
+// with the same text as tls.AlertError (the exported type is used for QUIC), so the alert is
+// recognised by its text.
+func remoteAlert(err error) (tls.AlertError, bool) {
+	if a, ok := errors.AsType[tls.AlertError](err); ok {
+		return a, true
+	}
+	op, ok := errors.AsType[*net.OpError](err)
+	if !ok || op.Op != "remote error" || op.Err == nil {
+		return 0, false
+	}
+	text := op.Err.Error()
+	for a := range 256 {
+		if tls.AlertError(a).Error() == text {
+			return tls.AlertError(a), true
+		}
+	}
+	return 0, false
+}

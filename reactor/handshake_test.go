@@ -1,0 +1,381 @@
+package reactor_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// hsBackoff reconnects within 100 ms, so that a fixed server is used again quickly.
+var hsBackoff = reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
+
+// hsSwitchCreds are server credentials whose handshake can be swapped while the server runs:
+// a test breaks the server's TLS, watches the client fail, then fixes it and watches the
+// same reactor recover.
+type hsSwitchCreds struct {
+	cur atomic.Pointer[credentials.TransportCredentials]
+}
+
+func hsNewSwitchCreds(tc credentials.TransportCredentials) *hsSwitchCreds {
+	s := &hsSwitchCreds{}
+	s.set(tc)
+	return s
+}
+
+func (s *hsSwitchCreds) set(tc credentials.TransportCredentials) { s.cur.Store(&tc) }
+func (s *hsSwitchCreds) get() credentials.TransportCredentials   { return *s.cur.Load() }
+
+func (s *hsSwitchCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("hsSwitchCreds: server side only")
+}
+func (s *hsSwitchCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return s.get().ServerHandshake(c)
+}
+func (s *hsSwitchCreds) Info() credentials.ProtocolInfo          { return s.get().Info() }
+func (s *hsSwitchCreds) Clone() credentials.TransportCredentials { return s }
+func (s *hsSwitchCreds) OverrideServerName(string) error         { return nil }
+
+var _ credentials.TransportCredentials = (*hsSwitchCreds)(nil)
+
+// hsRawTLSServer completes a TLS handshake with cfg as crypto/tls does it, without gRPC's
+// credentials (which always offer ALPN "h2"), then refuses the connection. It stands in for
+// a TLS server that is not a gRPC server.
+type hsRawTLSServer struct {
+	credentials.TransportCredentials // for Info
+	cfg                              *tls.Config
+}
+
+func (s hsRawTLSServer) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	tc := tls.Server(c, s.cfg)
+	err := tc.Handshake()
+	tc.Close()
+	if err == nil {
+		err = errors.New("hsRawTLSServer: not a gRPC server")
+	}
+	return nil, nil, err
+}
+
+// hsIssue makes a certificate for 127.0.0.1 and "backend.test" with the extended key usage
+// usage, valid from notBefore to notAfter.
+func hsIssue(t *testing.T, ca *testCA, usage x509.ExtKeyUsage, notBefore, notAfter time.Time) *testCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: nextSerial(),
+		Subject:      pkix.Name{CommonName: "backend.test"},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		DNSNames:     []string{"backend.test"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	c := &testCert{
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}
+	c.tls, err = tls.X509KeyPair(c.certPEM, c.keyPEM)
+	require.NoError(t, err)
+	return c
+}
+
+// hsCall makes one Echo call and returns its error once delivered. Calls expected to
+// fail use failTimeout without WaitForReady: a handshake failure fails them at once (the
+// bound is a margin, not an expectation). After the fix, a call waits for the reconnect.
+func hsCall(t *testing.T, r *reactor.Reactor, waitForReady bool) error {
+	t.Helper()
+	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "secure"},
+		&calls.Options{Timeout: failTimeout, WaitForReady: waitForReady})
+	waitFor(t, r, failTimeout+10*time.Second, func() bool { return p.State() != calls.Pending })
+	return p.Err()
+}
+
+// Items 15 and 16: each TLS misconfiguration fails a call with Unavailable, as gRPC reports
+// it, and with a *calls.HandshakeError of the right kind that Stats reports too; once the
+// server is fixed, the same reactor reconnects and the successful handshake clears it.
+func TestHandshakeFailuresAreClassified(t *testing.T) {
+	fx := newTLSFixture(t)
+	good := credentials.NewTLS(serverTLS(fx.server, nil))
+	now := time.Now()
+	expired := hsIssue(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	notYetValid := hsIssue(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(24*time.Hour), now.Add(48*time.Hour))
+	expiredClient := hsIssue(t, fx.ca, x509.ExtKeyUsageClientAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	clientUsage := fx.ca.issue(t, "backend.test", []string{"backend.test"}, []net.IP{net.IPv4(127, 0, 0, 1)}, x509.ExtKeyUsageClientAuth)
+	wrongTestCert := fx.ca.issue(t, "wrong.test", []string{"wrong.test"}, nil, x509.ExtKeyUsageServerAuth)
+	bothCAs := x509.NewCertPool()
+	bothCAs.AddCert(fx.ca.cert)
+	bothCAs.AddCert(fx.otherCA.cert)
+	mTLS12 := serverTLS(fx.server, fx.ca.pool)
+	mTLS12.MaxVersion = tls.VersionTLS12
+	tlsCfg := func(c *tls.Config, nextProtos ...string) *tls.Config {
+		c = c.Clone()
+		c.NextProtos = nextProtos
+		return c
+	}
+
+	tests := []struct {
+		name   string
+		broken credentials.TransportCredentials // the server's credentials while misconfigured
+		fixed  credentials.TransportCredentials // and once fixed
+		client reactor.Credentials
+		kind   calls.HandshakeErrorKind
+		cause  string // part of the recorded cause's text
+	}{
+		{
+			name:   "unknown CA",
+			broken: credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeUnknownAuthority, cause: "unknown authority",
+		},
+		{
+			name:   "wrong server name",
+			broken: good,
+			fixed:  credentials.NewTLS(serverTLS(wrongTestCert, nil)),
+			client: reactor.TLS(fx.ca.certPEM, "wrong.test"),
+			kind:   calls.HandshakeNameMismatch, cause: "not wrong.test",
+		},
+		{
+			name:   "IP SAN missing",
+			broken: credentials.NewTLS(serverTLS(wrongTestCert, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeNameMismatch, cause: "127.0.0.1",
+		},
+		{
+			name:   "expired server certificate",
+			broken: credentials.NewTLS(serverTLS(expired, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeCertificateExpired, cause: "expired",
+		},
+		{
+			name:   "server certificate not yet valid",
+			broken: credentials.NewTLS(serverTLS(notYetValid, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeCertificateExpired, cause: "not yet valid",
+		},
+		{
+			name:   "server certificate for client auth only",
+			broken: credentials.NewTLS(serverTLS(clientUsage, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeBadServerCertificate, cause: "key usage",
+		},
+		{
+			name:   "plaintext server, TLS client",
+			broken: insecure.NewCredentials(),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeProtocolMismatch, cause: "does not look like a TLS handshake",
+		},
+		{
+			name:   "TLS server without ALPN",
+			broken: hsRawTLSServer{good, tlsCfg(serverTLS(fx.server, nil))},
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeProtocolMismatch, cause: "ALPN",
+		},
+		{
+			name:   "TLS server speaking HTTP/1.1 only",
+			broken: hsRawTLSServer{good, tlsCfg(serverTLS(fx.server, nil), "http/1.1")},
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeProtocolMismatch, cause: "no application protocol",
+		},
+		{
+			// TLS 1.3: the client's handshake succeeds; the server's alert arrives on the
+			// first read.
+			name:   "mTLS, no client certificate",
+			broken: credentials.NewTLS(serverTLS(fx.server, fx.ca.pool)),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeClientCertificateRejected, cause: "certificate required",
+		},
+		{
+			// TLS 1.2: the server's alert fails the client's handshake itself. Go's TLS 1.2
+			// server sends handshake_failure, which servers also send for no cipher suite in
+			// common: recorded, not classified.
+			name:   "mTLS 1.2, no client certificate",
+			broken: credentials.NewTLS(mTLS12),
+			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			kind: calls.HandshakeOther, cause: "handshake failure",
+		},
+		{
+			name:   "mTLS, expired client certificate",
+			broken: credentials.NewTLS(serverTLS(fx.server, fx.ca.pool)),
+			fixed:  good, client: reactor.MutualTLS(fx.ca.certPEM, expiredClient.certPEM, expiredClient.keyPEM, ""),
+			kind: calls.HandshakeClientCertificateRejected, cause: "expired certificate",
+		},
+		{
+			name:   "mTLS 1.2, expired client certificate",
+			broken: credentials.NewTLS(mTLS12),
+			fixed:  good, client: reactor.MutualTLS(fx.ca.certPEM, expiredClient.certPEM, expiredClient.keyPEM, ""),
+			kind: calls.HandshakeClientCertificateRejected, cause: "expired certificate",
+		},
+		{
+			// Go's client does not send a certificate the server's CAs did not issue, so
+			// this is "certificate required" again, as the server sees it.
+			name:   "mTLS, client certificate from another CA",
+			broken: credentials.NewTLS(serverTLS(fx.server, fx.ca.pool)),
+			fixed:  credentials.NewTLS(serverTLS(fx.server, bothCAs)),
+			client: reactor.MutualTLS(fx.ca.certPEM, fx.stranger.certPEM, fx.stranger.keyPEM, ""),
+			kind:   calls.HandshakeClientCertificateRejected, cause: "certificate required",
+		},
+		{
+			// The wrapper records for FromTransport credentials too.
+			name:   "FromTransport, unknown CA",
+			broken: credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil)),
+			fixed:  good, client: reactor.FromTransport(credentials.NewClientTLSFromCert(fx.ca.pool, "")),
+			kind: calls.HandshakeUnknownAuthority, cause: "unknown authority",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := hsNewSwitchCreds(tt.broken)
+			srv := testserver.Start(t, grpc.Creds(sc))
+			r := newReactor(t, srv, reactor.Config{Credentials: tt.client, Backoff: hsBackoff})
+
+			err := hsCall(t, r, false)
+			require.Error(t, err)
+			t.Log(err)
+			require.Equal(t, codes.Unavailable, status.Code(err), "the code stays Unavailable")
+			var he *calls.HandshakeError
+			require.ErrorAs(t, err, &he, "the call's error carries the handshake failure")
+			require.Equal(t, tt.kind, he.Kind, "kind of %v", he)
+			require.Equal(t, "tls", he.Protocol)
+			require.Contains(t, he.Err.Error(), tt.cause)
+			require.True(t, strings.HasPrefix(err.(*calls.Error).Message(), he.Summary()+": "), "the message starts with the classification: %v", err)
+			require.NotErrorIs(t, err, calls.ErrTimeout)
+			require.Zero(t, srv.Calls(), "the call must not reach the handler")
+
+			st := r.Stats()
+			require.Equal(t, he.Error(), st.LastConnError)
+			require.Equal(t, tt.kind, st.LastConnErrorKind)
+
+			sc.set(tt.fixed)
+			require.NoError(t, hsCall(t, r, true), "the same reactor recovers once the server is fixed")
+			st = r.Stats()
+			require.Empty(t, st.LastConnError, "a successful handshake clears the failure")
+			require.Equal(t, calls.HandshakeOther, st.LastConnErrorKind)
+			require.Equal(t, int64(1), srv.Calls())
+		})
+	}
+}
+
+// A plaintext client cannot see a TLS server's handshake: there is none on its side, and
+// prpc does not wrap Insecure credentials. The server closes the connection when the client's
+// HTTP/2 preface is not a TLS record, and the client reports it as a broken connection. prpc
+// can only say what gRPC says: Unavailable, no HandshakeError, no LastConnError.
+func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
+	fx := newTLSFixture(t)
+	sc := hsNewSwitchCreds(credentials.NewTLS(serverTLS(fx.server, nil)))
+	srv := testserver.Start(t, grpc.Creds(sc))
+	r := newReactor(t, srv, reactor.Config{Credentials: reactor.Insecure(), Backoff: hsBackoff})
+
+	err := hsCall(t, r, false)
+	require.Error(t, err)
+	t.Log(err)
+	require.Equal(t, codes.Unavailable, status.Code(err))
+	var he *calls.HandshakeError
+	require.False(t, errors.As(err, &he), "nothing recorded for Insecure credentials")
+	require.Empty(t, r.Stats().LastConnError)
+
+	sc.set(insecure.NewCredentials())
+	require.NoError(t, hsCall(t, r, true))
+	require.Empty(t, r.Stats().LastConnError)
+}
+
+// An outage after a handshake failure is reported as an outage: the recorded failure stays in
+// Stats until a handshake succeeds, but is not attached to calls that failed for another
+// reason.
+func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
+	fx := newTLSFixture(t)
+	sc := hsNewSwitchCreds(credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil)))
+	srv := testserver.Start(t, grpc.Creds(sc))
+	r := newReactor(t, srv, reactor.Config{Credentials: reactor.TLS(fx.ca.certPEM, ""), Backoff: hsBackoff})
+
+	err := hsCall(t, r, false)
+	var he *calls.HandshakeError
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, calls.HandshakeUnknownAuthority, he.Kind)
+
+	srv.Stop()
+	// Reconnect attempts now fail before any handshake (connection refused). Wait until the
+	// failure a call reports is that one, not the handshake's; each try fails at once.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err = hsCall(t, r, false)
+		require.Equal(t, codes.Unavailable, status.Code(err), "got %v", err)
+		if !strings.Contains(err.Error(), "unknown authority") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "still failing with the handshake error: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Log(err)
+	require.False(t, errors.As(err, &he), "an outage is not blamed on the old handshake failure: %v", err)
+	require.Contains(t, r.Stats().LastConnError, "unknown authority", "kept until a handshake succeeds")
+	require.Equal(t, calls.HandshakeUnknownAuthority, r.Stats().LastConnErrorKind)
+
+	sc.set(credentials.NewTLS(serverTLS(fx.server, nil)))
+	srv.Restart(t)
+	require.NoError(t, hsCall(t, r, true))
+	require.Empty(t, r.Stats().LastConnError)
+}
+
+// With several backends, one misconfigured, the others keep serving: a failure is recorded,
+// but a call that fails on a healthy backend for its own reason is not blamed on it.
+func TestHandshakeFailureOfAnotherBackend(t *testing.T) {
+	fx := newTLSFixture(t)
+	good := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.server, nil))))
+	bad := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil))))
+	res := manual.NewBuilderWithScheme("hs")
+	res.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: good.Addr()}, {Addr: bad.Addr()}}})
+	r := newReactor(t, nil, reactor.Config{
+		Target:        "hs:///backends",
+		Credentials:   reactor.TLS(fx.ca.certPEM, "backend.test"),
+		DialOptions:   []grpc.DialOption{grpc.WithResolvers(res)},
+		ServiceConfig: `{"loadBalancingConfig": [{"round_robin": {}}]}`,
+		Backoff:       hsBackoff,
+	})
+
+	require.NoError(t, hsCall(t, r, true), "the good backend serves")
+	// The bad backend fails every attempt, every 100 ms at most; the good one connected once.
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Stats().LastConnErrorKind != calls.HandshakeUnknownAuthority {
+		require.True(t, time.Now().Before(deadline), "no handshake failure recorded: %+v", r.Stats())
+		time.Sleep(10 * time.Millisecond)
+	}
+	p := reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.Unavailable), FailMessage: "maintenance"}, &calls.Options{Timeout: failTimeout})
+	waitFor(t, r, failTimeout+10*time.Second, func() bool { return p.State() != calls.Pending })
+	t.Log(p.Err())
+	require.Equal(t, codes.Unavailable, status.Code(p.Err()))
+	var he *calls.HandshakeError
+	require.False(t, errors.As(p.Err(), &he), "the server's own Unavailable is not a handshake failure: %v", p.Err())
+	require.Equal(t, "prpc: /prpctest.TestService/Echo: Unavailable: maintenance", p.Err().Error())
+	require.Equal(t, int64(2), good.Calls())
+	require.Zero(t, bad.Calls())
+}

@@ -1,0 +1,240 @@
+package reactor
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/trixnew/prpc/calls"
+)
+
+// MethodPolicy sets the defaults of one method's calls. Per-call Options override Timeout and
+// turn WaitForReady on; the other properties belong to the method.
+type MethodPolicy struct {
+	// Method is the method the policy applies to. Required; one policy per method.
+	Method calls.Descriptor
+
+	// Timeout, if not zero, is the timeout of this method's calls whose Options give none,
+	// instead of Config.DefaultTimeout. More than 0 and at most Config.MaxTimeout.
+	Timeout time.Duration
+
+	// WaitForReady makes this method's calls wait, up to their deadline, for a ready
+	// connection instead of failing at once while the backend is unreachable.
+	WaitForReady bool
+
+	// Idempotent marks the method as safe to run more than once, so gRPC retries its calls
+	// as Config.Retry says. Calls of other methods are never retried: a call that failed
+	// with Unavailable may already have run on the server. Never mark a method whose effect
+	// must not repeat (granting currency, say) unless the server deduplicates it.
+	Idempotent bool
+
+	// Critical lets this method's calls use the share of MaxOutstanding reserved by
+	// Config.CriticalReserve, so that under overload a player's save is not rejected along
+	// with cosmetic reads.
+	Critical bool
+}
+
+// RetryPolicy is how gRPC retries the calls of idempotent methods (MethodPolicy.Idempotent),
+// following gRPC's retry design: a call is retried only when it failed with one of
+// RetryableCodes before the server sent response headers, up to MaxAttempts attempts in all,
+// after a randomised exponential backoff; retries are throttled channel-wide when too many
+// fail. The deadline covers all attempts. grpc-go never retries a request larger than its
+// 256 KiB retry buffer. Zero fields mean their defaults.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts, the first included. Default 3; from 2 to 5.
+	MaxAttempts int
+	// InitialBackoff is the mean wait before the first retry. Default 50 ms; at most 1 min.
+	InitialBackoff time.Duration
+	// MaxBackoff bounds the wait. Default 1 s; at least InitialBackoff, at most 1 min.
+	MaxBackoff time.Duration
+	// BackoffMultiplier grows the wait after each retry. Default 2; at least 1.
+	BackoffMultiplier float64
+	// RetryableCodes are the codes that allow a retry. Default [Unavailable]. OK is not
+	// allowed.
+	RetryableCodes []codes.Code
+	// ThrottleMaxTokens and ThrottleTokenRatio configure retry throttling: each failure
+	// takes a token, each success gives back ThrottleTokenRatio, and retries stop while
+	// fewer than half of ThrottleMaxTokens remain. Defaults 10 (from 1 to 1000) and 0.1
+	// (more than 0, at most 1).
+	ThrottleMaxTokens  int
+	ThrottleTokenRatio float64
+}
+
+// Defaults of RetryPolicy.
+const (
+	DefaultRetryMaxAttempts       = 3
+	DefaultRetryInitialBackoff    = 50 * time.Millisecond
+	DefaultRetryMaxBackoff        = time.Second
+	DefaultRetryBackoffMultiplier = 2.0
+	DefaultThrottleMaxTokens      = 10
+	DefaultThrottleTokenRatio     = 0.1
+)
+
+func (p RetryPolicy) resolve() (RetryPolicy, error) {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultRetryMaxAttempts
+	}
+	if p.InitialBackoff == 0 {
+		p.InitialBackoff = DefaultRetryInitialBackoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = max(DefaultRetryMaxBackoff, p.InitialBackoff)
+	}
+	if p.BackoffMultiplier == 0 {
+		p.BackoffMultiplier = DefaultRetryBackoffMultiplier
+	}
+	if len(p.RetryableCodes) == 0 {
+		p.RetryableCodes = []codes.Code{codes.Unavailable}
+	}
+	if p.ThrottleMaxTokens == 0 {
+		p.ThrottleMaxTokens = DefaultThrottleMaxTokens
+	}
+	if p.ThrottleTokenRatio == 0 {
+		p.ThrottleTokenRatio = DefaultThrottleTokenRatio
+	}
+	const maxBackoff = time.Minute
+	switch {
+	case p.MaxAttempts < 2 || p.MaxAttempts > 5:
+		return p, fieldError("Retry.MaxAttempts", p.MaxAttempts, fmt.Sprintf("must be between 2 and 5 (0 means the default, %d)", DefaultRetryMaxAttempts))
+	case p.InitialBackoff < 0 || p.InitialBackoff > maxBackoff:
+		return p, fieldError("Retry.InitialBackoff", p.InitialBackoff, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", maxBackoff, DefaultRetryInitialBackoff))
+	case p.MaxBackoff < p.InitialBackoff || p.MaxBackoff > maxBackoff:
+		return p, fieldError("Retry.MaxBackoff", p.MaxBackoff, fmt.Sprintf("must be at least Retry.InitialBackoff (%v) and at most %v (0 means the default, %v)", p.InitialBackoff, maxBackoff, DefaultRetryMaxBackoff))
+	case !(p.BackoffMultiplier >= 1): // also rejects NaN
+		return p, fieldError("Retry.BackoffMultiplier", p.BackoffMultiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", DefaultRetryBackoffMultiplier))
+	case p.ThrottleMaxTokens < 1 || p.ThrottleMaxTokens > 1000:
+		return p, fieldError("Retry.ThrottleMaxTokens", p.ThrottleMaxTokens, fmt.Sprintf("must be between 1 and 1000 (0 means the default, %d)", DefaultThrottleMaxTokens))
+	case !(p.ThrottleTokenRatio > 0 && p.ThrottleTokenRatio <= 1):
+		return p, fieldError("Retry.ThrottleTokenRatio", p.ThrottleTokenRatio, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v)", DefaultThrottleTokenRatio))
+	}
+	for i, c := range p.RetryableCodes {
+		if c == codes.OK || c > codes.Unauthenticated {
+			return p, fieldError(fmt.Sprintf("Retry.RetryableCodes[%d]", i), c, "must be a gRPC error code (1 to 16)")
+		}
+	}
+	return p, nil
+}
+
+// methodPolicy is a resolved MethodPolicy, looked up per call.
+type methodPolicy struct {
+	timeout      time.Duration
+	waitForReady bool
+	critical     bool
+}
+
+// resolvePolicies checks c.Policies and indexes them by path.
+func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
+	if len(c.Policies) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]methodPolicy, len(c.Policies))
+	for i, p := range c.Policies {
+		field := fmt.Sprintf("Policies[%d]", i)
+		if isNilDescriptor(p.Method) {
+			return nil, fieldError(field+".Method", "nil", "every policy names its method")
+		}
+		path := p.Method.Path()
+		if _, dup := out[path]; dup {
+			return nil, fieldError(field+".Method", path, "has another policy already")
+		}
+		if p.Timeout < 0 || p.Timeout > c.MaxTimeout {
+			return nil, fieldError(field+".Timeout", p.Timeout, fmt.Sprintf("must be more than 0 and at most MaxTimeout, %v (0 means DefaultTimeout)", c.MaxTimeout))
+		}
+		timeout := p.Timeout
+		if timeout == 0 {
+			timeout = c.DefaultTimeout
+		}
+		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical}
+	}
+	return out, nil
+}
+
+// serviceConfig returns the service config prpc generates from c: the balancer, health
+// checking, and a retry policy for each idempotent method. It returns "" when there is
+// nothing to configure.
+func (c *Config) serviceConfig() string {
+	type name struct {
+		Service string `json:"service"`
+		Method  string `json:"method,omitempty"`
+	}
+	type retryPolicy struct {
+		MaxAttempts          int      `json:"maxAttempts"`
+		InitialBackoff       string   `json:"initialBackoff"`
+		MaxBackoff           string   `json:"maxBackoff"`
+		BackoffMultiplier    float64  `json:"backoffMultiplier"`
+		RetryableStatusCodes []string `json:"retryableStatusCodes"`
+	}
+	type methodConfig struct {
+		Name        []name       `json:"name"`
+		RetryPolicy *retryPolicy `json:"retryPolicy,omitempty"`
+	}
+	type throttling struct {
+		MaxTokens  int     `json:"maxTokens"`
+		TokenRatio float64 `json:"tokenRatio"`
+	}
+	type healthCheck struct {
+		ServiceName string `json:"serviceName"`
+	}
+	var sc struct {
+		LoadBalancingConfig []map[string]struct{} `json:"loadBalancingConfig,omitempty"`
+		HealthCheckConfig   *healthCheck          `json:"healthCheckConfig,omitempty"`
+		MethodConfig        []methodConfig        `json:"methodConfig,omitempty"`
+		RetryThrottling     *throttling           `json:"retryThrottling,omitempty"`
+	}
+	if c.balancer() != "" {
+		sc.LoadBalancingConfig = []map[string]struct{}{{c.balancer(): {}}}
+	}
+	if c.HealthCheck {
+		sc.HealthCheckConfig = &healthCheck{ServiceName: c.HealthCheckService}
+	}
+	r := c.Retry
+	codeNames := make([]string, len(r.RetryableCodes))
+	for i, code := range r.RetryableCodes {
+		codeNames[i] = codeNames16[code]
+	}
+	for _, p := range c.Policies {
+		if !p.Idempotent {
+			continue
+		}
+		path := p.Method.Path()[1:]
+		slash := strings.IndexByte(path, '/')
+		sc.MethodConfig = append(sc.MethodConfig, methodConfig{
+			Name: []name{{Service: path[:slash], Method: path[slash+1:]}},
+			RetryPolicy: &retryPolicy{
+				MaxAttempts:          r.MaxAttempts,
+				InitialBackoff:       seconds(r.InitialBackoff),
+				MaxBackoff:           seconds(r.MaxBackoff),
+				BackoffMultiplier:    r.BackoffMultiplier,
+				RetryableStatusCodes: codeNames,
+			},
+		})
+	}
+	if len(sc.MethodConfig) > 0 {
+		sc.RetryThrottling = &throttling{MaxTokens: r.ThrottleMaxTokens, TokenRatio: r.ThrottleTokenRatio}
+	}
+	if sc.LoadBalancingConfig == nil && sc.HealthCheckConfig == nil && sc.MethodConfig == nil {
+		return ""
+	}
+	b, err := json.Marshal(sc)
+	if err != nil {
+		panic("prpc: encoding the service config: " + err.Error()) // only plain values above
+	}
+	return string(b)
+}
+
+// seconds formats d as a service-config duration, e.g. "0.050000000s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 9, 64) + "s"
+}
+
+// codeNames16 are the canonical names of the gRPC codes, as service configs spell them.
+var codeNames16 = [...]string{
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+	"UNAUTHENTICATED",
+}

@@ -1,0 +1,235 @@
+package reactortest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/trixnew/prpc/reactor"
+)
+
+// ManualClock is a reactor.Clock whose time moves only when Advance or Set is called. Pass it
+// as reactor.Config.Clock to test deadlines and Tick budgets without waiting and without
+// flakiness: a call with a 2 s timeout fails with ErrTimeout as soon as the test advances the
+// clock by 2 s, and a callback that advances the clock spends exactly that much of a Tick's
+// budget.
+//
+// Its timers have the semantics of *time.Timer since Go 1.23, except that the channel has a
+// capacity of one: a timer fires by sending the time on its channel without blocking, and
+// after Stop or Reset returns no stale value is received from it. A timer set with a
+// duration ≤ 0 fires at once, inside NewTimer or Reset, as a time.Timer would.
+//
+// The reactor arms its timer on its own goroutine, so a test that advances the clock past a
+// call's deadline should first wait, with WaitTimers, until the reactor has armed it.
+//
+// Time never goes backwards: Advance with a negative duration and Set with an earlier time
+// panic. The zero value is not usable; make one with NewManualClock. All methods are safe for
+// concurrent use.
+type ManualClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	active  []*manualTimer // active timers, in no particular order; each knows its index
+	seq     uint64         // arming order, to fire timers with equal deadlines in that order
+	changed chan struct{}  // closed and replaced whenever the set of active timers changes
+}
+
+var _ reactor.Clock = (*ManualClock)(nil)
+
+// NewManualClock returns a ManualClock that reads start until it is advanced.
+func NewManualClock(start time.Time) *ManualClock {
+	return &ManualClock{now: start, changed: make(chan struct{})}
+}
+
+// Now returns the clock's current time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// NewTimer returns a timer that fires once the clock has been advanced by d or more, or at
+// once if d ≤ 0. It implements reactor.Clock.
+func (c *ManualClock) NewTimer(d time.Duration) reactor.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{clock: c, ch: make(chan time.Time, 1), index: -1}
+	c.armLocked(t, d)
+	return t
+}
+
+// Advance moves the clock forward by d and fires, in deadline order (timers with equal
+// deadlines in the order they were armed), every timer whose deadline is at or before the
+// new time. Each fired timer receives its own deadline on its channel, without blocking
+// Advance. Advance(0) fires nothing new; a negative d panics.
+func (c *ManualClock) Advance(d time.Duration) {
+	if d < 0 {
+		panic(fmt.Sprintf("reactortest: ManualClock.Advance(%v): time cannot go backwards", d))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advanceLocked(c.now.Add(d))
+}
+
+// Set moves the clock to t, firing timers as Advance does. A t before Now panics.
+func (c *ManualClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.Before(c.now) {
+		panic(fmt.Sprintf("reactortest: ManualClock.Set(%v) is before Now, %v: time cannot go backwards", t, c.now))
+	}
+	c.advanceLocked(t)
+}
+
+// Timers returns the number of active timers: set, and neither fired nor stopped since.
+func (c *ManualClock) Timers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.active)
+}
+
+// WaitTimers waits until at least n timers are active, for example until a reactor has armed
+// the timer of a call's deadline, and returns nil; or until ctx is done, and returns an error
+// that wraps ctx.Err(). It wakes on every change to the set of active timers, without polling.
+// An n ≤ 0 returns nil at once.
+func (c *ManualClock) WaitTimers(ctx context.Context, n int) error {
+	for {
+		c.mu.Lock()
+		active, changed := len(c.active), c.changed
+		c.mu.Unlock()
+		if active >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("reactortest: ManualClock.WaitTimers: %d of %d timers active: %w", active, n, ctx.Err())
+		}
+	}
+}
+
+// advanceLocked moves the clock to target and fires the timers due by then.
+func (c *ManualClock) advanceLocked(target time.Time) {
+	for _, t := range c.dueLocked(target) {
+		c.removeLocked(t)
+		send(t.ch, t.when)
+	}
+	c.now = target
+}
+
+// dueLocked returns the active timers due at or before target, in the order they fire.
+func (c *ManualClock) dueLocked(target time.Time) []*manualTimer {
+	var due []*manualTimer
+	for _, t := range c.active {
+		if !t.when.After(target) {
+			due = append(due, t)
+		}
+	}
+	slices.SortFunc(due, func(a, b *manualTimer) int {
+		if r := a.when.Compare(b.when); r != 0 {
+			return r
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return due
+}
+
+// armLocked sets t to fire d from now, firing it at once if d ≤ 0.
+func (c *ManualClock) armLocked(t *manualTimer, d time.Duration) {
+	t.when = c.now.Add(d)
+	if d <= 0 {
+		send(t.ch, c.now)
+		return
+	}
+	c.seq++
+	t.seq = c.seq
+	t.index = len(c.active)
+	c.active = append(c.active, t)
+	c.notifyLocked()
+}
+
+// removeLocked deactivates t if it is active, and reports whether it was.
+func (c *ManualClock) removeLocked(t *manualTimer) bool {
+	i := t.index
+	if i < 0 {
+		return false
+	}
+	last := len(c.active) - 1
+	c.active[i] = c.active[last]
+	c.active[i].index = i
+	c.active[last] = nil
+	c.active = c.active[:last]
+	t.index = -1
+	c.notifyLocked()
+	return true
+}
+
+// notifyLocked wakes every WaitTimers.
+func (c *ManualClock) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// send puts v on ch, a channel of capacity one that only the clock sends on, without
+// blocking: a value still there is dropped in favour of v.
+func send(ch chan time.Time, v time.Time) {
+	for {
+		select {
+		case ch <- v:
+			return
+		default:
+		}
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}
+
+// drain empties ch and reports whether it held a value.
+func drain(ch chan time.Time) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// manualTimer is a timer of a ManualClock. Its fields are guarded by the clock's mutex, and
+// the clock sends on ch only while holding it, so Stop and Reset, which drain ch under the
+// mutex, leave no stale value behind.
+type manualTimer struct {
+	clock *ManualClock
+	ch    chan time.Time
+	when  time.Time
+	seq   uint64
+	index int // in clock.active; -1 when not active
+}
+
+// C returns the channel the timer fires on.
+func (t *manualTimer) C() <-chan time.Time { return t.ch }
+
+// Stop stops the timer and empties its channel. As with a *time.Timer since Go 1.23, it
+// reports true if the timer was active or had fired without its value being received.
+func (t *manualTimer) Stop() bool {
+	c := t.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wasActive := c.removeLocked(t)
+	return drain(t.ch) || wasActive
+}
+
+// Reset empties the timer's channel and sets it to fire d from the clock's current time (at
+// once if d ≤ 0). It reports what Stop would have reported.
+func (t *manualTimer) Reset(d time.Duration) bool {
+	c := t.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wasActive := c.removeLocked(t)
+	pending := drain(t.ch) || wasActive
+	c.armLocked(t, d)
+	return pending
+}
