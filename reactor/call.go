@@ -112,7 +112,7 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 		return
 	}
 	r.counts.pending++
-	r.counts.submitted++
+	r.counts.submit(c.Ops.Path)
 	r.mu.Unlock()
 	c.Admitted = true
 	if !r.in.push(event{kind: evSubmit, c: c}) {
@@ -149,8 +149,8 @@ func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) 
 		reason = callcore.ReasonOverloaded
 	}
 	r.mu.Lock()
-	r.counts.submitted++
-	r.counts.fail(err.Code(), reason)
+	r.counts.submit(c.Ops.Path)
+	r.counts.fail(c.Ops.Path, err.Code(), reason, -1)
 	r.mu.Unlock()
 	c.Settled = true
 	c.Reject(err, reason)

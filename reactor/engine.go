@@ -163,6 +163,7 @@ func (e *engine) complete(c *callcore.Call) {
 	e.loads[c.Invoker]--
 	e.inFlight--
 	c.CancelCtx()
+	e.r.backends.record(c.LanePeer, c.LaneErr)
 	if c.Settled {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
@@ -21,16 +22,17 @@ import (
 func (r *Reactor) lane(work <-chan *callcore.Call) {
 	defer r.lanes.Done()
 	var header, trailer metadata.MD
-	opts := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Header(&header), grpc.Trailer(&trailer))
+	var p peer.Peer
+	opts := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
 	var frame codec.Frame
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	for c := range work {
-		header, trailer = nil, nil
+		header, trailer, p = nil, nil, peer.Peer{}
 		c.LaneValue, c.LaneErr = nil, nil
 		if err := r.invoke(c, opts, &frame, &reply); err != nil {
 			c.LaneErr = r.laneError(c, err, trailer)
 		}
-		c.LaneHeader, c.LaneTrailer = header, trailer
+		c.LaneHeader, c.LaneTrailer, c.LanePeer = header, trailer, p.Addr
 		frame.Bytes, reply.Msg = nil, nil
 		if c.LaneErr == nil {
 			releaseRequest(c)

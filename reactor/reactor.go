@@ -64,6 +64,9 @@ type Reactor struct {
 	queued   atomic.Int32
 	inFlight atomic.Int32
 
+	// Per-backend counters, written by the reactor goroutine.
+	backends backendTable
+
 	// The last failed security handshake, for Stats and failed calls (see handshake.go).
 	handshakes handshakeLog
 

@@ -51,6 +51,12 @@ type Stats struct {
 	// calls (up to LatencyWindow of them). It includes the wait for Tick.
 	Latency Latency
 
+	// Methods breaks the counters and latencies down by method path.
+	Methods map[string]MethodStats
+
+	// Backends counts transport calls by the backend they reached, sorted by address.
+	Backends []BackendStats
+
 	// LastConnError describes the most recent failure of the security (TLS) handshake of a
 	// new connection, as calls.HandshakeError.Error does: its classification, then its
 	// cause ("TLS handshake failed: server certificate signed by unknown authority: tls:
@@ -64,6 +70,16 @@ type Stats struct {
 	LastConnError string
 	// LastConnErrorKind classifies LastConnError; calls.HandshakeOther when it is empty.
 	LastConnErrorKind calls.HandshakeErrorKind
+}
+
+// MethodStats are the statistics of one method. Submitted = Succeeded + Σ Failed + the
+// method's pending calls.
+type MethodStats struct {
+	Submitted uint64
+	Succeeded uint64
+	Failed    map[codes.Code]uint64
+	// Latency covers the method's most recent admitted calls, up to LatencyWindow.
+	Latency Latency
 }
 
 // InvokerStats describes one invoker.
@@ -116,9 +132,51 @@ type counters struct {
 	submitted, succeeded                         uint64
 	failed                                       map[codes.Code]uint64
 	timedOut, overloaded, cancelled, closedCalls uint64
+	methods                                      map[string]*methodCounters
 }
 
-func (c *counters) fail(code codes.Code, reason callcore.Reason) {
+// methodCounters are the counters of one method.
+type methodCounters struct {
+	submitted, succeeded uint64
+	failed               map[codes.Code]uint64
+	latency              latencyWindow
+}
+
+// method returns the counters of the method at path, creating them.
+func (c *counters) method(path string) *methodCounters {
+	m := c.methods[path]
+	if m == nil {
+		if c.methods == nil {
+			c.methods = make(map[string]*methodCounters)
+		}
+		m = &methodCounters{failed: make(map[codes.Code]uint64)}
+		c.methods[path] = m
+	}
+	return m
+}
+
+// submit counts a submitted call.
+func (c *counters) submit(path string) {
+	c.submitted++
+	c.method(path).submitted++
+}
+
+// succeed counts a delivered success.
+func (c *counters) succeed(path string, latency time.Duration) {
+	c.succeeded++
+	m := c.method(path)
+	m.succeeded++
+	m.latency.add(latency)
+}
+
+// fail counts a failure: at rejection, or at delivery (with its latency, which rejections
+// do not have: pass a negative one).
+func (c *counters) fail(path string, code codes.Code, reason callcore.Reason, latency time.Duration) {
+	m := c.method(path)
+	m.failed[code]++
+	if latency >= 0 {
+		m.latency.add(latency)
+	}
 	c.failed[code]++
 	switch reason {
 	case callcore.ReasonTimeout:
@@ -177,8 +235,28 @@ func (r *Reactor) Stats() Stats {
 	for code, n := range r.counts.failed {
 		s.Failed[code] = n
 	}
+	type methodSamples struct {
+		path    string
+		samples []time.Duration
+	}
+	perMethod := make([]methodSamples, 0, len(r.counts.methods))
+	s.Methods = make(map[string]MethodStats, len(r.counts.methods))
+	for path, m := range r.counts.methods {
+		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, Failed: make(map[codes.Code]uint64, len(m.failed))}
+		for code, n := range m.failed {
+			ms.Failed[code] = n
+		}
+		s.Methods[path] = ms
+		perMethod = append(perMethod, methodSamples{path, slices.Clone(m.latency.ring[:m.latency.n])})
+	}
 	r.mu.Unlock()
 	s.Latency = summarize(samples)
+	for _, m := range perMethod {
+		ms := s.Methods[m.path]
+		ms.Latency = summarize(m.samples)
+		s.Methods[m.path] = ms
+	}
+	s.Backends = r.backends.snapshot()
 	s.Queued = int(r.queued.Load())
 	s.InFlight = int(r.inFlight.Load())
 	stopped := r.isDone()

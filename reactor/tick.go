@@ -89,12 +89,13 @@ func (r *Reactor) deliver(c *callcore.Call, now time.Time) {
 	if first && c.Admitted {
 		r.mu.Lock()
 		r.counts.pending--
+		latency := now.Sub(c.Submitted)
 		if c.Err == nil {
-			r.counts.succeeded++
+			r.counts.succeed(c.Ops.Path, latency)
 		} else {
-			r.counts.fail(errCode(c.Err), c.Reason)
+			r.counts.fail(c.Ops.Path, errCode(c.Err), c.Reason, latency)
 		}
-		r.latency.add(now.Sub(c.Submitted))
+		r.latency.add(latency)
 		r.mu.Unlock()
 	}
 	for _, cb := range r.cbBuf {

@@ -17,6 +17,7 @@ package callcore
 
 import (
 	"context"
+	"net"
 	"sync"
 	"time"
 
@@ -121,6 +122,7 @@ type Call struct {
 	LaneErr     error
 	LaneHeader  metadata.MD
 	LaneTrailer metadata.MD
+	LanePeer    net.Addr // the backend the transport call went to, if it got that far
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message
