@@ -17,5 +17,7 @@
 // (status.Code works on it) and matches, with errors.Is, the sentinel of its condition:
 // ErrTimeout, ErrOverloaded, ErrCancelled, ErrClosed, ErrTooLarge or ErrInvalidArgument.
 // Errors returned by the server keep their code, message, details and trailers; codes outside
-// 0–16 become Unknown and messages longer than MaxStatusMessageBytes are cut.
+// 0–16 become Unknown and messages longer than MaxStatusMessageBytes are cut. A call that
+// failed with Unavailable because the TLS handshake failed carries a *HandshakeError as its
+// cause, found with errors.As, so that a misconfiguration can be told from an outage.
 package calls
