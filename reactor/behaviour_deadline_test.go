@@ -1,0 +1,147 @@
+package reactor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
+)
+
+// TestDeadlinesWithManualClock runs calls against a server that never answers (Block: the
+// handler waits for its context) and moves time with a manual clock. Timeouts are minutes
+// long, so gRPC's own deadline, which runs on the system clock, is minutes away: a call that
+// settles within bound after the clock moved was settled by the reactor's deadline timer.
+func TestDeadlinesWithManualClock(t *testing.T) {
+	srv := testserver.Start(t)
+	clock := reactortest.NewManualClock(time.Now())
+	r := newReactor(t, srv, reactor.Config{Clock: clock, DefaultTimeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute})
+	h := newHost(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+
+	var errA, errB error // A has its own timeout, B the default
+	pA := reactor.Call(r, echo, &testpb.EchoRequest{Message: "a", Block: true}, &calls.Options{Timeout: time.Minute}).
+		OnError(func(err error) { errA = err })
+	pB := reactor.Call(r, echo, &testpb.EchoRequest{Message: "b", Block: true}, nil).OnError(func(err error) { errB = err })
+	// Both reached the server, so both are in the reactor's deadline heap.
+	require.Eventually(t, func() bool { return srv.Calls() == 2 }, bound, poll)
+	require.NoError(t, clock.WaitTimers(ctx, 1))
+
+	clock.Advance(time.Minute)
+	h.waitFor(func() bool { return errA != nil })
+	require.ErrorIs(t, errA, calls.ErrTimeout)
+	require.Equal(t, codes.DeadlineExceeded, statusCode(errA))
+	require.Contains(t, errA.Error(), "(timeout 1m0s)")
+	require.Equal(t, calls.Failed, pA.State())
+	// Had B's deadline passed too, the same reactor turn would have settled it, and the Tick
+	// that delivered A would have delivered it.
+	require.NoError(t, errB)
+	require.Equal(t, calls.Pending, pB.State())
+	requireServerCancelled(t, srv)
+	require.Eventually(t, func() bool { return r.Stats().InFlight == 1 }, bound, poll)
+
+	require.NoError(t, clock.WaitTimers(ctx, 1))
+	clock.Advance(time.Minute)
+	h.waitFor(func() bool { return errB != nil })
+	require.ErrorIs(t, errB, calls.ErrTimeout)
+	require.Contains(t, errB.Error(), "(timeout 2m0s)", "zero Options.Timeout means DefaultTimeout")
+	requireServerCancelled(t, srv)
+	require.Eventually(t, func() bool { return r.Stats().InFlight == 0 }, bound, poll)
+	require.Zero(t, clock.Timers(), "the reactor stops its timer when no call is pending")
+	require.EqualValues(t, 2, r.Stats().TimedOut)
+}
+
+func requireServerCancelled(t *testing.T, srv *testserver.Server) {
+	t.Helper()
+	select {
+	case <-srv.Cancelled():
+	case <-time.After(bound):
+		t.Fatalf("the server did not see the call cancelled within %v", bound)
+	}
+}
+
+func TestDeadlineOutOfRangeIsInvalid(t *testing.T) {
+	srv := testserver.Start(t)
+	const maxTimeout = 3 * time.Second
+	r := newReactor(t, srv, reactor.Config{MaxTimeout: maxTimeout, DefaultTimeout: time.Second})
+	h := newHost(t, r)
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		valid   bool
+	}{
+		{"negative", -time.Nanosecond, false},
+		{"above MaxTimeout", maxTimeout + time.Nanosecond, false},
+		{"MaxTimeout", maxTimeout, true},
+		{"one nanosecond", time.Nanosecond, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var cbErr error
+			var ran bool
+			p := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: tc.timeout}).
+				OnError(func(err error) { cbErr = err }).
+				Always(func() { ran = true })
+			if tc.valid {
+				require.NoError(t, p.Err())
+				require.Equal(t, calls.Pending, p.State())
+				h.waitFor(func() bool { return ran })
+				require.NotErrorIs(t, cbErr, calls.ErrInvalidArgument, "valid timeout rejected")
+				return
+			}
+			// Visible as soon as Call returns.
+			require.ErrorIs(t, p.Err(), calls.ErrInvalidArgument)
+			require.Equal(t, codes.InvalidArgument, statusCode(p.Err()))
+			require.Contains(t, p.Err().Error(), "timeout")
+			require.Equal(t, calls.Failed, p.State())
+			h.waitFor(func() bool { return ran })
+			require.Same(t, p.Err(), cbErr)
+		})
+	}
+}
+
+// TestDeadlineRealClock checks a 100 ms timeout on the system clock against a handler that
+// never answers. Lower bound: the call cannot settle before its deadline, which is 100 ms
+// after Call read the clock, itself after start. Upper bound: settling takes a timer firing
+// and two goroutine hand-offs, microseconds on an idle machine; under -race on two busy cores
+// a goroutine can wait tens of milliseconds to run, so the bound allows 400 ms, four times the
+// timeout. It checks that the deadline is enforced, not how precisely.
+func TestDeadlineRealClock(t *testing.T) {
+	srv := testserver.Start(t)
+	r := newReactor(t, srv, reactor.Config{})
+	h := newHost(t, r)
+	const timeout, slack = 100 * time.Millisecond, 400 * time.Millisecond
+
+	var elapsed time.Duration
+	var got error
+	start := time.Now()
+	reactor.Call(r, echo, &testpb.EchoRequest{Block: true}, &calls.Options{Timeout: timeout}).
+		OnError(func(err error) { elapsed, got = time.Since(start), err })
+	h.waitFor(func() bool { return got != nil })
+	require.ErrorIs(t, got, calls.ErrTimeout)
+	require.GreaterOrEqual(t, elapsed, timeout)
+	require.LessOrEqual(t, elapsed, timeout+slack)
+	requireServerCancelled(t, srv)
+}
+
+func TestDeadlineExceededFromServerIsTimeout(t *testing.T) {
+	srv := testserver.Start(t)
+	r := newReactor(t, srv, reactor.Config{})
+	h := newHost(t, r)
+	var got error
+	reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.DeadlineExceeded), FailMessage: "backend gave up"}, nil).
+		OnError(func(err error) { got = err })
+	h.waitFor(func() bool { return got != nil })
+	require.ErrorIs(t, got, calls.ErrTimeout)
+	require.Equal(t, codes.DeadlineExceeded, statusCode(got))
+	require.Contains(t, got.Error(), "backend gave up", "the server's message is kept")
+	require.EqualValues(t, 1, r.Stats().TimedOut)
+}
