@@ -68,8 +68,9 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
 	}
-	if remaining > 0 {
-		r.armed.Store(true)
+	// Leftovers need a wake-up, unless a completion during this Tick already sent one: that
+	// one stands for the leftovers too, so OnReady still runs at most once between drains.
+	if remaining > 0 && r.armed.CompareAndSwap(false, true) {
 		select {
 		case r.ready <- struct{}{}:
 		default:
