@@ -2,5 +2,21 @@
 //
 //	go test -run '^$' -bench . -benchmem ./benchmarks/
 //
+// They are:
+//
+//   - BenchmarkHostCost: what prpc costs the host goroutine per call (submit, and delivery in
+//     Tick) over an in-memory transport that answers at once, with custom metric host-ns/call;
+//   - BenchmarkIdleTick: a Tick with nothing to deliver;
+//   - BenchmarkTickBudget: Tick(2ms) against a backlog of 20,000 completions, with how far each
+//     Tick overran its budget (overrun-p99-µs, overrun-max-µs);
+//   - BenchmarkRoundTrip: one call at a time on loopback against the data-service example,
+//     prpc (submit to callback, Ready-woken) against a plain generated-stub call;
+//   - BenchmarkCallPath: the two grpc-go call paths prpc could use.
+//
+// The burst suite, which reproduces pRPC's published tables with plain grpc-go side by side,
+// is the command in ./burst:
+//
+//	go run ./benchmarks/burst -pin
+//
 // Figures belong in benchmarks and in the burst suite, never in timed unit tests.
 package benchmarks

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package main
+
+// Stand-ins for the Linux process facilities: no pinning, no CPU time or peak RSS.
+
+import (
+	"errors"
+	"time"
+)
+
+const pinSupported = false
+
+func pinProcess(int) error { return errors.New("pin: only supported on Linux") }
+
+func affinity(int) string { return "unknown" }
+
+type usage struct {
+	cpu    time.Duration
+	maxRSS int64
+}
+
+func getUsage() usage { return usage{} }
+
+func resetPeakRSS() error { return errors.New("peak RSS reset: only supported on Linux") }
+
+func processCPU(int) (time.Duration, bool) { return 0, false }

@@ -1,0 +1,344 @@
+// Command burst reproduces pRPC's published burst benchmarks against prpc, with plain grpc-go
+// side by side in the same run.
+//
+// Each shape submits Calls GetPlayer calls at once from the loop goroutine, to a client with
+// Workers × Batch calls in flight at most, and waits until every outcome has reached the loop
+// goroutine. Two clients run the same calls against the same backend, in interleaved trials:
+//
+//   - prpc: reactor.Call for every call, then `for done < n { <-r.Ready(); r.Tick(budget) }`;
+//   - grpc-go: what a Go developer writes without prpc — the generated stub, a pool of
+//     Workers × Batch goroutines pulling calls from a job channel, and every result handed to
+//     the loop goroutine over a channel.
+//
+// Each call's latency runs from just before it is submitted to its outcome being handled on
+// the loop goroutine, where every response is checked against the player the backend was
+// seeded with. The report gives total time, calls per second, average, p50, p95 and p99
+// (nearest rank), errors, the client process's CPU time per call (getrusage) and its peak
+// resident set, and the ratios prpc ÷ grpc-go.
+//
+// The backend is the data-service example (examples/dataservice/server) with an in-memory
+// store, run by default in a separate process: this binary re-executed, stopping when its
+// stdin closes. With -pin (Linux) the client runs on CPU 0 and the backend on CPU 1, so the
+// client's CPU time is its own; with -inprocess the backend runs in the client's process and
+// the CPU time includes it.
+//
+// Usage:
+//
+//	go run ./benchmarks/burst [flags]
+//
+// The suites (-suite, default all):
+//
+//	standard  1,000 calls with 2 workers × batch 2; 5,000 with 4 × 4; 6,000 with 6 × 4
+//	extreme   20,000 calls with 6 × 16
+//
+// each shape with three trials per client. -calls (with -workers, -batch, -trials) runs one
+// shape of your own instead. The tables go to stdout as Markdown, or as JSON with -json;
+// progress goes to stderr. The exit status is 1 if any call failed or any response was wrong.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == serveBackendFlag {
+		if err := serveBackend(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "burst backend:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "burst:", err)
+		os.Exit(1)
+	}
+}
+
+// errCallsFailed is returned, wrapped, when the run completed but some calls failed or some
+// responses were wrong.
+var errCallsFailed = errors.New("calls failed or were answered wrongly")
+
+// options are the parsed flags.
+type options struct {
+	suite                         string
+	calls, workers, batch, trials int
+	timeout, budget               time.Duration
+	warmup                        int
+	inprocess, pin, json          bool
+	clients                       string
+	cpuprofile, memprofile        string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.suite, "suite", "all", "suites to run: standard, extreme or all")
+	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites")
+	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
+	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")
+	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of every call, from its submission")
+	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
+	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
+	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
+	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1")
+	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
+	fs.StringVar(&o.clients, "clients", clientPRPC+","+clientBaseline, "comma-separated clients to run: "+clientPRPC+", "+clientBaseline)
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`")
+	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to `file`")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: go run ./benchmarks/burst [flags]\n\n"+
+			"Runs pRPC's burst suites through prpc and through plain grpc-go, against the data-service\n"+
+			"backend on loopback, and prints the tables. Flags:\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case o.suite != "standard" && o.suite != "extreme" && o.suite != "all":
+		return o, fmt.Errorf("-suite %q: want standard, extreme or all", o.suite)
+	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
+		return o, errors.New("-calls, -workers, -batch, -trials and -warmup must not be negative")
+	case o.calls == 0 && (o.workers > 0 || o.batch > 0):
+		return o, errors.New("-workers and -batch shape a -calls run; give -calls too")
+	case o.timeout <= 0:
+		return o, errors.New("-timeout must be positive")
+	case o.pin && o.inprocess:
+		return o, errors.New("-pin puts the backend on its own CPU, which needs it in a separate process: drop -inprocess")
+	case o.pin && !pinSupported:
+		return o, errors.New("-pin works only on Linux")
+	}
+	for c := range strings.SplitSeq(o.clients, ",") {
+		if c != clientPRPC && c != clientBaseline {
+			return o, fmt.Errorf("-clients: unknown client %q; want %s or %s", c, clientPRPC, clientBaseline)
+		}
+	}
+	return o, nil
+}
+
+// suites returns what o asks to run.
+func (o options) suites() []Suite {
+	if o.calls > 0 {
+		s := Shape{Calls: o.calls, Workers: o.workers, Batch: o.batch, Trials: o.trials}
+		s.Workers = cmpOr(s.Workers, 2)
+		s.Batch = cmpOr(s.Batch, 4)
+		s.Trials = cmpOr(s.Trials, 3)
+		return []Suite{{Name: "custom", Shapes: []Shape{s}}}
+	}
+	var out []Suite
+	for _, s := range []Suite{standardSuite, extremeSuite} {
+		if o.suite != "all" && o.suite != s.Name {
+			continue
+		}
+		s.Shapes = append([]Shape(nil), s.Shapes...)
+		for i := range s.Shapes {
+			s.Shapes[i].Trials = cmpOr(o.trials, s.Shapes[i].Trials)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func cmpOr(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// run runs the burst as args ask, writes the report to stdout and progress to stderr, and
+// returns an error wrapping errCallsFailed if any call failed or was answered wrongly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	// Progress and the backend process's own stderr meet here.
+	stderr = &syncWriter{w: stderr}
+	suites := o.suites()
+	rep := &Report{
+		Command:   strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
+		Machine:   machine(),
+		InProcess: o.inprocess,
+		Pinned:    o.pin,
+		Timeout:   o.timeout,
+		Budget:    o.budget,
+		Warmup:    o.warmup,
+	}
+	if o.pin {
+		runtime.GOMAXPROCS(1)
+		if err := pinProcess(0); err != nil {
+			return err
+		}
+	}
+	rep.Machine.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	backendCPU := -1
+	if o.pin {
+		backendCPU = 1
+	}
+	be, err := startBackend(ctx, o.inprocess, backendCPU, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := be.stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the backend: %w", stopErr))
+		}
+	}()
+
+	need := o.warmup
+	for _, s := range suites {
+		for _, sh := range s.Shapes {
+			need = max(need, sh.Calls)
+		}
+	}
+	where := "in this process"
+	if !o.inprocess {
+		where = fmt.Sprintf("in process %d", be.pid())
+	}
+	fmt.Fprintf(stderr, "burst: backend at %s (%s); seeding %s players\n", be.addr, where, thousands(need))
+	if err := seed(ctx, be.addr, need); err != nil {
+		return fmt.Errorf("seeding the backend: %w", err)
+	}
+	xuids := make([]string, need)
+	players := make([]*networkpb.Player, need)
+	for i := range xuids {
+		xuids[i] = xuidOf(i)
+		players[i] = playerOf(i)
+	}
+	rn := &runner{
+		addr: be.addr, backend: be, clients: strings.Split(o.clients, ","),
+		timeout: o.timeout, budget: o.budget, warmup: o.warmup,
+		xuids: xuids, players: players, progress: stderr,
+	}
+
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	for _, s := range suites {
+		sr := SuiteResult{Name: s.Name}
+		for _, sh := range s.Shapes {
+			res, err := rn.runShape(s.Name, sh)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", s.Name, sh, err)
+			}
+			sr.Shapes = append(sr.Shapes, res)
+		}
+		rep.Suites = append(rep.Suites, sr)
+	}
+	if o.memprofile != "" {
+		if err := writeHeapProfile(o.memprofile); err != nil {
+			return err
+		}
+	}
+	if o.pin {
+		// Threads started since pinning inherit it; check that they all did.
+		rep.ClientAffinity, rep.BackendAffinity = affinity(0), affinity(be.pid())
+	}
+	rep.Machine.LoadEnd = loadAverage()
+	if o.json {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteMarkdown(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if n := rep.Errors(); n > 0 {
+		return fmt.Errorf("%d %w", n, errCallsFailed)
+	}
+	return nil
+}
+
+// loadAverage returns the 1, 5 and 15-minute load averages from /proc/loadavg, or "".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// syncWriter serialises writes to w, which is written by this process and by the goroutine
+// that copies the backend process's stderr.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// writeHeapProfile writes the allocation profile (all allocations since the start) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// machine describes this machine.
+func machine() Machine {
+	m := Machine{
+		CPUs:        runtime.NumCPU(),
+		CPUModel:    "unknown CPU",
+		GOOS:        runtime.GOOS,
+		GOARCH:      runtime.GOARCH,
+		GoVersion:   runtime.Version(),
+		GRPCVersion: grpc.Version,
+		GOMAXPROCS:  runtime.GOMAXPROCS(0),
+	}
+	m.LoadStart = loadAverage()
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}

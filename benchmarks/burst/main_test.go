@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+)
+
+// TestMain also serves the backend when the test binary is re-executed as one, as the burst
+// binary is, so that the separate-process path can be tested; and it checks that the tests
+// leave no goroutine behind.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == serveBackendFlag {
+		if err := serveBackend(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			os.Stderr.WriteString("burst backend: " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runJSON runs the burst with args and -json, and returns its report.
+func runJSON(t *testing.T, args ...string) jsonReport {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append(args, "-json"), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var rep jsonReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "trial 1/1") {
+		t.Errorf("no progress on stderr (%d bytes):\n%q", stderr.Len(), stderr.String())
+	}
+	return rep
+}
+
+// checkSane checks a report of one custom shape of calls calls, run by both clients for one
+// trial: no errors, every call answered right, and figures that make sense together (no
+// timing bounds: those belong to the benchmark, not to a test).
+func checkSane(t *testing.T, rep jsonReport, calls int) {
+	t.Helper()
+	if rep.Errors != 0 {
+		t.Errorf("report has %d errors", rep.Errors)
+	}
+	if len(rep.Suites) != 1 || len(rep.Suites[0].Shapes) != 1 {
+		t.Fatalf("want one suite with one shape, got %+v", rep.Suites)
+	}
+	sh := rep.Suites[0].Shapes[0]
+	if sh.Calls != calls || sh.Workers != 2 || sh.Batch != 2 || sh.Shape.Trials != 1 {
+		t.Errorf("shape = %+v, want %d calls, 2×2, 1 trial", sh.Shape, calls)
+	}
+	clients := map[string]bool{}
+	for _, tr := range sh.Results {
+		clients[tr.Client] = true
+		if tr.Calls != calls || tr.OK != calls || tr.Failed != 0 || tr.Wrong != 0 || tr.FirstError != "" {
+			t.Errorf("%s: calls %d ok %d failed %d wrong %d (%s), want %d right answers",
+				tr.Client, tr.Calls, tr.OK, tr.Failed, tr.Wrong, tr.FirstError, calls)
+		}
+		if !(tr.TotalS > 0 && tr.CallsPerS > 0) {
+			t.Errorf("%s: total %v s, %v calls/s", tr.Client, tr.TotalS, tr.CallsPerS)
+		}
+		if !(0 < tr.MinMs && tr.MinMs <= tr.P50Ms && tr.P50Ms <= tr.P95Ms && tr.P95Ms <= tr.P99Ms && tr.P99Ms <= tr.MaxMs) {
+			t.Errorf("%s: latencies out of order: min %v p50 %v p95 %v p99 %v max %v",
+				tr.Client, tr.MinMs, tr.P50Ms, tr.P95Ms, tr.P99Ms, tr.MaxMs)
+		}
+		if !(tr.MinMs <= tr.AvgMs && tr.AvgMs <= tr.MaxMs) {
+			t.Errorf("%s: average %v outside [%v, %v]", tr.Client, tr.AvgMs, tr.MinMs, tr.MaxMs)
+		}
+		// The burst takes at least as long as its slowest call.
+		if tr.MaxMs > tr.TotalS*1000 {
+			t.Errorf("%s: slowest call %v ms is longer than the burst, %v s", tr.Client, tr.MaxMs, tr.TotalS)
+		}
+		if runtime.GOOS == "linux" && (tr.CPUPerCallUs <= 0 || tr.PeakRSSBytes <= 0) {
+			t.Errorf("%s: CPU/call %v µs, peak RSS %v bytes; want both measured", tr.Client, tr.CPUPerCallUs, tr.PeakRSSBytes)
+		}
+	}
+	if !clients[clientPRPC] || !clients[clientBaseline] || len(sh.Results) != 2 {
+		t.Errorf("want one trial of each client, got %+v", sh.Results)
+	}
+	if sh.MedianRatios == nil || !(sh.MedianRatios.Throughput > 0 && sh.MedianRatios.P99 > 0) {
+		t.Errorf("ratios missing: %+v", sh.MedianRatios)
+	}
+}
+
+func TestBurstInProcess(t *testing.T) {
+	rep := runJSON(t, "-inprocess", "-calls", "200", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "20")
+	if rep.Backend != "in process" {
+		t.Errorf("backend = %q", rep.Backend)
+	}
+	checkSane(t, rep, 200)
+	for _, tr := range rep.Suites[0].Shapes[0].Results {
+		if !tr.CPUIncludesBack || tr.BackendCPUPerCall != nil {
+			t.Errorf("%s: in process, the client's CPU time includes the backend's and the backend has none of its own", tr.Client)
+		}
+	}
+}
+
+// TestBurstSeparateProcess runs the backend as a child process (this test binary,
+// re-executed). run returns an error if the child does not exit when its stdin closes.
+func TestBurstSeparateProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	rep := runJSON(t, "-calls", "100", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "10")
+	if rep.Backend != "separate process" {
+		t.Errorf("backend = %q", rep.Backend)
+	}
+	checkSane(t, rep, 100)
+	if runtime.GOOS == "linux" {
+		for _, tr := range rep.Suites[0].Shapes[0].Results {
+			if tr.CPUIncludesBack || tr.BackendCPUPerCall == nil || *tr.BackendCPUPerCall <= 0 {
+				t.Errorf("%s: want the backend's CPU time measured apart", tr.Client)
+			}
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"-inprocess", "-calls", "50", "-workers", "2", "-batch", "2", "-trials", "2", "-warmup", "0"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"| calls | W×B | trial | client |", "calls/s ratio | CPU/call ratio | p99 ratio |",
+		"| 50 | 2×2 | 1 | prpc |", "| 50 | 2×2 | 2 | grpc-go |", "| **median** | prpc |",
+		"includes the backend",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-suite", "huge"},
+		{"-workers", "3"},
+		{"-calls", "-1"},
+		{"-clients", "prpc,curl"},
+		{"-inprocess", "-pin"},
+		{"-timeout", "0s"},
+		{"extra"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out, &out); err == nil {
+			t.Errorf("run(%q) = nil, want an error", args)
+		}
+	}
+}
+
+func TestSuites(t *testing.T) {
+	o, err := parseFlags(nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := o.suites()
+	if len(got) != 2 || got[0].Name != "standard" || got[1].Name != "extreme" {
+		t.Fatalf("default suites = %+v", got)
+	}
+	want := []Shape{{1000, 2, 2, 3}, {5000, 4, 4, 3}, {6000, 6, 4, 3}, {20000, 6, 16, 3}}
+	all := append(append([]Shape(nil), got[0].Shapes...), got[1].Shapes...)
+	if len(all) != len(want) {
+		t.Fatalf("shapes = %+v, want %+v", all, want)
+	}
+	for i := range want {
+		if all[i] != want[i] {
+			t.Errorf("shape %d = %+v, want %+v", i, all[i], want[i])
+		}
+	}
+	o, err = parseFlags([]string{"-suite", "extreme", "-trials", "5"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.suites(); len(got) != 1 || got[0].Shapes[0] != (Shape{20000, 6, 16, 5}) {
+		t.Errorf("-suite extreme -trials 5 = %+v", got)
+	}
+	if standardSuite.Shapes[0].Trials != 3 {
+		t.Error("-trials changed the suite's own table")
+	}
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	seq := func(n int) []time.Duration {
+		s := make([]time.Duration, n)
+		for i := range s {
+			s[i] = time.Duration(i + 1)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		n    int
+		q    float64
+		want time.Duration
+	}{
+		{1000, 50, 500}, {1000, 95, 950}, {1000, 99, 990}, {1000, 100, 1000},
+		{20000, 99, 19800}, {101, 50, 51}, {3, 50, 2}, {3, 99, 3}, {1, 99, 1}, {0, 99, 0},
+		{10, 0.1, 1}, {7, 95, 7},
+	} {
+		if got := percentile(seq(c.n), c.q); got != c.want {
+			t.Errorf("p%v of 1…%d = %d, want %d", c.q, c.n, got, c.want)
+		}
+	}
+}
+
+func TestCheckResponse(t *testing.T) {
+	right := func() *networkpb.GetPlayerResponse {
+		p := playerOf(7)
+		p.Version = 1
+		return &networkpb.GetPlayerResponse{Found: true, Player: p}
+	}
+	if err := checkResponse(7, playerOf(7), right()); err != nil {
+		t.Fatalf("right answer rejected: %v", err)
+	}
+	for name, mutate := range map[string]func(*networkpb.GetPlayerResponse){
+		"not found":     func(r *networkpb.GetPlayerResponse) { r.Found = false },
+		"no player":     func(r *networkpb.GetPlayerResponse) { r.Player = nil },
+		"other xuid":    func(r *networkpb.GetPlayerResponse) { r.Player.Xuid = xuidOf(8) },
+		"wrong name":    func(r *networkpb.GetPlayerResponse) { r.Player.Name = "x" },
+		"wrong coins":   func(r *networkpb.GetPlayerResponse) { r.Player.Coins++ },
+		"wrong seen":    func(r *networkpb.GetPlayerResponse) { r.Player.LastSeen = nil },
+		"never saved":   func(r *networkpb.GetPlayerResponse) { r.Player.Version = 0 },
+		"wrong level":   func(r *networkpb.GetPlayerResponse) { r.Player.Level = 99 },
+		"wrong playing": func(r *networkpb.GetPlayerResponse) { r.Player.PlaytimeSeconds = 1 },
+	} {
+		resp := proto.Clone(right()).(*networkpb.GetPlayerResponse)
+		mutate(resp)
+		if err := checkResponse(7, playerOf(7), resp); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := checkResponse(7, playerOf(7), nil); err == nil {
+		t.Error("nil response accepted")
+	}
+}
+
+func TestRecorderCountsEachCallOnce(t *testing.T) {
+	rec := newRecorder([]*networkpb.Player{playerOf(0), playerOf(1)})
+	start := time.Now()
+	resp := &networkpb.GetPlayerResponse{Found: true, Player: playerOf(0)}
+	resp.Player.Version = 1
+	rec.success(0, start, resp)
+	rec.success(0, start, resp) // a second outcome for call 0
+	if rec.complete() {
+		t.Fatal("complete after two outcomes of the same call")
+	}
+	rec.failure(1, start, context.DeadlineExceeded)
+	if !rec.complete() || rec.ok != 1 || rec.failed != 1 || rec.wrong != 1 {
+		t.Errorf("ok %d failed %d wrong %d complete %v; want 1, 1, 1, true", rec.ok, rec.failed, rec.wrong, rec.complete())
+	}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/reactor"
+)
+
+var getPlayer = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse]("/network.DataService/GetPlayer")
+
+// prpcClient runs the burst through a prpc reactor, as a game server would: calls submitted
+// from the loop goroutine, callbacks run by Tick on the same goroutine, woken by Ready.
+type prpcClient struct {
+	r       *reactor.Reactor
+	budget  time.Duration
+	timeout time.Duration
+}
+
+// newPRPCClient returns a reactor for addr with s's Workers and BatchSize, room for maxCalls
+// outstanding calls, and timeout as every call's timeout.
+func newPRPCClient(addr string, s Shape, timeout, budget time.Duration, maxCalls int) (*prpcClient, error) {
+	r, err := reactor.New(reactor.Config{
+		Target:         addr,
+		Credentials:    reactor.Insecure(),
+		Workers:        s.Workers,
+		BatchSize:      s.Batch,
+		DefaultTimeout: timeout,
+		MaxTimeout:     max(timeout, reactor.DefaultMaxTimeout),
+		MaxOutstanding: max(maxCalls, reactor.DefaultMaxOutstanding),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &prpcClient{r: r, budget: budget, timeout: timeout}, nil
+}
+
+func (c *prpcClient) Name() string { return clientPRPC }
+
+func (c *prpcClient) burst(xuids []string, rec *recorder) error {
+	r := c.r
+	for i, xuid := range xuids {
+		req := &networkpb.GetPlayerRequest{Xuid: xuid}
+		start := time.Now()
+		reactor.Call(r, getPlayer, req, nil).
+			Then(func(resp *networkpb.GetPlayerResponse) { rec.success(i, start, resp) }).
+			OnError(func(err error) { rec.failure(i, start, err) })
+	}
+	// Every call settles by its deadline, so outcomes stop arriving only if prpc is broken.
+	stuck := time.NewTimer(c.timeout + 30*time.Second)
+	defer stuck.Stop()
+	for !rec.complete() {
+		select {
+		case <-r.Ready():
+		case <-stuck.C:
+			return fmt.Errorf("stuck: %d of %d outcomes delivered; stats %+v", rec.done, rec.n, r.Stats())
+		}
+		r.Tick(c.budget)
+	}
+	return nil
+}
+
+// Close closes the reactor; every call has been delivered by then, so nothing is cut off.
+func (c *prpcClient) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.r.Close(ctx)
+}

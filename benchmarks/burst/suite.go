@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+)
+
+// Shape is one burst configuration: Calls calls submitted at once to a client with Workers ×
+// Batch calls in flight at most, measured Trials times per client.
+type Shape struct {
+	Calls   int `json:"calls"`
+	Workers int `json:"workers"`
+	Batch   int `json:"batch"`
+	Trials  int `json:"trials"`
+}
+
+func (s Shape) String() string {
+	return fmt.Sprintf("%s calls, %d×%d", thousands(s.Calls), s.Workers, s.Batch)
+}
+
+// Suite is a named list of shapes.
+type Suite struct {
+	Name   string
+	Shapes []Shape
+}
+
+// The suites of pRPC's published tables (tests/benchmark_prpc.php and
+// tests/test_extreme_rps.php). pRPC ran each standard shape once; here every shape runs three
+// trials per client so that the ratios do not rest on one sample.
+var (
+	standardSuite = Suite{Name: "standard", Shapes: []Shape{
+		{Calls: 1000, Workers: 2, Batch: 2, Trials: 3},
+		{Calls: 5000, Workers: 4, Batch: 4, Trials: 3},
+		{Calls: 6000, Workers: 6, Batch: 4, Trials: 3},
+	}}
+	extremeSuite = Suite{Name: "extreme", Shapes: []Shape{
+		{Calls: 20000, Workers: 6, Batch: 16, Trials: 3},
+	}}
+)
+
+// client is one way of running the burst: prpc, or the plain grpc-go baseline.
+type client interface {
+	// Name names the client in the report.
+	Name() string
+	// burst submits one GetPlayer call per xuid, in order, from the calling goroutine (the
+	// loop goroutine), then delivers every outcome to rec on the same goroutine. It returns
+	// once rec has an outcome for every call, or an error if outcomes stop arriving.
+	burst(xuids []string, rec *recorder) error
+	// Close releases the client.
+	Close() error
+}
+
+// Client names, in the order their trials run.
+const (
+	clientPRPC     = "prpc"
+	clientBaseline = "grpc-go"
+)
+
+// TrialResult is the outcome of one trial of one client.
+type TrialResult struct {
+	Client string
+	Trial  int
+	Calls  int
+	OK     int // right responses
+	Failed int // failed calls
+	Wrong  int // wrong responses and duplicate outcomes
+	Total  time.Duration
+	Lat    Latency
+	// CPU is the user+system CPU time of the client process over the trial; with the backend
+	// in-process it includes the backend's.
+	CPU time.Duration
+	// BackendCPU is the backend process's CPU time over the trial, or -1 if unknown.
+	BackendCPU time.Duration
+	// PeakRSS is the client process's peak resident set in bytes: since the start of the
+	// trial if PeakReset, else since the process started. 0 if unknown.
+	PeakRSS   int64
+	PeakReset bool
+	GCs       uint32
+	// Allocs and AllocBytes count the client process's heap allocations over the trial.
+	Allocs, AllocBytes uint64
+	FirstErr           string
+}
+
+// Errors is the number of calls that failed or were answered wrongly.
+func (t TrialResult) Errors() int { return t.Failed + t.Wrong }
+
+// Throughput is calls per second over the trial's total time.
+func (t TrialResult) Throughput() float64 {
+	return float64(t.Calls) / max(t.Total.Seconds(), 1e-9)
+}
+
+// CPUPerCall is the client process's CPU time per call.
+func (t TrialResult) CPUPerCall() time.Duration { return t.CPU / time.Duration(max(t.Calls, 1)) }
+
+// AllocsPerCall is the client process's heap allocations per call.
+func (t TrialResult) AllocsPerCall() float64 { return float64(t.Allocs) / float64(max(t.Calls, 1)) }
+
+// AllocBytesPerCall is the client process's heap bytes allocated per call.
+func (t TrialResult) AllocBytesPerCall() float64 {
+	return float64(t.AllocBytes) / float64(max(t.Calls, 1))
+}
+
+// BackendCPUPerCall is the backend process's CPU time per call, or -1 if unknown.
+func (t TrialResult) BackendCPUPerCall() time.Duration {
+	if t.BackendCPU < 0 {
+		return -1
+	}
+	return t.BackendCPU / time.Duration(max(t.Calls, 1))
+}
+
+// ShapeResult holds every trial of one shape, in the order they ran.
+type ShapeResult struct {
+	Shape  Shape
+	Trials []TrialResult
+}
+
+// runner runs shapes against one backend.
+type runner struct {
+	addr     string
+	backend  *backend
+	clients  []string
+	timeout  time.Duration
+	budget   time.Duration
+	warmup   int
+	xuids    []string            // xuids[i] is what call i asks for
+	players  []*networkpb.Player // players[i] is the answer call i must get
+	progress io.Writer
+}
+
+// runShape creates the clients for s, warms each up, then runs the trials interleaved: trial 1
+// of every client, then trial 2, and so on.
+func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
+	res = ShapeResult{Shape: s}
+	var cs []client
+	defer func() {
+		for _, c := range cs {
+			if cerr := c.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("closing the %s client: %w", c.Name(), cerr))
+			}
+		}
+	}()
+	for _, name := range rn.clients {
+		var (
+			c   client
+			err error
+		)
+		switch name {
+		case clientPRPC:
+			c, err = newPRPCClient(rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup))
+		case clientBaseline:
+			c, err = newBaselineClient(rn.addr, s, rn.timeout, max(s.Calls, rn.warmup))
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s client: %w", name, err)
+		}
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
+		if rn.warmup == 0 {
+			break
+		}
+		rec := newRecorder(rn.players[:rn.warmup])
+		if err := c.burst(rn.xuids[:rn.warmup], rec); err != nil {
+			return res, fmt.Errorf("%s warm-up: %w", c.Name(), err)
+		}
+		if rec.failed+rec.wrong > 0 {
+			return res, fmt.Errorf("%s warm-up: %d of %d calls failed or were wrong; first: %s",
+				c.Name(), rec.failed+rec.wrong, rec.n, rec.firstErr)
+		}
+	}
+	for t := 1; t <= s.Trials; t++ {
+		for _, c := range cs {
+			tr, err := rn.trial(c, s.Calls)
+			tr.Trial = t
+			if err != nil {
+				return res, fmt.Errorf("%s trial %d: %w", c.Name(), t, err)
+			}
+			res.Trials = append(res.Trials, tr)
+			fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-7s %7.3f s %9s calls/s  p99 %8.2f ms  CPU/call %6.1f µs  allocs/call %5.1f (%4.0f B)  errors %d\n",
+				suite, s, t, s.Trials, c.Name(), tr.Total.Seconds(), thousands(int(tr.Throughput()+0.5)),
+				ms(tr.Lat.P99), us(tr.CPUPerCall()), tr.AllocsPerCall(), tr.AllocBytesPerCall(), tr.Errors())
+		}
+	}
+	return res, nil
+}
+
+// trial runs one measured burst of n calls through c.
+func (rn *runner) trial(c client, n int) (TrialResult, error) {
+	tr := TrialResult{Client: c.Name(), Calls: n, BackendCPU: -1}
+	// Start each trial from a collected heap, so that one client's garbage is not collected
+	// on the other's time, and measure the peak resident set from here if the OS allows it.
+	debug.FreeOSMemory()
+	tr.PeakReset = resetPeakRSS() == nil
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	rec := newRecorder(rn.players[:n])
+	b0, bOK0 := rn.backend.cpu()
+	u0 := getUsage()
+	start := time.Now()
+	err := c.burst(rn.xuids[:n], rec)
+	tr.Total = time.Since(start)
+	u1 := getUsage()
+	b1, bOK1 := rn.backend.cpu()
+	runtime.ReadMemStats(&m1)
+	if err != nil {
+		return tr, err
+	}
+	tr.CPU = u1.cpu - u0.cpu
+	if bOK0 && bOK1 {
+		tr.BackendCPU = b1 - b0
+	}
+	tr.PeakRSS = u1.maxRSS
+	tr.GCs = m1.NumGC - m0.NumGC
+	tr.Allocs, tr.AllocBytes = m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc
+	tr.OK, tr.Failed, tr.Wrong, tr.FirstErr = rec.ok, rec.failed, rec.wrong, rec.firstErr
+	tr.Lat = summarise(rec.lat)
+	return tr, nil
+}
+
+// The players the calls ask for: call i asks for xuidOf(i), which the backend is seeded with
+// before the first burst, as playerOf(i).
+const xuidBase = 1_000_000_000 // as in pRPC's scripts
+
+var lastSeen = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func xuidOf(i int) string { return strconv.Itoa(xuidBase + i) }
+
+func playerOf(i int) *networkpb.Player {
+	return &networkpb.Player{
+		Xuid:            xuidOf(i),
+		Name:            "player-" + strconv.Itoa(i),
+		Level:           int32(i % 100),
+		Coins:           int64(i) * 7,
+		LastSeen:        timestamppb.New(lastSeen),
+		PlaytimeSeconds: int64(i) * 60,
+	}
+}
+
+// checkResponse reports what is wrong with resp as the answer to call i, which asked for
+// the player want, if anything.
+func checkResponse(i int, want *networkpb.Player, resp *networkpb.GetPlayerResponse) error {
+	p := resp.GetPlayer()
+	switch {
+	case resp == nil:
+		return fmt.Errorf("call %d: nil response", i)
+	case !resp.GetFound() || p == nil:
+		return fmt.Errorf("call %d: player %s not found", i, want.Xuid)
+	case p.GetXuid() != want.Xuid:
+		return fmt.Errorf("call %d: asked for xuid %s, got %q", i, want.Xuid, p.GetXuid())
+	case p.GetName() != want.Name || p.GetLevel() != want.Level || p.GetCoins() != want.Coins ||
+		p.GetPlaytimeSeconds() != want.PlaytimeSeconds || !p.GetLastSeen().AsTime().Equal(lastSeen):
+		return fmt.Errorf("call %d: player %s has the wrong fields: %v", i, want.Xuid, p)
+	case p.GetVersion() < 1:
+		return fmt.Errorf("call %d: player %s has version %d", i, want.Xuid, p.GetVersion())
+	}
+	return nil
+}
+
+// seed saves players 0…n−1 in the backend at addr and checks that the last one reads back.
+func seed(ctx context.Context, addr string, n int) error {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	stub := networkpb.NewDataServiceClient(cc)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	const parallel = 16
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	next := make(chan int)
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				if _, err := stub.SavePlayer(ctx, &networkpb.SavePlayerRequest{Player: playerOf(i)}); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("saving player %d: %w", i, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs[0], fmt.Errorf("%d of %d saves failed", len(errs), n))
+	}
+	resp, err := stub.GetPlayer(ctx, &networkpb.GetPlayerRequest{Xuid: xuidOf(n - 1)})
+	if err != nil {
+		return err
+	}
+	return checkResponse(n-1, playerOf(n-1), resp)
+}
