@@ -11,7 +11,8 @@ import (
 // until budget is spent. It delivers only calls that were settled when it started, so
 // callbacks that submit new calls cannot stretch it; it always delivers at least one waiting
 // call (a budget ≤ 0 delivers exactly one) and keeps the rest, in order, for the next Tick,
-// signalling Ready again. An idle Tick costs tens of nanoseconds (BenchmarkIdleTick) and allocates nothing.
+// signalling Ready again. An idle Tick costs tens of nanoseconds (BenchmarkIdleTick) and
+// allocates nothing.
 //
 // Tick is for one goroutine at a time: calling it concurrently, or from inside a callback,
 // panics.
