@@ -8,15 +8,22 @@ import (
 	"sync"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 )
 
-// BackendStats counts the transport calls that reached one backend, by the address gRPC
-// reports for it (grpc.Peer). With several backends (Config.Targets, or a Target that
-// resolves to several addresses) it shows how calls spread and which backend fails.
+// BackendStats describes one backend address: its connectivity, and the transport calls that
+// reached it. With several backends (Config.Targets, or a Target that resolves to several
+// addresses) it shows how calls spread and which backend is down or failing.
 type BackendStats struct {
-	// Addr is the backend's address, as gRPC's peer reports it ("127.0.0.1:50051").
+	// Addr is the backend's address ("127.0.0.1:50051").
 	Addr string
+	// State is the connectivity of the backend's connection as gRPC's balancer sees it, if
+	// StateKnown: it is known for the backends of a connection prpc dialled with the service
+	// config it generates (not with Config.ServiceConfig, Config.Conn or a service config from
+	// the resolver), while gRPC keeps a connection to the address.
+	State      connectivity.State
+	StateKnown bool
 	// Calls counts transport calls that got a connection to the backend, including those
 	// that failed there and those the reactor had already given up on.
 	Calls uint64
@@ -72,8 +79,8 @@ func (t *backendTable) name(addr net.Addr) string {
 	return n
 }
 
-// snapshot returns the backends sorted by address.
-func (t *backendTable) snapshot() []BackendStats {
+// snapshot returns the backends sorted by address, with the connectivity states in states.
+func (t *backendTable) snapshot(states map[string]connectivity.State) []BackendStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]BackendStats, 0, len(t.byAddr))
@@ -83,7 +90,13 @@ func (t *backendTable) snapshot() []BackendStats {
 		for code, n := range b.Failed {
 			c.Failed[code] = n
 		}
+		c.State, c.StateKnown = states[c.Addr]
 		out = append(out, c)
+	}
+	for addr, s := range states {
+		if t.byAddr[addr] == nil {
+			out = append(out, BackendStats{Addr: addr, State: s, StateKnown: true, Failed: map[codes.Code]uint64{}})
+		}
 	}
 	slices.SortFunc(out, func(a, b BackendStats) int { return strings.Compare(a.Addr, b.Addr) })
 	return out

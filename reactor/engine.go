@@ -280,6 +280,7 @@ func (e *engine) shutdown() {
 		if err := r.cc.Close(); err != nil {
 			r.cfg.Logger.Warn("prpc: closing the connection", "error", err)
 		}
+		r.subconns.release()
 	}
 	for _, ev := range r.in.close() {
 		switch ev.kind {

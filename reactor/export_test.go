@@ -6,5 +6,5 @@ func ServiceConfigOf(cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cfg.serviceConfig(), nil
+	return cfg.serviceConfig(0), nil
 }

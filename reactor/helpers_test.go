@@ -19,7 +19,7 @@ var echo = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctes
 // closes it when the test ends.
 func newReactor(t *testing.T, srv *testserver.Server, cfg reactor.Config) *reactor.Reactor {
 	t.Helper()
-	if cfg.Target == "" && cfg.Conn == nil {
+	if cfg.Target == "" && len(cfg.Targets) == 0 && cfg.Conn == nil {
 		cfg.Target = srv.Addr()
 	}
 	if cfg.Credentials == nil && cfg.Conn == nil {

@@ -153,10 +153,10 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 	return out, nil
 }
 
-// serviceConfig returns the service config prpc generates from c: the balancer, health
-// checking, and a retry policy for each idempotent method. It returns "" when there is
-// nothing to configure.
-func (c *Config) serviceConfig() string {
+// serviceConfig returns the service config prpc generates from c: the balancer (gRPC's,
+// wrapped to report backend states to the subconnTable with id table), health checking, and a
+// retry policy for each idempotent method.
+func (c *Config) serviceConfig(table uint64) string {
 	type name struct {
 		Service string `json:"service"`
 		Method  string `json:"method,omitempty"`
@@ -179,15 +179,16 @@ func (c *Config) serviceConfig() string {
 	type healthCheck struct {
 		ServiceName string `json:"serviceName"`
 	}
+	type observed struct {
+		Table uint64 `json:"table"`
+	}
 	var sc struct {
-		LoadBalancingConfig []map[string]struct{} `json:"loadBalancingConfig,omitempty"`
+		LoadBalancingConfig []map[string]observed `json:"loadBalancingConfig"`
 		HealthCheckConfig   *healthCheck          `json:"healthCheckConfig,omitempty"`
 		MethodConfig        []methodConfig        `json:"methodConfig,omitempty"`
 		RetryThrottling     *throttling           `json:"retryThrottling,omitempty"`
 	}
-	if c.balancer() != "" {
-		sc.LoadBalancingConfig = []map[string]struct{}{{c.balancer(): {}}}
-	}
+	sc.LoadBalancingConfig = []map[string]observed{{observedBalancerName(c.balancer()): {Table: table}}}
 	if c.HealthCheck {
 		sc.HealthCheckConfig = &healthCheck{ServiceName: c.HealthCheckService}
 	}
@@ -215,9 +216,6 @@ func (c *Config) serviceConfig() string {
 	}
 	if len(sc.MethodConfig) > 0 {
 		sc.RetryThrottling = &throttling{MaxTokens: r.ThrottleMaxTokens, TokenRatio: r.ThrottleTokenRatio}
-	}
-	if sc.LoadBalancingConfig == nil && sc.HealthCheckConfig == nil && sc.MethodConfig == nil {
-		return ""
 	}
 	b, err := json.Marshal(sc)
 	if err != nil {

@@ -20,28 +20,28 @@ func TestServiceConfigGenerated(t *testing.T) {
 	tests := []struct {
 		name string
 		edit func(*reactor.Config)
-		want string // JSON, compared semantically; "" for none
+		want string // JSON, compared semantically
 	}{
-		{"nothing to configure", func(*reactor.Config) {}, ""},
+		{"gRPC's default balancer, observed", func(*reactor.Config) {}, `{"loadBalancingConfig":[{"prpc_observed_pick_first":{"table":0}}]}`},
 		{"round robin", func(c *reactor.Config) { c.LoadBalancing = "round_robin" },
-			`{"loadBalancingConfig":[{"round_robin":{}}]}`},
+			`{"loadBalancingConfig":[{"prpc_observed_round_robin":{"table":0}}]}`},
 		{"static targets imply round robin", func(c *reactor.Config) { c.Target = ""; c.Targets = []string{"127.0.0.1:1", "127.0.0.2:1"} },
-			`{"loadBalancingConfig":[{"round_robin":{}}]}`},
+			`{"loadBalancingConfig":[{"prpc_observed_round_robin":{"table":0}}]}`},
 		{"health checking", func(c *reactor.Config) { c.HealthCheck = true; c.HealthCheckService = "network.DataService" },
-			`{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":"network.DataService"}}`},
+			`{"loadBalancingConfig":[{"prpc_observed_round_robin":{"table":0}}],"healthCheckConfig":{"serviceName":"network.DataService"}}`},
 		{"non-idempotent policies add nothing", func(c *reactor.Config) {
 			c.Policies = []reactor.MethodPolicy{{Method: echo, Timeout: time.Second, WaitForReady: true, Critical: true}}
-		}, ""},
+		}, `{"loadBalancingConfig":[{"prpc_observed_pick_first":{"table":0}}]}`},
 		{"idempotent method retried with defaults", func(c *reactor.Config) {
 			c.Policies = []reactor.MethodPolicy{{Method: echo, Idempotent: true}, {Method: echoOther}}
-		}, `{"methodConfig":[{"name":[{"service":"prpctest.TestService","method":"Echo"}],
+		}, `{"loadBalancingConfig":[{"prpc_observed_pick_first":{"table":0}}],"methodConfig":[{"name":[{"service":"prpctest.TestService","method":"Echo"}],
 			"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.050000000s","maxBackoff":"1.000000000s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}],
 			"retryThrottling":{"maxTokens":10,"tokenRatio":0.1}}`},
 		{"retry policy", func(c *reactor.Config) {
 			c.Policies = []reactor.MethodPolicy{{Method: echo, Idempotent: true}}
 			c.Retry = reactor.RetryPolicy{MaxAttempts: 5, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 				BackoffMultiplier: 1.5, RetryableCodes: []codes.Code{codes.Unavailable, codes.Canceled, codes.ResourceExhausted}, ThrottleMaxTokens: 100, ThrottleTokenRatio: 0.5}
-		}, `{"methodConfig":[{"name":[{"service":"prpctest.TestService","method":"Echo"}],
+		}, `{"loadBalancingConfig":[{"prpc_observed_pick_first":{"table":0}}],"methodConfig":[{"name":[{"service":"prpctest.TestService","method":"Echo"}],
 			"retryPolicy":{"maxAttempts":5,"initialBackoff":"0.010000000s","maxBackoff":"0.020000000s","backoffMultiplier":1.5,"retryableStatusCodes":["UNAVAILABLE","CANCELLED","RESOURCE_EXHAUSTED"]}}],
 			"retryThrottling":{"maxTokens":100,"tokenRatio":0.5}}`},
 	}
@@ -51,10 +51,6 @@ func TestServiceConfigGenerated(t *testing.T) {
 			tc.edit(&cfg)
 			got, err := reactor.ServiceConfigOf(cfg)
 			require.NoError(t, err)
-			if tc.want == "" {
-				require.Empty(t, got)
-				return
-			}
 			require.JSONEq(t, tc.want, got)
 			// gRPC itself accepts it: grpc.NewClient parses the default service config.
 			r, err := reactor.New(cfg)

@@ -64,8 +64,10 @@ type Reactor struct {
 	queued   atomic.Int32
 	inFlight atomic.Int32
 
-	// Per-backend counters, written by the reactor goroutine.
+	// Per-backend counters, written by the reactor goroutine, and connectivity, written by
+	// gRPC's balancer (nil with Config.Conn).
 	backends backendTable
+	subconns *subconnTable
 
 	// The last failed security handshake, for Stats and failed calls (see handshake.go).
 	handshakes handshakeLog
@@ -121,7 +123,9 @@ func New(cfg Config) (*Reactor, error) {
 		}
 	}
 	if r.conn == nil {
-		if r.cc, err = dial(cfg, &r.handshakes); err != nil {
+		r.subconns = newSubconnTable()
+		if r.cc, err = dial(cfg, &r.handshakes, r.subconns); err != nil {
+			r.subconns.release()
 			return nil, err
 		}
 		r.conn = r.cc
@@ -133,7 +137,7 @@ func New(cfg Config) (*Reactor, error) {
 
 // dial creates the reactor's connection. Credentials other than Insecure are wrapped to record
 // the outcome of every handshake in handshakes.
-func dial(cfg Config, handshakes *handshakeLog) (*grpc.ClientConn, error) {
+func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.ClientConn, error) {
 	tc, err := cfg.Credentials.transport()
 	if err != nil {
 		return nil, err
@@ -160,11 +164,9 @@ func dial(cfg Config, handshakes *handshakeLog) (*grpc.ClientConn, error) {
 	}
 	sc := cfg.ServiceConfig
 	if sc == "" {
-		sc = cfg.serviceConfig()
+		sc = cfg.serviceConfig(subconns.id)
 	}
-	if sc != "" {
-		opts = append(opts, grpc.WithDefaultServiceConfig(sc))
-	}
+	opts = append(opts, grpc.WithDefaultServiceConfig(sc))
 	if !cfg.ServiceConfigLookup {
 		opts = append(opts, grpc.WithDisableServiceConfig())
 	}

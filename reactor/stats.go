@@ -256,7 +256,11 @@ func (r *Reactor) Stats() Stats {
 		ms.Latency = summarize(m.samples)
 		s.Methods[m.path] = ms
 	}
-	s.Backends = r.backends.snapshot()
+	var states map[string]connectivity.State
+	if r.subconns != nil {
+		states = r.subconns.byAddr()
+	}
+	s.Backends = r.backends.snapshot(states)
 	s.Queued = int(r.queued.Load())
 	s.InFlight = int(r.inFlight.Load())
 	stopped := r.isDone()

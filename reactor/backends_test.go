@@ -1,0 +1,65 @@
+package reactor_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// backendStates returns Stats().Backends as address → state, for the backends whose state is
+// known.
+func backendStates(r *reactor.Reactor) map[string]connectivity.State {
+	out := map[string]connectivity.State{}
+	for _, b := range r.Stats().Backends {
+		if b.StateKnown {
+			out[b.Addr] = b.State
+		}
+	}
+	return out
+}
+
+// Stats.Backends shows each backend's connectivity, as gRPC's balancer sees it, and the calls
+// that reached it.
+func TestBackendStatsConnectivity(t *testing.T) {
+	a, b := testserver.Start(t), testserver.Start(t)
+	r := newReactor(t, nil, reactor.Config{
+		Targets: []string{a.Addr(), b.Addr()},
+		Backoff: reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+	})
+	// Bound: both connections are local; 5 s leaves room for -race on two busy cores.
+	require.Eventually(t, func() bool {
+		s := backendStates(r)
+		return s[a.Addr()] == connectivity.Ready && s[b.Addr()] == connectivity.Ready
+	}, 5*time.Second, 5*time.Millisecond)
+
+	done := 0
+	for range 20 {
+		reactor.Call(r, echo, &testpb.EchoRequest{Message: "x"}, nil).Always(func() { done++ })
+	}
+	waitFor(t, r, 5*time.Second, func() bool { return done == 20 })
+	var calls uint64
+	for _, be := range r.Stats().Backends {
+		require.Contains(t, []string{a.Addr(), b.Addr()}, be.Addr)
+		require.NotZero(t, be.Calls, "round_robin sends calls to %s", be.Addr)
+		calls += be.Calls
+	}
+	require.EqualValues(t, 20, calls)
+
+	b.Stop()
+	require.Eventually(t, func() bool {
+		s := backendStates(r)
+		return s[a.Addr()] == connectivity.Ready && s[b.Addr()] != connectivity.Ready
+	}, 5*time.Second, 5*time.Millisecond)
+}
+
+// With Config.Conn, prpc knows nothing of the backends' connectivity.
+func TestBackendStatsUnknownWithConn(t *testing.T) {
+	r := newReactor(t, nil, reactor.Config{Conn: &cfgFakeConn{}})
+	require.Empty(t, backendStates(r))
+}

@@ -1,0 +1,178 @@
+package reactor
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/balancer/pickfirst"
+	"google.golang.org/grpc/balancer/roundrobin"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/serviceconfig"
+)
+
+// prpc watches the connectivity of each backend through a thin wrapper around gRPC's own
+// round_robin and pick_first balancers: gRPC tells a balancer the state of every subchannel
+// (one connection to one backend address) and exposes it nowhere else. The wrapper changes
+// nothing in how calls are balanced; it only copies each state change into the reactor's
+// subconnTable, found through an id in the balancer's config.
+
+// Names of the observing balancers, registered once per process.
+const (
+	observedRoundRobin = "prpc_observed_round_robin"
+	observedPickFirst  = "prpc_observed_pick_first"
+)
+
+func init() {
+	balancer.Register(observedBuilder{name: observedRoundRobin, child: roundrobin.Name})
+	balancer.Register(observedBuilder{name: observedPickFirst, child: pickfirst.Name})
+}
+
+// observedBalancerName returns the observing wrapper of the named gRPC balancer.
+func observedBalancerName(name string) string {
+	if name == "round_robin" {
+		return observedRoundRobin
+	}
+	return observedPickFirst
+}
+
+// subconnTables maps table ids, carried in balancer configs, to reactors' tables.
+var (
+	subconnTables sync.Map // uint64 → *subconnTable
+	nextTableID   atomic.Uint64
+)
+
+// subconnTable holds the connectivity state of each live subchannel of one connection.
+type subconnTable struct {
+	id     uint64
+	mu     sync.Mutex
+	next   uint64
+	states map[uint64]subconnState // by subchannel
+}
+
+type subconnState struct {
+	addr  string
+	state connectivity.State
+}
+
+func newSubconnTable() *subconnTable {
+	t := &subconnTable{id: nextTableID.Add(1), states: make(map[uint64]subconnState)}
+	subconnTables.Store(t.id, t)
+	return t
+}
+
+// release unregisters the table once its connection is closed.
+func (t *subconnTable) release() { subconnTables.Delete(t.id) }
+
+func (t *subconnTable) add(addr string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next++
+	t.states[t.next] = subconnState{addr: addr, state: connectivity.Idle}
+	return t.next
+}
+
+func (t *subconnTable) set(id uint64, s connectivity.State) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s == connectivity.Shutdown {
+		delete(t.states, id)
+		return
+	}
+	if e, ok := t.states[id]; ok {
+		e.state = s
+		t.states[id] = e
+	}
+}
+
+// byAddr returns the best state of each address's live subchannels (Ready, then Connecting,
+// Idle, TransientFailure).
+func (t *subconnTable) byAddr() map[string]connectivity.State {
+	rank := map[connectivity.State]int{connectivity.Ready: 4, connectivity.Connecting: 3, connectivity.Idle: 2, connectivity.TransientFailure: 1}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]connectivity.State, len(t.states))
+	for _, e := range t.states {
+		if cur, ok := out[e.addr]; !ok || rank[e.state] > rank[cur] {
+			out[e.addr] = e.state
+		}
+	}
+	return out
+}
+
+type observedConfig struct {
+	serviceconfig.LoadBalancingConfig
+	Table uint64 `json:"table"`
+}
+
+type observedBuilder struct{ name, child string }
+
+func (b observedBuilder) Name() string { return b.name }
+
+func (b observedBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) balancer.Balancer {
+	ob := &observedBalancer{}
+	ob.child = balancer.Get(b.child).Build(&observedCC{ClientConn: cc, b: ob}, opts)
+	return ob
+}
+
+func (b observedBuilder) ParseConfig(js json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
+	c := &observedConfig{}
+	if err := json.Unmarshal(js, c); err != nil {
+		return nil, fmt.Errorf("prpc: %s config: %w", b.name, err)
+	}
+	return c, nil
+}
+
+// observedBalancer forwards everything to the gRPC balancer it wraps.
+type observedBalancer struct {
+	child balancer.Balancer
+	table atomic.Pointer[subconnTable]
+}
+
+func (b *observedBalancer) UpdateClientConnState(s balancer.ClientConnState) error {
+	if c, ok := s.BalancerConfig.(*observedConfig); ok {
+		if t, ok := subconnTables.Load(c.Table); ok {
+			b.table.Store(t.(*subconnTable))
+		}
+	}
+	s.BalancerConfig = nil // the wrapped balancers run with their default config
+	return b.child.UpdateClientConnState(s)
+}
+
+func (b *observedBalancer) ResolverError(err error) { b.child.ResolverError(err) }
+
+func (b *observedBalancer) UpdateSubConnState(sc balancer.SubConn, s balancer.SubConnState) {
+	b.child.UpdateSubConnState(sc, s) //nolint:staticcheck // forwarded for balancers that still use it
+}
+
+func (b *observedBalancer) Close()    { b.child.Close() }
+func (b *observedBalancer) ExitIdle() { b.child.ExitIdle() }
+
+// observedCC records the state of every subchannel the wrapped balancer creates.
+type observedCC struct {
+	balancer.ClientConn
+	b *observedBalancer
+}
+
+func (cc *observedCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
+	t := cc.b.table.Load()
+	if t == nil || len(addrs) == 0 {
+		return cc.ClientConn.NewSubConn(addrs, opts)
+	}
+	id := t.add(addrs[0].Addr)
+	listener := opts.StateListener
+	opts.StateListener = func(s balancer.SubConnState) {
+		t.set(id, s.ConnectivityState)
+		if listener != nil {
+			listener(s)
+		}
+	}
+	sc, err := cc.ClientConn.NewSubConn(addrs, opts)
+	if err != nil {
+		t.set(id, connectivity.Shutdown)
+	}
+	return sc, err
+}
