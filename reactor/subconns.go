@@ -145,7 +145,8 @@ func (b *observedBalancer) UpdateClientConnState(s balancer.ClientConnState) err
 func (b *observedBalancer) ResolverError(err error) { b.child.ResolverError(err) }
 
 func (b *observedBalancer) UpdateSubConnState(sc balancer.SubConn, s balancer.SubConnState) {
-	b.child.UpdateSubConnState(sc, s) //nolint:staticcheck // forwarded for balancers that still use it
+	//lint:ignore SA1019 part of the Balancer interface; forwarded unchanged
+	b.child.UpdateSubConnState(sc, s)
 }
 
 func (b *observedBalancer) Close()    { b.child.Close() }
@@ -160,6 +161,7 @@ type observedCC struct {
 func (cc *observedCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
 	t := cc.b.table.Load()
 	if t == nil || len(addrs) == 0 {
+		//lint:ignore SA1019 this is the wrapped balancer's own call, passed through
 		return cc.ClientConn.NewSubConn(addrs, opts)
 	}
 	id := t.add(addrs[0].Addr)
@@ -170,6 +172,7 @@ func (cc *observedCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubC
 			listener(s)
 		}
 	}
+	//lint:ignore SA1019 this is the wrapped balancer's own call, passed through
 	sc, err := cc.ClientConn.NewSubConn(addrs, opts)
 	if err != nil {
 		t.set(id, connectivity.Shutdown)
