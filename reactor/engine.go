@@ -25,6 +25,7 @@ type engine struct {
 	timer    Timer
 	closing  bool
 	cut      int
+	now      time.Time // read once per turn: the clock costs ~100 ns a read on some VMs
 }
 
 // start launches the reactor goroutine and the invoker lanes.
@@ -55,10 +56,11 @@ func (e *engine) run() {
 		case <-e.timer.C():
 		}
 		e.events = r.in.take(e.events)
+		e.now = r.clock.Now()
 		for _, ev := range e.events {
 			e.handle(ev)
 		}
-		e.expire(r.clock.Now())
+		e.expire(e.now)
 		e.dispatch()
 		e.flush()
 		e.publish()
@@ -101,7 +103,7 @@ func (e *engine) handle(ev event) {
 // admit schedules a newly submitted call.
 func (e *engine) admit(c *callcore.Call) {
 	c.HeapIndex = -1
-	if !c.Deadline.After(e.r.clock.Now()) {
+	if !c.Deadline.After(e.now) {
 		e.timeout(c)
 		return
 	}
@@ -199,7 +201,7 @@ func (e *engine) expire(now time.Time) {
 }
 
 func (e *engine) timeout(c *callcore.Call) {
-	elapsed := e.r.clock.Now().Sub(c.Submitted)
+	elapsed := e.now.Sub(c.Submitted)
 	msg := fmt.Sprintf("deadline exceeded after %v (timeout %v)", elapsed.Round(time.Millisecond), c.Timeout)
 	if !c.InFlight {
 		msg += "; never sent"
@@ -230,7 +232,6 @@ func (e *engine) settle(c *callcore.Call, value proto.Message, err error, reason
 	c.Value = value
 	c.Err = err
 	c.Reason = reason
-	c.SettledAt = e.r.clock.Now()
 	e.settled = append(e.settled, c)
 }
 
@@ -261,7 +262,7 @@ func (e *engine) arm() {
 		e.timer.Stop()
 		return
 	}
-	e.timer.Reset(max(e.heap.earliest().Sub(e.r.clock.Now()), 0))
+	e.timer.Reset(max(e.heap.earliest().Sub(e.r.clock.Now()), 0)) // now, after this turn's work
 }
 
 // shutdown stops the invokers, closes an owned connection, settles whatever raced with

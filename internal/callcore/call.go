@@ -130,8 +130,6 @@ type Call struct {
 	Header  metadata.MD
 	Trailer metadata.MD
 	Reason  Reason
-	// Settle is when the outcome was decided (for latency statistics).
-	SettledAt time.Time
 
 	// Delivery state, guarded by mu.
 	mu              sync.Mutex
