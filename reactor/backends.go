@@ -43,13 +43,16 @@ type backendTable struct {
 	names  map[net.Addr]string // address values to strings, to avoid a String() per call
 }
 
-func (t *backendTable) record(addr net.Addr, err error) {
+func (t *backendTable) record(addr net.Addr, picked string, err error) {
 	if addr == nil {
 		return // the call never got a connection
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	name := t.name(addr)
+	name := picked
+	if name == "" {
+		name = t.name(addr)
+	}
 	b := t.byAddr[name]
 	if b == nil {
 		if t.byAddr == nil {

@@ -165,7 +165,7 @@ func (e *engine) complete(c *callcore.Call) {
 	e.loads[c.Invoker]--
 	e.inFlight--
 	c.CancelCtx()
-	e.r.backends.record(c.LanePeer, c.LaneErr)
+	e.r.backends.record(c.LanePeer, c.LanePicked, c.LaneErr)
 	if c.Settled {
 		return
 	}

@@ -45,7 +45,8 @@ var (
 	nextTableID   atomic.Uint64
 )
 
-// subconnTable holds the connectivity state of each live subchannel of one connection.
+// subconnTable holds the connectivity state, and health where checked, of each live
+// subchannel of one connection.
 type subconnTable struct {
 	id     uint64
 	mu     sync.Mutex
@@ -54,8 +55,19 @@ type subconnTable struct {
 }
 
 type subconnState struct {
-	addr  string
-	state connectivity.State
+	addr        string
+	state       connectivity.State
+	health      connectivity.State
+	healthKnown bool
+}
+
+func (t *subconnTable) setHealth(id uint64, s connectivity.State) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.states[id]; ok {
+		e.health, e.healthKnown = s, true
+		t.states[id] = e
+	}
 }
 
 func newSubconnTable() *subconnTable {
@@ -84,6 +96,9 @@ func (t *subconnTable) set(id uint64, s connectivity.State) {
 	}
 	if e, ok := t.states[id]; ok {
 		e.state = s
+		if s != connectivity.Ready {
+			e.healthKnown = false
+		}
 		t.states[id] = e
 	}
 }
@@ -96,6 +111,9 @@ func (t *subconnTable) byAddr() map[string]connectivity.State {
 	defer t.mu.Unlock()
 	out := make(map[string]connectivity.State, len(t.states))
 	for _, e := range t.states {
+		if e.state == connectivity.Ready && e.healthKnown {
+			e.state = e.health
+		}
 		if cur, ok := out[e.addr]; !ok || rank[e.state] > rank[cur] {
 			out[e.addr] = e.state
 		}
@@ -176,6 +194,52 @@ func (cc *observedCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubC
 	sc, err := cc.ClientConn.NewSubConn(addrs, opts)
 	if err != nil {
 		t.set(id, connectivity.Shutdown)
+		return nil, err
 	}
-	return sc, err
+	return &observedSubConn{SubConn: sc, t: t, id: id, addr: addrs[0].Addr}, nil
+}
+
+// pickedKey is the context key of the *string in which the picker records the address of the
+// backend it picked for a call, as the resolver gave it; calls are counted under that name, the
+// same as the backend's state, rather than under the peer's resolved address.
+type pickedKey struct{}
+
+// observedSubConn wraps a subchannel so that its health (grpc.health.v1, which pick_first
+// learns through RegisterHealthListener) shows in the table too: a connected backend that
+// reports NOT_SERVING gets no calls, and Stats says so.
+type observedSubConn struct {
+	balancer.SubConn
+	t    *subconnTable
+	id   uint64
+	addr string
+}
+
+// RegisterHealthListener records health updates before passing them on.
+func (sc *observedSubConn) RegisterHealthListener(l func(balancer.SubConnState)) {
+	sc.SubConn.RegisterHealthListener(func(s balancer.SubConnState) {
+		sc.t.setHealth(sc.id, s.ConnectivityState)
+		l(s)
+	})
+}
+
+// UpdateState wraps the balancer's picker so that gRPC gets back its own subchannels.
+func (cc *observedCC) UpdateState(s balancer.State) {
+	if s.Picker != nil {
+		s.Picker = unwrappingPicker{s.Picker}
+	}
+	cc.ClientConn.UpdateState(s)
+}
+
+// unwrappingPicker unwraps the subchannel it picks and records its address for the call.
+type unwrappingPicker struct{ balancer.Picker }
+
+func (p unwrappingPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	pr, err := p.Picker.Pick(info)
+	if osc, ok := pr.SubConn.(*observedSubConn); ok {
+		pr.SubConn = osc.SubConn
+		if h, ok := info.Ctx.Value(pickedKey{}).(*string); ok {
+			*h = osc.addr
+		}
+	}
+	return pr, err
 }

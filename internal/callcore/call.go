@@ -123,6 +123,7 @@ type Call struct {
 	LaneHeader  metadata.MD
 	LaneTrailer metadata.MD
 	LanePeer    net.Addr // the backend the transport call went to, if it got that far
+	LanePicked  string   // the backend address the balancer picked, as the resolver gave it
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message

@@ -1,0 +1,190 @@
+package reactor_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// TestScaleManyBackends runs three backends on three loopback hosts behind Config.Targets:
+// calls spread evenly, stopping one mid-burst fails exactly the calls in flight on it (with
+// Unavailable) and no other, later calls go to the other two, and a restarted backend gets
+// calls again.
+func TestScaleManyBackends(t *testing.T) {
+	needLoopback(t, "127.0.0.2", "127.0.0.3")
+	srvs := []*testserver.Server{
+		testserver.StartOn(t, "127.0.0.1:0"),
+		testserver.StartOn(t, "127.0.0.2:0"),
+		testserver.StartOn(t, "127.0.0.3:0"),
+	}
+	addrs := []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}
+	const workers, batch = 4, 8
+	const lanes = workers * batch // transport calls in flight at most
+	r := newScaleReactor(t, reactor.Config{
+		Targets:   addrs,
+		Workers:   workers,
+		BatchSize: batch,
+		// Far above any wait here (the stalled burst below waits for lanes while one backend
+		// holds them all), so no call times out; the bounds of the waits catch hangs.
+		MaxTimeout:     30 * time.Second,
+		DefaultTimeout: 20 * time.Second,
+		Backoff:        reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+	})
+
+	// round_robin connects its subchannels in the background: warm up until every backend has
+	// served a call, which means all three are READY in the picker.
+	until(t, scaleBound, "every backend gets calls", func() bool {
+		burst(t, r, "warm", 30, 30).requireAllSucceeded(t)
+		for _, s := range srvs {
+			if s.Calls() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// The subchannels' states are recorded before round_robin sees them, so a backend that
+	// has served a call shows READY.
+	requireStates(t, r, map[string]connectivity.State{addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready})
+
+	// Fair share: round_robin picks the READY backends in turn, so each gets 1,000 ± 1 of
+	// 3,000 calls; the ±20% margin allows for nothing but a backend leaving the picker, which
+	// must not happen here.
+	const n = 3000
+	before, beforeB := serverCalls(srvs), backendCalls(r)
+	burst(t, r, "fair", n, 256).requireAllSucceeded(t)
+	got := since(serverCalls(srvs), before)
+	requireFairShare(t, got, n)
+	afterB := backendCalls(r)
+	for i, a := range addrs {
+		require.EqualValues(t, got[i], afterB[a]-beforeB[a], "Stats().Backends[%s] and the server's count disagree", a)
+	}
+
+	// Stop one backend mid-burst. Its handler holds every call it receives (and reports it),
+	// so the burst stalls once all the lanes hold calls on it: at that moment exactly those
+	// calls are in flight on it, and no call is in flight anywhere else.
+	victim := srvs[1]
+	t.Cleanup(victim.Stop) // before Close: ends the held calls if the test fails early
+	entered := make(chan string, 1024)
+	victim.SetHandler(func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		entered <- req.GetMessage()
+		<-ctx.Done() // until Stop cancels it
+		return nil, status.FromContextError(ctx.Err()).Err()
+	})
+	const m = 600 // about 3 × lanes are consumed before the stall; the rest run after the stop
+	tr := &tracker{}
+	for i := range m {
+		tr.call(r, echo, "stop"+strconv.Itoa(i), nil)
+	}
+	held := map[string]bool{}
+	deadline := time.NewTimer(scaleBound)
+	defer deadline.Stop()
+	for len(held) < lanes {
+		select {
+		case id := <-entered:
+			held[id] = true
+		case <-r.Ready():
+			r.Tick(time.Second)
+		case <-deadline.C:
+			t.Fatalf("only %d of %d lanes hold calls on the stopped backend within %v", len(held), lanes, scaleBound)
+		}
+	}
+	atStop, atStopB := serverCalls(srvs), backendCalls(r)
+	victim.Stop()
+	tr.drain(t, r)
+
+	failed := 0
+	for _, o := range tr.outs {
+		if held[o.id] {
+			require.Error(t, o.err, "call %s was in flight on the stopped backend", o.id)
+			require.Equal(t, codes.Unavailable, status.Code(o.err), "call %s: %v", o.id, o.err)
+			failed++
+			continue
+		}
+		require.NoError(t, o.err, "call %s was not in flight on the stopped backend", o.id)
+		require.Equal(t, o.id, o.resp.GetMessage())
+	}
+	require.Equal(t, lanes, failed)
+	select {
+	case id := <-entered:
+		t.Fatalf("call %s reached the stopped backend", id)
+	default:
+	}
+	// The calls that ran after the stop went to the other two, about evenly (round_robin over
+	// two READY backends: half each ± a few picks made while the picker changed; margin ±20%).
+	after := since(serverCalls(srvs), atStop)
+	require.Zero(t, after[1])
+	rest := after[0] + after[2]
+	require.Greater(t, rest, int64(m/2), "most of the burst ran after the stop")
+	requireFairShare(t, []int64{after[0], after[2]}, int(rest))
+	afterB = backendCalls(r)
+	require.EqualValues(t, lanes, afterB[addrs[1]]-atStopB[addrs[1]], "Stats().Backends counts the failed calls on the stopped backend")
+	for _, i := range []int{0, 2} {
+		require.EqualValues(t, after[i], afterB[addrs[i]]-atStopB[addrs[i]], "Stats().Backends[%s]", addrs[i])
+	}
+	for _, b := range r.Stats().Backends {
+		if b.Addr == addrs[1] {
+			require.EqualValues(t, lanes, b.Failed[codes.Unavailable], "Stats().Backends[%s].Failed", b.Addr)
+		} else {
+			require.Empty(t, b.Failed, "Stats().Backends[%s].Failed", b.Addr)
+		}
+	}
+
+	// Its state leaves READY (asynchronously: the calls' failures and the state change are
+	// not ordered), while calls keep going to the others.
+	until(t, scaleBound, "the stopped backend's state leaves READY", func() bool {
+		burst(t, r, "down", 30, 30).requireAllSucceeded(t)
+		return backendState(t, r, addrs[1]) != connectivity.Ready
+	})
+	require.Equal(t, atStop[1], victim.Calls())
+
+	// Restart it: with Backoff{10 ms, max 100 ms} the channel reconnects within about 100 ms;
+	// the bound allows 100×.
+	victim.SetHandler(nil)
+	victim.Restart(t)
+	start := time.Now()
+	until(t, scaleBound, "the restarted backend gets calls again", func() bool {
+		burst(t, r, "back", 30, 30).requireAllSucceeded(t)
+		return victim.Calls() > atStop[1]
+	})
+	t.Logf("restarted backend back in rotation after %v", time.Since(start))
+	requireStates(t, r, map[string]connectivity.State{addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready})
+	before = serverCalls(srvs)
+	burst(t, r, "again", 300, 256).requireAllSucceeded(t)
+	requireFairShare(t, since(serverCalls(srvs), before), 300)
+}
+
+// TestScaleResolverTargets checks that Config.Target takes targets of gRPC's resolvers.
+//
+// localhost may resolve to 127.0.0.1 only (as here, from /etc/hosts) or also to ::1, where
+// the server does not listen. The reactor uses gRPC's default pick_first, which tries the
+// addresses in turn and settles on the one that accepts, so every call succeeds either way
+// (with round_robin, calls would fail on the ::1 backend). The test therefore asserts that
+// every call succeeds and reached the server, whatever localhost resolves to.
+func TestScaleResolverTargets(t *testing.T) {
+	srv := testserver.Start(t)
+	_, port, err := net.SplitHostPort(srv.Addr())
+	require.NoError(t, err)
+	hosts, err := net.DefaultResolver.LookupHost(context.Background(), "localhost")
+	require.NoError(t, err)
+	t.Logf("localhost resolves to %v", hosts)
+	for _, target := range []string{"dns:///localhost:" + port, "passthrough:///127.0.0.1:" + port} {
+		t.Run(target, func(t *testing.T) {
+			r := newScaleReactor(t, reactor.Config{Target: target})
+			before := srv.Calls()
+			burst(t, r, "c", 50, 50).requireAllSucceeded(t)
+			require.EqualValues(t, 50, srv.Calls()-before)
+			require.EqualValues(t, 50, backendCalls(r)[srv.Addr()])
+		})
+	}
+}

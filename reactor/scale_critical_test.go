@@ -1,0 +1,178 @@
+package reactor_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// blockUntil returns an Echo handler that answers once release is closed (or fails when the
+// call's context ends first).
+func blockUntil(release <-chan struct{}) echoFunc {
+	return func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		select {
+		case <-release:
+			return &testpb.EchoResponse{Message: req.GetMessage()}, nil
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}
+
+// admitted submits a call and reports whether it was admitted: a rejected call is Failed when
+// Call returns, an admitted one Pending (the handler blocks and nobody ticks, so it stays
+// outstanding).
+func admitted(t *testing.T, tr *tracker, r *reactor.Reactor, m methodOfEcho, id string, opts *calls.Options) (bool, error) {
+	t.Helper()
+	p := reactor.Call(r, m, &testpb.EchoRequest{Message: id}, opts)
+	tr.track(id, p)
+	switch p.State() {
+	case calls.Pending:
+		return true, nil
+	case calls.Failed:
+		return false, p.Err()
+	}
+	t.Fatalf("call %s is %v at submission", id, p.State())
+	return false, nil
+}
+
+type methodOfEcho = *calls.Method[*testpb.EchoRequest, *testpb.EchoResponse]
+
+// requireOverloaded checks err is the ErrOverloaded rejection whose message contains want.
+func requireOverloaded(t *testing.T, err error, want string) {
+	t.Helper()
+	require.ErrorIs(t, err, calls.ErrOverloaded)
+	require.Equal(t, codes.ResourceExhausted, status.Code(err))
+	require.Contains(t, err.Error(), want)
+}
+
+// TestScaleCriticalReserve checks that critical calls (per call or per method) may use the
+// share of MaxOutstanding that CriticalReserve keeps from ordinary calls, and no more.
+func TestScaleCriticalReserve(t *testing.T) {
+	release := make(chan struct{})
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	srv := testserver.Start(t, withOther(blockUntil(release)))
+	srv.SetHandler(blockUntil(release))
+	r := newReactor(t, srv, reactor.Config{
+		MaxOutstanding:  20,
+		CriticalReserve: 5,
+		Policies:        []reactor.MethodPolicy{{Method: echoOther, Critical: true}},
+		DefaultTimeout:  5 * time.Second, // the phase below takes milliseconds; the calls must not time out before release
+	})
+	t.Cleanup(releaseAll) // before Close, if the test fails early
+	tr := &tracker{}
+	for i := range 15 {
+		ok, err := admitted(t, tr, r, echo, "ordinary"+strconv.Itoa(i), nil)
+		require.True(t, ok, "ordinary call %d of 15: %v", i, err)
+	}
+	ok, err := admitted(t, tr, r, echo, "ordinary15", nil)
+	require.False(t, ok, "the 16th ordinary call is admitted")
+	requireOverloaded(t, err, "CriticalReserve 5")
+
+	// Critical calls use the reserve: 3 by their options, 2 by their method's policy.
+	for i := range 3 {
+		ok, err := admitted(t, tr, r, echo, "critical"+strconv.Itoa(i), &calls.Options{Critical: true})
+		require.True(t, ok, "critical call %d: %v", i, err)
+	}
+	for i := range 2 {
+		ok, err := admitted(t, tr, r, echoOther, "policy"+strconv.Itoa(i), nil)
+		require.True(t, ok, "call %d of a critical method: %v", i, err)
+	}
+	require.Equal(t, 20, r.Stats().Pending)
+	for _, c := range []struct {
+		m    methodOfEcho
+		opts *calls.Options
+		msg  string
+	}{
+		{echo, &calls.Options{Critical: true}, "the MaxOutstanding limit"},
+		{echoOther, nil, "the MaxOutstanding limit"},
+		{echo, nil, "CriticalReserve 5"},
+	} {
+		ok, err := admitted(t, tr, r, c.m, "beyond", c.opts)
+		require.False(t, ok, "a call beyond MaxOutstanding is admitted")
+		requireOverloaded(t, err, c.msg)
+	}
+
+	releaseAll()
+	tr.drain(t, r)
+	rejected := 0
+	for _, o := range tr.outs {
+		if o.err != nil {
+			require.ErrorIs(t, o.err, calls.ErrOverloaded, "call %s", o.id)
+			rejected++
+			continue
+		}
+		require.Equal(t, o.id, o.resp.GetMessage())
+	}
+	require.Equal(t, 4, rejected)
+	s := r.Stats()
+	require.EqualValues(t, 4, s.Overloaded)
+	require.EqualValues(t, 20, s.Succeeded)
+}
+
+// TestScaleCriticalReserveDefault checks CriticalReserve's default: 10% of MaxOutstanding
+// when a method policy is Critical, none otherwise or with -1.
+func TestScaleCriticalReserveDefault(t *testing.T) {
+	srv := testserver.Start(t)
+	critical := []reactor.MethodPolicy{{Method: echoOther, Critical: true}}
+	for _, tc := range []struct {
+		name     string
+		policies []reactor.MethodPolicy
+		reserve  int
+		ordinary int // ordinary calls admitted of MaxOutstanding 100
+	}{
+		{"critical policy", critical, 0, 90},
+		{"no critical policy", nil, 0, 100},
+		{"critical policy, reserve -1", critical, -1, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			releaseAll := sync.OnceFunc(func() { close(release) })
+			srv.SetHandler(blockUntil(release))
+			r := newReactor(t, srv, reactor.Config{
+				MaxOutstanding:  100,
+				Policies:        tc.policies,
+				CriticalReserve: tc.reserve,
+				DefaultTimeout:  5 * time.Second,
+			})
+			t.Cleanup(releaseAll) // before Close, if the test fails early
+			tr := &tracker{}
+			for i := range tc.ordinary {
+				ok, err := admitted(t, tr, r, echo, "ordinary"+strconv.Itoa(i), nil)
+				require.True(t, ok, "ordinary call %d of %d: %v", i, tc.ordinary, err)
+			}
+			ok, err := admitted(t, tr, r, echo, "one more", nil)
+			require.False(t, ok, "ordinary call %d is admitted", tc.ordinary+1)
+			require.ErrorIs(t, err, calls.ErrOverloaded)
+			for i := tc.ordinary; i < 100; i++ {
+				ok, err := admitted(t, tr, r, echo, "critical"+strconv.Itoa(i), &calls.Options{Critical: true})
+				require.True(t, ok, "critical call %d: %v", i, err)
+			}
+			ok, err = admitted(t, tr, r, echo, "critical beyond", &calls.Options{Critical: true})
+			require.False(t, ok, "critical call 101 is admitted")
+			requireOverloaded(t, err, "the MaxOutstanding limit")
+			require.Equal(t, 100, r.Stats().Pending)
+
+			releaseAll()
+			tr.drain(t, r)
+			for _, o := range tr.outs {
+				if o.id == "one more" || o.id == "critical beyond" {
+					require.ErrorIs(t, o.err, calls.ErrOverloaded)
+					continue
+				}
+				require.NoError(t, o.err, "call %s", o.id)
+			}
+		})
+	}
+}

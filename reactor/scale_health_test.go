@@ -1,0 +1,62 @@
+package reactor_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// TestScaleHealthCheck checks Config.HealthCheck: a backend whose grpc.health.v1 service
+// reports NOT_SERVING gets no calls until it reports SERVING again.
+func TestScaleHealthCheck(t *testing.T) {
+	healths := []*health.Server{health.NewServer(), health.NewServer()} // SERVING at first
+	var srvs []*testserver.Server
+	var addrs []string
+	for _, h := range healths {
+		s := testserver.Start(t, testserver.WithServices(func(r grpc.ServiceRegistrar) {
+			healthpb.RegisterHealthServer(r, h)
+		}))
+		srvs = append(srvs, s)
+		addrs = append(addrs, s.Addr())
+	}
+	r := newScaleReactor(t, reactor.Config{
+		Targets:     addrs,
+		HealthCheck: true,
+		Backoff:     reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+	})
+	bothServe := func() bool {
+		before := serverCalls(srvs)
+		burst(t, r, "both", 20, 20).requireAllSucceeded(t)
+		got := since(serverCalls(srvs), before)
+		return got[0] > 0 && got[1] > 0
+	}
+	until(t, scaleBound, "both backends get calls", bothServe)
+
+	// NOT_SERVING: once the client has seen it (a burst of 20 that round_robin would split
+	// 10/10 goes wholly to the other backend), no later call reaches it. Every call succeeds
+	// meanwhile: the backend still serves the calls picked before the picker changed.
+	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	until(t, scaleBound, "calls leave the NOT_SERVING backend", func() bool {
+		before := serverCalls(srvs)
+		burst(t, r, "leave", 20, 20).requireAllSucceeded(t)
+		return since(serverCalls(srvs), before)[0] == 0
+	})
+	before := serverCalls(srvs)
+	burst(t, r, "only", 200, 64).requireAllSucceeded(t)
+	require.Equal(t, []int64{0, 200}, since(serverCalls(srvs), before), "calls per backend while the first is NOT_SERVING")
+
+	// SERVING again: it gets calls again, and then its fair share (±20%).
+	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	until(t, scaleBound, "the backend gets calls again once SERVING", bothServe)
+	before = serverCalls(srvs)
+	burst(t, r, "spread", 200, 64).requireAllSucceeded(t)
+	requireFairShare(t, since(serverCalls(srvs), before), 200)
+}
