@@ -256,6 +256,9 @@ func (c Config) resolve() (Config, error) {
 	case c.CriticalReserve == 0 && c.hasCriticalPolicy():
 		c.CriticalReserve = c.MaxOutstanding / 10
 	}
+	if c.Retry.isSet() && !c.hasIdempotentPolicy() {
+		return c, errors.New("prpc: Config.Retry applies to idempotent methods, and no Policies entry is Idempotent; mark the methods that may be retried, or leave Retry unset")
+	}
 	if c.Retry, err = c.Retry.resolve(); err != nil {
 		return c, err
 	}
@@ -290,6 +293,15 @@ func validateKeepalive(k *keepalive.ClientParameters) error {
 		k.Timeout = DefaultKeepaliveTimeout
 	}
 	return nil
+}
+
+func (c *Config) hasIdempotentPolicy() bool {
+	for _, p := range c.Policies {
+		if p.Idempotent {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) hasCriticalPolicy() bool {

@@ -74,6 +74,12 @@ const (
 	DefaultThrottleTokenRatio     = 0.1
 )
 
+// isSet reports whether any field of p was set.
+func (p RetryPolicy) isSet() bool {
+	return p.MaxAttempts != 0 || p.InitialBackoff != 0 || p.MaxBackoff != 0 || p.BackoffMultiplier != 0 ||
+		len(p.RetryableCodes) > 0 || p.ThrottleMaxTokens != 0 || p.ThrottleTokenRatio != 0
+}
+
 func (p RetryPolicy) resolve() (RetryPolicy, error) {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultRetryMaxAttempts

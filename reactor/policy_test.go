@@ -61,7 +61,8 @@ func TestServiceConfigGenerated(t *testing.T) {
 }
 
 func TestConfigPolicyErrors(t *testing.T) {
-	base := reactor.Config{Target: "127.0.0.1:1", Credentials: reactor.Insecure()}
+	base := reactor.Config{Target: "127.0.0.1:1", Credentials: reactor.Insecure(),
+		Policies: []reactor.MethodPolicy{{Method: echoOther, Idempotent: true}}}
 	var nilMethod *calls.Method[*testpb.EchoRequest, *testpb.EchoResponse]
 	tests := []struct {
 		name string
@@ -90,6 +91,10 @@ func TestConfigPolicyErrors(t *testing.T) {
 		{"throttle ratio", func(c *reactor.Config) { c.Retry.ThrottleTokenRatio = 2 }, "Config.Retry.ThrottleTokenRatio"},
 		{"critical reserve", func(c *reactor.Config) { c.MaxOutstanding = 10; c.CriticalReserve = 10 }, "Config.CriticalReserve"},
 		{"critical reserve negative", func(c *reactor.Config) { c.CriticalReserve = -2 }, "Config.CriticalReserve"},
+		{"retry without idempotent methods", func(c *reactor.Config) {
+			c.Policies = nil
+			c.Retry.MaxAttempts = 4
+		}, "Config.Retry"},
 		{"targets and target", func(c *reactor.Config) { c.Targets = []string{"127.0.0.1:1"} }, "exclusive"},
 		{"empty target in list", func(c *reactor.Config) { c.Target = ""; c.Targets = []string{"127.0.0.1:1", ""} }, "Config.Targets[1]"},
 		{"duplicate target", func(c *reactor.Config) { c.Target = ""; c.Targets = []string{"127.0.0.1:1", "127.0.0.1:1"} }, "Config.Targets[1]"},
