@@ -37,7 +37,9 @@ type Options struct {
 
 	// WaitForReady makes the call wait, up to its deadline, for the connection to become
 	// ready instead of failing at once with Unavailable while the backend is unreachable.
-	// A method's policy may turn it on for all its calls (reactor.MethodPolicy).
+	// A method's policy may turn it on for all its calls (reactor.MethodPolicy). It does not
+	// help a call sent in the instant before the client notices that the server died: that
+	// call is in flight on the dead connection and fails with Unavailable like the others.
 	WaitForReady bool
 
 	// Critical lets the call use the share of MaxOutstanding the reactor reserves for
