@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testcerts"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
@@ -26,20 +27,20 @@ const failTimeout = 2 * time.Second
 
 // tlsFixture holds the certificates of the TLS tests.
 type tlsFixture struct {
-	ca, otherCA              *testCA
-	server, client, stranger *testCert // stranger: a client certificate from otherCA
+	ca, otherCA              *testcerts.CA
+	server, client, stranger *testcerts.Cert // stranger: a client certificate from otherCA
 }
 
 func newTLSFixture(t *testing.T) *tlsFixture {
 	t.Helper()
-	ca := newTestCA(t, "prpc test CA")
-	other := newTestCA(t, "prpc other CA")
+	ca := testcerts.NewCA(t, "prpc test CA")
+	other := testcerts.NewCA(t, "prpc other CA")
 	return &tlsFixture{
 		ca:       ca,
 		otherCA:  other,
-		server:   ca.issueServer(t),
-		client:   ca.issueClient(t, "game-server"),
-		stranger: other.issueClient(t, "intruder"),
+		server:   ca.Server(t, "backend.test"),
+		client:   ca.Client(t, "game-server"),
+		stranger: other.Client(t, "intruder"),
 	}
 }
 
@@ -52,10 +53,10 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 
 func TestCredentialsRejectedByNew(t *testing.T) {
 	fx := newTLSFixture(t)
-	otherKey := fx.stranger.keyPEM
+	otherKey := fx.stranger.KeyPEM
 	dir := t.TempDir()
-	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.certPEM)
-	certFile := writeFile(t, dir, "client.pem", fx.client.certPEM)
+	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.CertPEM)
+	certFile := writeFile(t, dir, "client.pem", fx.client.CertPEM)
 	missing := filepath.Join(dir, "missing.pem")
 
 	corruptCert := []byte("-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n")
@@ -67,16 +68,16 @@ func TestCredentialsRejectedByNew(t *testing.T) {
 	}{
 		{"roots not PEM", reactor.TLS([]byte("not a certificate"), ""), "roots"},
 		{"roots empty", reactor.TLS([]byte{}, ""), "roots"},
-		{"roots with trailing garbage", reactor.TLS(append(append([]byte{}, fx.ca.certPEM...), "garbage"...), ""), "roots"},
-		{"roots with a key block", reactor.TLS(fx.client.keyPEM, ""), "PRIVATE KEY"},
-		{"roots with a key block after a cert", reactor.TLS(append(append([]byte{}, fx.ca.certPEM...), fx.client.keyPEM...), ""), "PRIVATE KEY"},
+		{"roots with trailing garbage", reactor.TLS(append(append([]byte{}, fx.ca.CertPEM...), "garbage"...), ""), "roots"},
+		{"roots with a key block", reactor.TLS(fx.client.KeyPEM, ""), "PRIVATE KEY"},
+		{"roots with a key block after a cert", reactor.TLS(append(append([]byte{}, fx.ca.CertPEM...), fx.client.KeyPEM...), ""), "PRIVATE KEY"},
 		{"roots with a corrupt certificate", reactor.TLS(corruptCert, ""), "roots"},
-		{"mTLS mismatched key", reactor.MutualTLS(fx.ca.certPEM, fx.client.certPEM, otherKey, ""), "client certificate"},
-		{"mTLS cert without key", reactor.MutualTLS(fx.ca.certPEM, fx.client.certPEM, nil, ""), "private key"},
-		{"mTLS key without cert", reactor.MutualTLS(fx.ca.certPEM, nil, fx.client.keyPEM, ""), "certificate"},
-		{"mTLS key and cert swapped", reactor.MutualTLS(fx.ca.certPEM, fx.client.keyPEM, fx.client.certPEM, ""), "client certificate"},
-		{"mTLS garbage key", reactor.MutualTLS(fx.ca.certPEM, fx.client.certPEM, []byte("-----BEGIN PRIVATE KEY-----\nAAECAw==\n-----END PRIVATE KEY-----\n"), ""), "client certificate"},
-		{"mTLS bad roots", reactor.MutualTLS([]byte("junk"), fx.client.certPEM, fx.client.keyPEM, ""), "roots"},
+		{"mTLS mismatched key", reactor.MutualTLS(fx.ca.CertPEM, fx.client.CertPEM, otherKey, ""), "client certificate"},
+		{"mTLS cert without key", reactor.MutualTLS(fx.ca.CertPEM, fx.client.CertPEM, nil, ""), "private key"},
+		{"mTLS key without cert", reactor.MutualTLS(fx.ca.CertPEM, nil, fx.client.KeyPEM, ""), "certificate"},
+		{"mTLS key and cert swapped", reactor.MutualTLS(fx.ca.CertPEM, fx.client.KeyPEM, fx.client.CertPEM, ""), "client certificate"},
+		{"mTLS garbage key", reactor.MutualTLS(fx.ca.CertPEM, fx.client.CertPEM, []byte("-----BEGIN PRIVATE KEY-----\nAAECAw==\n-----END PRIVATE KEY-----\n"), ""), "client certificate"},
+		{"mTLS bad roots", reactor.MutualTLS([]byte("junk"), fx.client.CertPEM, fx.client.KeyPEM, ""), "roots"},
 		{"TLSFiles missing roots file", reactor.TLSFiles(missing, ""), "missing.pem"},
 		{"MutualTLSFiles missing roots file", reactor.MutualTLSFiles(missing, certFile, certFile, ""), "missing.pem"},
 		{"MutualTLSFiles missing cert file", reactor.MutualTLSFiles(rootsFile, missing, certFile, ""), "missing.pem"},
@@ -85,7 +86,7 @@ func TestCredentialsRejectedByNew(t *testing.T) {
 		{"MutualTLSFiles mismatched key", reactor.MutualTLSFiles(rootsFile, certFile, writeFile(t, dir, "other.key", otherKey), ""), "client certificate"},
 		{"FromTransport nil", reactor.FromTransport(nil), "nil"},
 	}
-	secrets := append(pemBodyLines(fx.client.keyPEM), pemBodyLines(otherKey)...)
+	secrets := append(pemBodyLines(fx.client.KeyPEM), pemBodyLines(otherKey)...)
 	require.NotEmpty(t, secrets)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,11 +118,11 @@ func tlsCall(t *testing.T, r *reactor.Reactor, timeout time.Duration) error {
 
 func TestCredentialsTLS(t *testing.T) {
 	fx := newTLSFixture(t)
-	tlsServer := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.server, nil))))
+	tlsServer := testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil))))
 	plainServer := testserver.Start(t)
 	dir := t.TempDir()
-	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.certPEM)
-	bothRoots := append(append([]byte{}, fx.otherCA.certPEM...), fx.ca.certPEM...)
+	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.CertPEM)
+	bothRoots := append(append([]byte{}, fx.otherCA.CertPEM...), fx.ca.CertPEM...)
 
 	tests := []struct {
 		name  string
@@ -130,16 +131,16 @@ func TestCredentialsTLS(t *testing.T) {
 		ok    bool
 		cause string // for a failure: part of the flattened cause in the message
 	}{
-		{"TLS with roots", tlsServer, reactor.TLS(fx.ca.certPEM, ""), true, ""},
+		{"TLS with roots", tlsServer, reactor.TLS(fx.ca.CertPEM, ""), true, ""},
 		{"TLS with several roots", tlsServer, reactor.TLS(bothRoots, ""), true, ""},
-		{"TLS server name override", tlsServer, reactor.TLS(fx.ca.certPEM, "backend.test"), true, ""},
+		{"TLS server name override", tlsServer, reactor.TLS(fx.ca.CertPEM, "backend.test"), true, ""},
 		{"TLSFiles", tlsServer, reactor.TLSFiles(rootsFile, "backend.test"), true, ""},
-		{"FromTransport", tlsServer, reactor.FromTransport(credentials.NewClientTLSFromCert(fx.ca.pool, "")), true, ""},
-		{"wrong server name", tlsServer, reactor.TLS(fx.ca.certPEM, "wrong.test"), false, "not wrong.test"},
-		{"unknown CA", tlsServer, reactor.TLS(fx.otherCA.certPEM, ""), false, "unknown authority"},
+		{"FromTransport", tlsServer, reactor.FromTransport(credentials.NewClientTLSFromCert(fx.ca.Pool, "")), true, ""},
+		{"wrong server name", tlsServer, reactor.TLS(fx.ca.CertPEM, "wrong.test"), false, "not wrong.test"},
+		{"unknown CA", tlsServer, reactor.TLS(fx.otherCA.CertPEM, ""), false, "unknown authority"},
 		{"system roots", tlsServer, reactor.TLSFiles("", ""), false, "unknown authority"},
 		{"plaintext client to TLS server", tlsServer, reactor.Insecure(), false, "server preface"},
-		{"TLS client to plaintext server", plainServer, reactor.TLS(fx.ca.certPEM, ""), false, "does not look like a TLS handshake"},
+		{"TLS client to plaintext server", plainServer, reactor.TLS(fx.ca.CertPEM, ""), false, "does not look like a TLS handshake"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,11 +163,11 @@ func TestCredentialsTLS(t *testing.T) {
 
 func TestCredentialsMutualTLS(t *testing.T) {
 	fx := newTLSFixture(t)
-	srv := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.server, fx.ca.pool))))
+	srv := testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.server, fx.ca.Pool))))
 	dir := t.TempDir()
-	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.certPEM)
-	certFile := writeFile(t, dir, "client.pem", fx.client.certPEM)
-	keyFile := writeFile(t, dir, "client.key", fx.client.keyPEM)
+	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.CertPEM)
+	certFile := writeFile(t, dir, "client.pem", fx.client.CertPEM)
+	keyFile := writeFile(t, dir, "client.key", fx.client.KeyPEM)
 
 	tests := []struct {
 		name  string
@@ -174,14 +175,14 @@ func TestCredentialsMutualTLS(t *testing.T) {
 		ok    bool
 		cause string
 	}{
-		{"valid client certificate", reactor.MutualTLS(fx.ca.certPEM, fx.client.certPEM, fx.client.keyPEM, ""), true, ""},
-		{"valid client certificate, name override", reactor.MutualTLS(fx.ca.certPEM, fx.client.certPEM, fx.client.keyPEM, "backend.test"), true, ""},
+		{"valid client certificate", reactor.MutualTLS(fx.ca.CertPEM, fx.client.CertPEM, fx.client.KeyPEM, ""), true, ""},
+		{"valid client certificate, name override", reactor.MutualTLS(fx.ca.CertPEM, fx.client.CertPEM, fx.client.KeyPEM, "backend.test"), true, ""},
 		{"valid client certificate from files", reactor.MutualTLSFiles(rootsFile, certFile, keyFile, ""), true, ""},
 		// With TLS 1.3 the client finishes its handshake before the server refuses it, so
 		// the flattened cause varies ("certificate required", a broken pipe, EOF).
-		{"no client certificate", reactor.TLS(fx.ca.certPEM, ""), false, ""},
-		{"client certificate from another CA", reactor.MutualTLS(fx.ca.certPEM, fx.stranger.certPEM, fx.stranger.keyPEM, ""), false, ""},
-		{"valid client certificate, unknown server CA", reactor.MutualTLS(fx.otherCA.certPEM, fx.client.certPEM, fx.client.keyPEM, ""), false, "unknown authority"},
+		{"no client certificate", reactor.TLS(fx.ca.CertPEM, ""), false, ""},
+		{"client certificate from another CA", reactor.MutualTLS(fx.ca.CertPEM, fx.stranger.CertPEM, fx.stranger.KeyPEM, ""), false, ""},
+		{"valid client certificate, unknown server CA", reactor.MutualTLS(fx.otherCA.CertPEM, fx.client.CertPEM, fx.client.KeyPEM, ""), false, "unknown authority"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

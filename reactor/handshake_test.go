@@ -2,13 +2,8 @@ package reactor_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"net"
 	"strings"
@@ -26,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testcerts"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
@@ -81,32 +77,13 @@ func (s hsRawTLSServer) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthI
 }
 
 // hsIssue makes a certificate for 127.0.0.1 and "backend.test" with the extended key usage
-// usage, valid from notBefore to notAfter.
-func hsIssue(t *testing.T, ca *testCA, usage x509.ExtKeyUsage, notBefore, notAfter time.Time) *testCert {
+// usage, valid from notBefore to notAfter (zero: testcerts' defaults).
+func hsIssue(t *testing.T, ca *testcerts.CA, usage x509.ExtKeyUsage, notBefore, notAfter time.Time) *testcerts.Cert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: nextSerial(),
-		Subject:      pkix.Name{CommonName: "backend.test"},
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     []string{"backend.test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	c := &testCert{
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}
-	c.tls, err = tls.X509KeyPair(c.certPEM, c.keyPEM)
-	require.NoError(t, err)
-	return c
+	return ca.Issue(t, "backend.test", testcerts.Options{
+		DNSNames: []string{"backend.test"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		Usage: usage, NotBefore: notBefore, NotAfter: notAfter,
+	})
 }
 
 // hsCall makes one Echo call and returns its error once delivered. Calls expected to
@@ -125,17 +102,17 @@ func hsCall(t *testing.T, r *reactor.Reactor, waitForReady bool) error {
 // server is fixed, the same reactor reconnects and the successful handshake clears it.
 func TestHandshakeFailuresAreClassified(t *testing.T) {
 	fx := newTLSFixture(t)
-	good := credentials.NewTLS(serverTLS(fx.server, nil))
+	good := credentials.NewTLS(testcerts.ServerTLS(fx.server, nil))
 	now := time.Now()
 	expired := hsIssue(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
 	notYetValid := hsIssue(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(24*time.Hour), now.Add(48*time.Hour))
 	expiredClient := hsIssue(t, fx.ca, x509.ExtKeyUsageClientAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
-	clientUsage := fx.ca.issue(t, "backend.test", []string{"backend.test"}, []net.IP{net.IPv4(127, 0, 0, 1)}, x509.ExtKeyUsageClientAuth)
-	wrongTestCert := fx.ca.issue(t, "wrong.test", []string{"wrong.test"}, nil, x509.ExtKeyUsageServerAuth)
+	clientUsage := hsIssue(t, fx.ca, x509.ExtKeyUsageClientAuth, time.Time{}, time.Time{})
+	wrongTestCert := fx.ca.Issue(t, "wrong.test", testcerts.Options{DNSNames: []string{"wrong.test"}, Usage: x509.ExtKeyUsageServerAuth})
 	bothCAs := x509.NewCertPool()
-	bothCAs.AddCert(fx.ca.cert)
-	bothCAs.AddCert(fx.otherCA.cert)
-	mTLS12 := serverTLS(fx.server, fx.ca.pool)
+	bothCAs.AddCert(fx.ca.Cert)
+	bothCAs.AddCert(fx.otherCA.Cert)
+	mTLS12 := testcerts.ServerTLS(fx.server, fx.ca.Pool)
 	mTLS12.MaxVersion = tls.VersionTLS12
 	tlsCfg := func(c *tls.Config, nextProtos ...string) *tls.Config {
 		c = c.Clone()
@@ -153,65 +130,65 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 	}{
 		{
 			name:   "unknown CA",
-			broken: credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil)),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(fx.otherCA.Server(t, "backend.test"), nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeUnknownAuthority, cause: "unknown authority",
 		},
 		{
 			name:   "wrong server name",
 			broken: good,
-			fixed:  credentials.NewTLS(serverTLS(wrongTestCert, nil)),
-			client: reactor.TLS(fx.ca.certPEM, "wrong.test"),
+			fixed:  credentials.NewTLS(testcerts.ServerTLS(wrongTestCert, nil)),
+			client: reactor.TLS(fx.ca.CertPEM, "wrong.test"),
 			kind:   calls.HandshakeNameMismatch, cause: "not wrong.test",
 		},
 		{
 			name:   "IP SAN missing",
-			broken: credentials.NewTLS(serverTLS(wrongTestCert, nil)),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(wrongTestCert, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeNameMismatch, cause: "127.0.0.1",
 		},
 		{
 			name:   "expired server certificate",
-			broken: credentials.NewTLS(serverTLS(expired, nil)),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(expired, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeCertificateExpired, cause: "expired",
 		},
 		{
 			name:   "server certificate not yet valid",
-			broken: credentials.NewTLS(serverTLS(notYetValid, nil)),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(notYetValid, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeCertificateExpired, cause: "not yet valid",
 		},
 		{
 			name:   "server certificate for client auth only",
-			broken: credentials.NewTLS(serverTLS(clientUsage, nil)),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(clientUsage, nil)),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeBadServerCertificate, cause: "key usage",
 		},
 		{
 			name:   "plaintext server, TLS client",
 			broken: insecure.NewCredentials(),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeProtocolMismatch, cause: "does not look like a TLS handshake",
 		},
 		{
 			name:   "TLS server without ALPN",
-			broken: hsRawTLSServer{good, tlsCfg(serverTLS(fx.server, nil))},
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: hsRawTLSServer{good, tlsCfg(testcerts.ServerTLS(fx.server, nil))},
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeProtocolMismatch, cause: "ALPN",
 		},
 		{
 			name:   "TLS server speaking HTTP/1.1 only",
-			broken: hsRawTLSServer{good, tlsCfg(serverTLS(fx.server, nil), "http/1.1")},
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: hsRawTLSServer{good, tlsCfg(testcerts.ServerTLS(fx.server, nil), "http/1.1")},
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeProtocolMismatch, cause: "no application protocol",
 		},
 		{
 			// TLS 1.3: the client's handshake succeeds; the server's alert arrives on the
 			// first read.
 			name:   "mTLS, no client certificate",
-			broken: credentials.NewTLS(serverTLS(fx.server, fx.ca.pool)),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(fx.server, fx.ca.Pool)),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeClientCertificateRejected, cause: "certificate required",
 		},
 		{
@@ -220,35 +197,35 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 			// common: recorded, not classified.
 			name:   "mTLS 1.2, no client certificate",
 			broken: credentials.NewTLS(mTLS12),
-			fixed:  good, client: reactor.TLS(fx.ca.certPEM, ""),
+			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeOther, cause: "handshake failure",
 		},
 		{
 			name:   "mTLS, expired client certificate",
-			broken: credentials.NewTLS(serverTLS(fx.server, fx.ca.pool)),
-			fixed:  good, client: reactor.MutualTLS(fx.ca.certPEM, expiredClient.certPEM, expiredClient.keyPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(fx.server, fx.ca.Pool)),
+			fixed:  good, client: reactor.MutualTLS(fx.ca.CertPEM, expiredClient.CertPEM, expiredClient.KeyPEM, ""),
 			kind: calls.HandshakeClientCertificateRejected, cause: "expired certificate",
 		},
 		{
 			name:   "mTLS 1.2, expired client certificate",
 			broken: credentials.NewTLS(mTLS12),
-			fixed:  good, client: reactor.MutualTLS(fx.ca.certPEM, expiredClient.certPEM, expiredClient.keyPEM, ""),
+			fixed:  good, client: reactor.MutualTLS(fx.ca.CertPEM, expiredClient.CertPEM, expiredClient.KeyPEM, ""),
 			kind: calls.HandshakeClientCertificateRejected, cause: "expired certificate",
 		},
 		{
 			// Go's client does not send a certificate the server's CAs did not issue, so
 			// this is "certificate required" again, as the server sees it.
 			name:   "mTLS, client certificate from another CA",
-			broken: credentials.NewTLS(serverTLS(fx.server, fx.ca.pool)),
-			fixed:  credentials.NewTLS(serverTLS(fx.server, bothCAs)),
-			client: reactor.MutualTLS(fx.ca.certPEM, fx.stranger.certPEM, fx.stranger.keyPEM, ""),
+			broken: credentials.NewTLS(testcerts.ServerTLS(fx.server, fx.ca.Pool)),
+			fixed:  credentials.NewTLS(testcerts.ServerTLS(fx.server, bothCAs)),
+			client: reactor.MutualTLS(fx.ca.CertPEM, fx.stranger.CertPEM, fx.stranger.KeyPEM, ""),
 			kind:   calls.HandshakeClientCertificateRejected, cause: "certificate required",
 		},
 		{
 			// The wrapper records for FromTransport credentials too.
 			name:   "FromTransport, unknown CA",
-			broken: credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil)),
-			fixed:  good, client: reactor.FromTransport(credentials.NewClientTLSFromCert(fx.ca.pool, "")),
+			broken: credentials.NewTLS(testcerts.ServerTLS(fx.otherCA.Server(t, "backend.test"), nil)),
+			fixed:  good, client: reactor.FromTransport(credentials.NewClientTLSFromCert(fx.ca.Pool, "")),
 			kind: calls.HandshakeUnknownAuthority, cause: "unknown authority",
 		},
 	}
@@ -291,7 +268,7 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 // can only say what gRPC says: Unavailable, no HandshakeError, no LastConnError.
 func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	fx := newTLSFixture(t)
-	sc := hsNewSwitchCreds(credentials.NewTLS(serverTLS(fx.server, nil)))
+	sc := hsNewSwitchCreds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil)))
 	srv := testserver.Start(t, grpc.Creds(sc))
 	r := newReactor(t, srv, reactor.Config{Credentials: reactor.Insecure(), Backoff: hsBackoff})
 
@@ -313,9 +290,9 @@ func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 // reason.
 func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 	fx := newTLSFixture(t)
-	sc := hsNewSwitchCreds(credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil)))
+	sc := hsNewSwitchCreds(credentials.NewTLS(testcerts.ServerTLS(fx.otherCA.Server(t, "backend.test"), nil)))
 	srv := testserver.Start(t, grpc.Creds(sc))
-	r := newReactor(t, srv, reactor.Config{Credentials: reactor.TLS(fx.ca.certPEM, ""), Backoff: hsBackoff})
+	r := newReactor(t, srv, reactor.Config{Credentials: reactor.TLS(fx.ca.CertPEM, ""), Backoff: hsBackoff})
 
 	err := hsCall(t, r, false)
 	var he *calls.HandshakeError
@@ -340,7 +317,7 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 	require.Contains(t, r.Stats().LastConnError, "unknown authority", "kept until a handshake succeeds")
 	require.Equal(t, calls.HandshakeUnknownAuthority, r.Stats().LastConnErrorKind)
 
-	sc.set(credentials.NewTLS(serverTLS(fx.server, nil)))
+	sc.set(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil)))
 	srv.Restart(t)
 	require.NoError(t, hsCall(t, r, true))
 	require.Empty(t, r.Stats().LastConnError)
@@ -350,13 +327,13 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 // but a call that fails on a healthy backend for its own reason is not blamed on it.
 func TestHandshakeFailureOfAnotherBackend(t *testing.T) {
 	fx := newTLSFixture(t)
-	good := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.server, nil))))
-	bad := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil))))
+	good := testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil))))
+	bad := testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.otherCA.Server(t, "backend.test"), nil))))
 	res := manual.NewBuilderWithScheme("hs")
 	res.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: good.Addr()}, {Addr: bad.Addr()}}})
 	r := newReactor(t, nil, reactor.Config{
 		Target:        "hs:///backends",
-		Credentials:   reactor.TLS(fx.ca.certPEM, "backend.test"),
+		Credentials:   reactor.TLS(fx.ca.CertPEM, "backend.test"),
 		DialOptions:   []grpc.DialOption{grpc.WithResolvers(res)},
 		ServiceConfig: `{"loadBalancingConfig": [{"round_robin": {}}]}`,
 		Backoff:       hsBackoff,

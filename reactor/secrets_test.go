@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testcerts"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
@@ -66,7 +67,7 @@ func TestSecretsAuthorizationNeverLeaks(t *testing.T) {
 	srv := testserver.Start(t)
 	down := testserver.Start(t)
 	down.Stop() // connection refused from now on
-	badTLS := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.otherCA.issueServer(t), nil))))
+	badTLS := testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.otherCA.Server(t, "backend.test"), nil))))
 	auth := func(extra ...string) metadata.MD {
 		md := metadata.MD{"authorization": {bearer}}
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -90,7 +91,7 @@ func TestSecretsAuthorizationNeverLeaks(t *testing.T) {
 		{name: "server too slow", srv: srv, req: &testpb.EchoRequest{DelayMs: 5000}, md: auth(), timeout: 100 * time.Millisecond,
 			code: codes.DeadlineExceeded, sent: true},
 		{name: "server down", srv: down, req: &testpb.EchoRequest{}, md: auth(), code: codes.Unavailable},
-		{name: "TLS handshake fails", srv: badTLS, creds: reactor.TLS(fx.ca.certPEM, ""), req: &testpb.EchoRequest{},
+		{name: "TLS handshake fails", srv: badTLS, creds: reactor.TLS(fx.ca.CertPEM, ""), req: &testpb.EchoRequest{},
 			md: auth(), code: codes.Unavailable},
 		{name: "invalid other key", srv: srv, req: &testpb.EchoRequest{}, md: auth("bad key", "x"), code: codes.InvalidArgument},
 		{name: "reserved other key", srv: srv, req: &testpb.EchoRequest{}, md: auth("grpc-token", bearer), code: codes.InvalidArgument},
@@ -184,27 +185,27 @@ func requireNoKey(t *testing.T, forms []string, what, s string) {
 // (%#v and %d print a struct's byte slices), not a Config or a Reactor holding them, not slog.
 func TestSecretsCredentialsNeverShowKey(t *testing.T) {
 	fx := newTLSFixture(t)
-	forms := keyForms(t, fx.client.keyPEM)
+	forms := keyForms(t, fx.client.KeyPEM)
 	dir := t.TempDir()
-	keyFile := writeFile(t, dir, "client.key", fx.client.keyPEM)
-	certFile := writeFile(t, dir, "client.pem", fx.client.certPEM)
-	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.certPEM)
+	keyFile := writeFile(t, dir, "client.key", fx.client.KeyPEM)
+	certFile := writeFile(t, dir, "client.pem", fx.client.CertPEM)
+	rootsFile := writeFile(t, dir, "roots.pem", fx.ca.CertPEM)
 
 	// The check can fail: a plain struct holding the key shows it.
-	leaky := struct{ key []byte }{fx.client.keyPEM}
+	leaky := struct{ key []byte }{fx.client.KeyPEM}
 	require.Contains(t, fmt.Sprintf("%#v", leaky), forms[len(forms)-1])
 	require.Contains(t, fmt.Sprintf("%d", leaky), forms[len(forms)-2])
 
-	srv := testserver.Start(t, grpc.Creds(credentials.NewTLS(serverTLS(fx.server, fx.ca.pool))))
+	srv := testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.server, fx.ca.Pool))))
 	creds := []struct {
 		c      reactor.Credentials
 		goForm string
 	}{
-		{reactor.MutualTLS(fx.ca.certPEM, fx.client.certPEM, fx.client.keyPEM, "backend.test"), "reactor.MutualTLS(…)"},
+		{reactor.MutualTLS(fx.ca.CertPEM, fx.client.CertPEM, fx.client.KeyPEM, "backend.test"), "reactor.MutualTLS(…)"},
 		{reactor.MutualTLSFiles(rootsFile, certFile, keyFile, ""), "reactor.MutualTLSFiles(…)"},
-		{reactor.TLS(fx.ca.certPEM, ""), "reactor.TLS(…)"},
+		{reactor.TLS(fx.ca.CertPEM, ""), "reactor.TLS(…)"},
 		{reactor.TLSFiles(rootsFile, ""), "reactor.TLSFiles(…)"},
-		{reactor.FromTransport(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{fx.client.tls}, RootCAs: fx.ca.pool})), "reactor.FromTransport(…)"},
+		{reactor.FromTransport(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{fx.client.TLS}, RootCAs: fx.ca.Pool})), "reactor.FromTransport(…)"},
 		{reactor.Insecure(), "reactor.Insecure()"},
 	}
 	for _, tc := range creds {
@@ -241,7 +242,7 @@ func TestSecretsCredentialsNeverShowKey(t *testing.T) {
 
 	// Reflection-based printers (spew, go-cmp, debuggers) do not call Format: prpc's own
 	// credentials hold the key where they do not look.
-	c := reactor.MutualTLS(fx.ca.certPEM, fx.client.certPEM, fx.client.keyPEM, "")
+	c := reactor.MutualTLS(fx.ca.CertPEM, fx.client.CertPEM, fx.client.KeyPEM, "")
 	for _, s := range reachableText(reflect.ValueOf(c), 0) {
 		requireNoKey(t, forms, "a field of MutualTLS's credentials", s)
 	}

@@ -3,16 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -26,6 +18,7 @@ import (
 	pb "github.com/trixnew/prpc/examples/dataservice/networkpb"
 	"github.com/trixnew/prpc/examples/dataservice/server"
 	"github.com/trixnew/prpc/examples/dataservice/store"
+	"github.com/trixnew/prpc/internal/testcerts"
 )
 
 func TestMain(m *testing.M) {
@@ -175,24 +168,28 @@ func TestRunCancelledSavesBeforeExit(t *testing.T) {
 func TestRunMutualTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca := newCert(t, dir, "ca", nil)
-	srvCert := newCert(t, dir, "server", ca)
-	client := newCert(t, dir, "client", ca)
+	ca := testcerts.NewCA(t, "ca")
+	caFile := ca.WriteFile(t, dir, "ca")
+	// For the name dataservice.test only: the client must be told it (-tls-server-name).
+	srvCert, srvKey := ca.Issue(t, "server", testcerts.Options{
+		DNSNames: []string{"dataservice.test"}, Usage: x509.ExtKeyUsageServerAuth,
+	}).WriteFiles(t, dir, "server")
+	clientCert, clientKey := ca.Client(t, "client").WriteFiles(t, dir, "client")
 	srv, err := server.Start(t.Context(), server.Options{
-		TLSCertFile: srvCert.certFile, TLSKeyFile: srvCert.keyFile, ClientCAFile: ca.certFile,
+		TLSCertFile: srvCert, TLSKeyFile: srvKey, ClientCAFile: caFile,
 	})
 	require.NoError(t, err)
 	defer srv.Stop()
 
 	res := runGame(t.Context(), "-target", srv.Addr(), "-duration", "1s", "-players", "5",
-		"-tls-ca", ca.certFile, "-tls-cert", client.certFile, "-tls-key", client.keyFile,
+		"-tls-ca", caFile, "-tls-cert", clientCert, "-tls-key", clientKey,
 		"-tls-server-name", "dataservice.test")
 	requirePassed(t, res)
 	assert.Positive(t, srv.Stats().Saves)
 
 	// Without the client certificate the server refuses the connection.
 	res = runGame(t.Context(), "-target", srv.Addr(), "-duration", "500ms", "-players", "2",
-		"-tls-ca", ca.certFile, "-tls-server-name", "dataservice.test")
+		"-tls-ca", caFile, "-tls-server-name", "dataservice.test")
 	assert.Equal(t, 1, res.code)
 	assert.Contains(t, res.stderr, "gameloop: FAILED: ")
 }
@@ -228,50 +225,4 @@ func TestRunFlags(t *testing.T) {
 		assert.Equal(t, 2, res.code, "%v", tt.args)
 		assert.Contains(t, res.stderr, tt.want, "%v", tt.args)
 	}
-}
-
-// testCert is a certificate and key written as PEM files.
-type testCert struct {
-	cert              *x509.Certificate
-	key               *ecdsa.PrivateKey
-	certFile, keyFile string
-}
-
-// newCert issues a certificate named name, signed by parent, or a self-signed CA if parent is
-// nil. "server" certificates are for the name dataservice.test; "client" ones for clients.
-func newCert(t *testing.T, dir, name string, parent *testCert) *testCert {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-	}
-	signer, signerKey := tmpl, key
-	switch {
-	case parent == nil:
-		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
-		tmpl.KeyUsage |= x509.KeyUsageCertSign
-	case name == "server":
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.DNSNames = []string{"dataservice.test"}
-		signer, signerKey = parent.cert, parent.key
-	default:
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-		signer, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	tc := &testCert{cert: cert, key: key,
-		certFile: filepath.Join(dir, name+".crt"), keyFile: filepath.Join(dir, name+".key")}
-	require.NoError(t, os.WriteFile(tc.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(tc.keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
-	return tc
 }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/internal/testcerts"
 )
 
 func TestServiceNameMatchesDescriptor(t *testing.T) {
@@ -334,7 +335,7 @@ func TestStopIsImmediate(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	cert := issueCert(t, "server", serverCert, nil)
+	certFile, keyFile := testcerts.NewCA(t, "ca").Server(t).WriteFiles(t, t.TempDir(), "server")
 	busy := startServer(t, Options{})
 	notPEM := filepath.Join(t.TempDir(), "not-pem.txt")
 	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600))
@@ -343,13 +344,13 @@ func TestStartErrors(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{name: "cert without key", opts: Options{TLSCertFile: cert.certFile}},
-		{name: "key without cert", opts: Options{TLSKeyFile: cert.keyFile}},
-		{name: "client CA without TLS", opts: Options{ClientCAFile: cert.certFile}},
-		{name: "missing cert file", opts: Options{TLSCertFile: cert.certFile + ".missing", TLSKeyFile: cert.keyFile}},
-		{name: "missing client CA file", opts: Options{TLSCertFile: cert.certFile, TLSKeyFile: cert.keyFile, ClientCAFile: cert.certFile + ".missing"}},
-		{name: "client CA file without PEM", opts: Options{TLSCertFile: cert.certFile, TLSKeyFile: cert.keyFile, ClientCAFile: notPEM}},
-		{name: "key is not a key", opts: Options{TLSCertFile: cert.certFile, TLSKeyFile: cert.certFile}},
+		{name: "cert without key", opts: Options{TLSCertFile: certFile}},
+		{name: "key without cert", opts: Options{TLSKeyFile: keyFile}},
+		{name: "client CA without TLS", opts: Options{ClientCAFile: certFile}},
+		{name: "missing cert file", opts: Options{TLSCertFile: certFile + ".missing", TLSKeyFile: keyFile}},
+		{name: "missing client CA file", opts: Options{TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: certFile + ".missing"}},
+		{name: "client CA file without PEM", opts: Options{TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: notPEM}},
+		{name: "key is not a key", opts: Options{TLSCertFile: certFile, TLSKeyFile: certFile}},
 		{name: "bad address", opts: Options{Addr: "127.0.0.1:notaport"}},
 		{name: "address in use", opts: Options{Addr: busy.Addr()}},
 		{name: "database in missing directory", opts: Options{DBPath: filepath.Join(t.TempDir(), "missing", "players.db")}},

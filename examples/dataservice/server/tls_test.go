@@ -11,13 +11,15 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/internal/testcerts"
 )
 
 func TestTLS(t *testing.T) {
-	cert := issueCert(t, "server", serverCert, nil) // self-signed
-	srv := startServer(t, Options{TLSCertFile: cert.certFile, TLSKeyFile: cert.keyFile})
+	ca := testcerts.NewCA(t, "ca")
+	certFile, keyFile := ca.Server(t).WriteFiles(t, t.TempDir(), "server")
+	srv := startServer(t, Options{TLSCertFile: certFile, TLSKeyFile: keyFile})
 
-	creds := credentials.NewTLS(&tls.Config{RootCAs: cert.pool(), MinVersion: tls.VersionTLS12})
+	creds := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12})
 	client := networkpb.NewDataServiceClient(dial(t, srv.Addr(), creds))
 	saved, err := client.SavePlayer(t.Context(), &networkpb.SavePlayerRequest{Player: &networkpb.Player{Xuid: "tls"}})
 	require.NoError(t, err)
@@ -29,8 +31,8 @@ func TestTLS(t *testing.T) {
 		require.Equal(t, codes.Unavailable, status.Code(err), "error: %v", err)
 	})
 	t.Run("untrusted server is refused", func(t *testing.T) {
-		other := issueCert(t, "other", serverCert, nil)
-		creds := credentials.NewTLS(&tls.Config{RootCAs: other.pool(), MinVersion: tls.VersionTLS12})
+		other := testcerts.NewCA(t, "other")
+		creds := credentials.NewTLS(&tls.Config{RootCAs: other.Pool, MinVersion: tls.VersionTLS12})
 		hc := healthpb.NewHealthClient(dial(t, srv.Addr(), creds))
 		_, err := hc.Check(t.Context(), &healthpb.HealthCheckRequest{})
 		require.Equal(t, codes.Unavailable, status.Code(err), "error: %v", err)
@@ -38,19 +40,20 @@ func TestTLS(t *testing.T) {
 }
 
 func TestMutualTLS(t *testing.T) {
-	ca := issueCert(t, "ca", caCert, nil)
-	serverLeaf := issueCert(t, "server", serverCert, ca)
-	clientLeaf := issueCert(t, "game-server", clientCert, ca)
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, "ca")
+	certFile, keyFile := ca.Server(t).WriteFiles(t, dir, "server")
+	clientLeaf := ca.Client(t, "game-server")
 	srv := startServer(t, Options{
-		TLSCertFile:  serverLeaf.certFile,
-		TLSKeyFile:   serverLeaf.keyFile,
-		ClientCAFile: ca.certFile,
+		TLSCertFile:  certFile,
+		TLSKeyFile:   keyFile,
+		ClientCAFile: ca.WriteFile(t, dir, "ca"),
 	})
 
 	t.Run("client with certificate", func(t *testing.T) {
 		creds := credentials.NewTLS(&tls.Config{
-			RootCAs:      ca.pool(),
-			Certificates: []tls.Certificate{clientLeaf.tlsCertificate()},
+			RootCAs:      ca.Pool,
+			Certificates: []tls.Certificate{clientLeaf.TLS},
 			MinVersion:   tls.VersionTLS12,
 		})
 		hc := healthpb.NewHealthClient(dial(t, srv.Addr(), creds))
@@ -59,17 +62,16 @@ func TestMutualTLS(t *testing.T) {
 		require.Equal(t, healthpb.HealthCheckResponse_SERVING, resp.GetStatus())
 	})
 	t.Run("client without certificate is refused", func(t *testing.T) {
-		creds := credentials.NewTLS(&tls.Config{RootCAs: ca.pool(), MinVersion: tls.VersionTLS12})
+		creds := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12})
 		hc := healthpb.NewHealthClient(dial(t, srv.Addr(), creds))
 		_, err := hc.Check(t.Context(), &healthpb.HealthCheckRequest{})
 		require.Equal(t, codes.Unavailable, status.Code(err), "error: %v", err)
 	})
 	t.Run("client certificate from another CA is refused", func(t *testing.T) {
-		otherCA := issueCert(t, "other-ca", caCert, nil)
-		stranger := issueCert(t, "stranger", clientCert, otherCA)
+		stranger := testcerts.NewCA(t, "other-ca").Client(t, "stranger")
 		creds := credentials.NewTLS(&tls.Config{
-			RootCAs:      ca.pool(),
-			Certificates: []tls.Certificate{stranger.tlsCertificate()},
+			RootCAs:      ca.Pool,
+			Certificates: []tls.Certificate{stranger.TLS},
 			MinVersion:   tls.VersionTLS12,
 		})
 		hc := healthpb.NewHealthClient(dial(t, srv.Addr(), creds))
