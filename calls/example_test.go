@@ -1,0 +1,44 @@
+package calls_test
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testpb"
+)
+
+// Methods are declared once, at package level, with their request and response types.
+func ExampleMustMethod() {
+	echo := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Echo")
+	fmt.Println(echo.Path())
+	fmt.Println(echo.Service(), echo.Name())
+	// Output:
+	// /prpctest.TestService/Echo
+	// prpctest.TestService Echo
+}
+
+// A path that gRPC would not route is refused with an error that quotes it.
+func ExampleNewMethod() {
+	_, err := calls.NewMethod[*testpb.EchoRequest, *testpb.EchoResponse]("prpctest.TestService.Echo")
+	fmt.Println(err)
+	// Output: prpc: invalid gRPC method path "prpctest.TestService.Echo": expected /package.Service/Method
+}
+
+// A call's error matches the sentinel of its condition with errors.Is and carries the gRPC
+// code users expect; a server's own status keeps its code and message.
+func ExampleError() {
+	local := calls.NewError(calls.ErrTimeout, "/network.DataService/GetPlayer", "deadline exceeded after 1.5s", nil)
+	fmt.Println(errors.Is(local, calls.ErrTimeout), status.Code(local))
+
+	remote := calls.StatusError("/network.DataService/GetPlayer", status.Error(codes.NotFound, "no such player"), nil)
+	fmt.Println(status.Code(remote), remote.Message())
+	fmt.Println(remote)
+	// Output:
+	// true DeadlineExceeded
+	// NotFound no such player
+	// prpc: /network.DataService/GetPlayer: NotFound: no such player
+}
