@@ -28,7 +28,7 @@ type Options struct {
 	// Context, if not nil, is the parent of the call's context: its values travel to the
 	// transport (for interceptors and stats handlers), and cancelling it cancels the call,
 	// which then fails with ErrCancelled. Its deadline, if earlier than the call's, also
-	// applies.
+	// applies: it is sent to the server, and the call fails with ErrTimeout when it passes.
 	Context context.Context
 
 	// CallOptions are passed to gRPC for this call, for example grpc.UseCompressor. They

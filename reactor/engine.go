@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,6 +86,10 @@ func (e *engine) handle(ev event) {
 			if c.Parent != nil {
 				cause = c.Parent.Err()
 			}
+			if errors.Is(cause, context.DeadlineExceeded) { // the parent's earlier deadline applies
+				e.settle(c, nil, calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout)
+				return
+			}
 			e.settle(c, nil, calls.NewError(calls.ErrCancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
 		}
 	case evComplete:
@@ -137,7 +142,7 @@ func (e *engine) dispatch() {
 		if _, system := r.clock.(systemClock); !system {
 			deadline = time.Now().Add(c.Deadline.Sub(r.clock.Now()))
 		}
-		c.Ctx, c.CancelCtx = context.WithDeadline(parent, deadline)
+		c.Ctx, c.CancelCtx = newCallCtx(parent, deadline)
 		c.InFlight = true
 		c.Invoker = inv
 		e.loads[inv]++

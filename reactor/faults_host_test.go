@@ -134,7 +134,10 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	// still be on their way to the queue.
 	require.GreaterOrEqual(t, first.Remaining, maxOutstanding+rejectedN-1)
 	require.LessOrEqual(t, first.Remaining, maxOutstanding+len(rejected)-1)
-	require.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(64<<10), "the first Tick copied the backlog")
+	// The bound is a quarter of what copying the backlog's ~100,000 pointers would allocate
+	// (800 KB): the process-wide counter also sees the harness's own audit and the reactor
+	// goroutine, which measured 2–86 KB here under load.
+	require.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(200<<10), "the first Tick copied the backlog")
 	h.settle(faultBound)
 	for i, c := range admitted {
 		require.NoError(t, c.err)

@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 
@@ -82,12 +83,17 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 }
 
 // laneError turns the error of a transport call into the call's *calls.Error.
-// A call whose parent context was cancelled fails with ErrCancelled, unless its deadline
-// passed first. An Unavailable call failed by a recorded handshake failure gets it as its
-// cause (a *calls.HandshakeError).
+// A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
+// parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
+// handshake failure gets it as its cause (a *calls.HandshakeError).
 func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD) error {
-	if status.Code(err) != codes.DeadlineExceeded && c.Parent != nil && c.Parent.Err() != nil {
-		return calls.NewError(calls.ErrCancelled, c.Ops.Path, "parent context done: "+c.Parent.Err().Error(), c.Parent.Err())
+	if c.Parent != nil && status.Code(err) != codes.DeadlineExceeded {
+		switch perr := c.Parent.Err(); {
+		case errors.Is(perr, context.DeadlineExceeded):
+			return calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", perr)
+		case perr != nil:
+			return calls.NewError(calls.ErrCancelled, c.Ops.Path, "parent context done: "+perr.Error(), perr)
+		}
 	}
 	if he := r.handshakes.cause(err); he != nil {
 		return calls.HandshakeStatusError(c.Ops.Path, err, trailer, he)
