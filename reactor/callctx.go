@@ -14,19 +14,32 @@ import (
 // Done, Err and Value are those of the embedded cancellable context, so gRPC's own child
 // contexts attach to it without a goroutine. If the parent's deadline is earlier, Deadline
 // reports the parent's, and the parent's expiry cancels the call through the embedded context.
+//
+// It also carries, under pickedKey, where the balancer records the backend it picks for the
+// call (see subconns.go), saving a context.WithValue per call.
 type callCtx struct {
 	context.Context // from context.WithCancel(parent)
 	deadline        time.Time
+	picked          *string
 }
 
-// newCallCtx returns the context of a transport call with the given deadline.
-func newCallCtx(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+// newCallCtx returns the context of a transport call with the given deadline; the balancer
+// writes the address of the backend it picks into *picked.
+func newCallCtx(parent context.Context, deadline time.Time, picked *string) (context.Context, context.CancelFunc) {
 	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	ctx, cancel := context.WithCancel(parent)
-	return &callCtx{Context: ctx, deadline: deadline}, cancel
+	return &callCtx{Context: ctx, deadline: deadline, picked: picked}, cancel
 }
 
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// Value returns the picked-backend slot for pickedKey, and the parent's values otherwise.
+func (c *callCtx) Value(key any) any {
+	if _, ok := key.(pickedKey); ok {
+		return c.picked
+	}
+	return c.Context.Value(key)
+}

@@ -142,7 +142,8 @@ func (e *engine) dispatch() {
 		if _, system := r.clock.(systemClock); !system {
 			deadline = time.Now().Add(c.Deadline.Sub(r.clock.Now()))
 		}
-		c.Ctx, c.CancelCtx = newCallCtx(parent, deadline)
+		c.LanePicked = ""
+		c.Ctx, c.CancelCtx = newCallCtx(parent, deadline, &c.LanePicked)
 		c.InFlight = true
 		c.Invoker = inv
 		e.loads[inv]++

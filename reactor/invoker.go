@@ -25,18 +25,16 @@ func (r *Reactor) lane(work <-chan *callcore.Call) {
 	defer r.lanes.Done()
 	var header, trailer metadata.MD
 	var p peer.Peer
-	var picked string
 	opts := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
 	var frame codec.Frame
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	for c := range work {
-		header, trailer, p, picked = nil, nil, peer.Peer{}, ""
+		header, trailer, p = nil, nil, peer.Peer{}
 		c.LaneValue, c.LaneErr = nil, nil
-		if err := r.invoke(c, opts, &frame, &reply, &picked); err != nil {
+		if err := r.invoke(c, opts, &frame, &reply); err != nil {
 			c.LaneErr = r.laneError(c, err, trailer)
 		}
 		c.LaneHeader, c.LaneTrailer, c.LanePeer = header, trailer, p.Addr
-		c.LanePicked = picked
 		frame.Bytes, reply.Msg = nil, nil
 		if c.LaneErr == nil {
 			releaseRequest(c)
@@ -49,8 +47,7 @@ func (r *Reactor) lane(work <-chan *callcore.Call) {
 
 // invoke runs c's transport call, sets LaneValue on success and returns the transport's
 // error otherwise. A panic fails only this call, with Internal.
-// The balancer writes the address of the backend it picks into *picked (see subconns.go).
-func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.Frame, reply *codec.Reply, picked *string) (err error) {
+func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.Frame, reply *codec.Reply) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.cfg.Logger.Error("prpc: invoker panicked", "method", c.Ops.Path, "panic", p, "stack", string(debug.Stack()))
@@ -70,9 +67,6 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 		opts = append(own, opts...)
 	}
 	ctx := c.Ctx
-	if r.subconns != nil {
-		ctx = context.WithValue(ctx, pickedKey{}, picked)
-	}
 	if c.MD != nil {
 		ctx = metadata.NewOutgoingContext(ctx, c.MD)
 	}
