@@ -42,6 +42,11 @@ type Options struct {
 	// call is in flight on the dead connection and fails with Unavailable like the others.
 	WaitForReady bool
 
+	// FailFast makes the call fail at once with Unavailable while the backend is
+	// unreachable, overriding a method policy's WaitForReady for this call. Setting both
+	// FailFast and WaitForReady fails the call with ErrInvalidArgument.
+	FailFast bool
+
 	// Critical lets the call use the share of MaxOutstanding the reactor reserves for
 	// critical calls (reactor.Config.CriticalReserve), as a method's policy may do for all its
 	// calls: under overload, a player's save is then not rejected along with cosmetic reads.

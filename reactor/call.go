@@ -70,6 +70,10 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	case t > 0:
 		c.Timeout = t
 	}
+	if opts.WaitForReady && opts.FailFast {
+		r.reject(c, calls.ErrInvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
+		return
+	}
 	if len(opts.Metadata) > 0 {
 		md, err := limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes)
 		if err != nil {
@@ -91,7 +95,7 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	c.Request = buf
 	c.Parent = opts.Context
 	c.CallOpts = opts.CallOptions
-	c.WaitForReady = opts.WaitForReady || policy.waitForReady
+	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
 	c.Deadline = now.Add(c.Timeout)
 	limit := r.cfg.MaxOutstanding
 	if !opts.Critical && !policy.critical {

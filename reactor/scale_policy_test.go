@@ -91,8 +91,12 @@ func TestScalePolicyWaitForReady(t *testing.T) {
 	byPolicy := tr.call(r, echo, "policy", nil)
 	byOption := tr.call(r, echoOther, "option", &calls.Options{WaitForReady: true})
 	fast := tr.call(r, echoOther, "fast", nil)
-	waitFor(t, r, scaleBound, func() bool { return fast.settled > 0 })
+	forcedFast := tr.call(r, echo, "forced fast", &calls.Options{FailFast: true})
+	waitFor(t, r, scaleBound, func() bool { return fast.settled > 0 && forcedFast.settled > 0 })
 	require.Equal(t, codes.Unavailable, status.Code(fast.err), "the call without WaitForReady: %v", fast.err)
+	require.Equal(t, codes.Unavailable, status.Code(forcedFast.err), "Options.FailFast overrides the policy: %v", forcedFast.err)
+	both := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{WaitForReady: true, FailFast: true})
+	require.ErrorIs(t, both.Err(), calls.ErrInvalidArgument)
 	require.Zero(t, byPolicy.settled, "the call whose method waits for ready settled: %v", byPolicy.err)
 	require.Zero(t, byOption.settled, "the call with Options.WaitForReady settled: %v", byOption.err)
 
