@@ -40,6 +40,18 @@ func startExampleServer() (addr string, stop func()) {
 	return lis.Addr().String(), func() { s.Stop(); <-done }
 }
 
+// exampleReactor starts the example backend and a reactor for it, as ExampleCall shows in
+// full; stop closes both.
+func exampleReactor(cfg reactor.Config) (r *reactor.Reactor, stop func()) {
+	addr, stopServer := startExampleServer()
+	cfg.Target, cfg.Credentials = addr, reactor.Insecure()
+	r, err := reactor.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return r, func() { r.Close(context.Background()); stopServer() }
+}
+
 // The methods a program calls are declared once.
 var exampleEcho = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Echo")
 
@@ -73,13 +85,8 @@ func ExampleCall() {
 
 // A call that outlives its timeout fails with ErrTimeout, which carries DeadlineExceeded.
 func ExampleCall_timeout() {
-	addr, stop := startExampleServer()
+	r, stop := exampleReactor(reactor.Config{})
 	defer stop()
-	r, err := reactor.New(reactor.Config{Target: addr, Credentials: reactor.Insecure()})
-	if err != nil {
-		panic(err)
-	}
-	defer r.Close(context.Background())
 
 	p := reactor.Call(r, exampleEcho, &testpb.EchoRequest{Block: true}, &calls.Options{Timeout: 50 * time.Millisecond})
 	p.OnError(func(err error) {
@@ -108,13 +115,8 @@ func ExampleCall_rejected() {
 
 // Tick delivers completions in order under a time budget, and reports what it left.
 func ExampleReactor_Tick() {
-	addr, stop := startExampleServer()
+	r, stop := exampleReactor(reactor.Config{})
 	defer stop()
-	r, err := reactor.New(reactor.Config{Target: addr, Credentials: reactor.Insecure()})
-	if err != nil {
-		panic(err)
-	}
-	defer r.Close(context.Background())
 
 	settled := 0
 	for range 3 {
@@ -152,13 +154,8 @@ func ExampleReactor_Close() {
 
 // Stats is a snapshot that any goroutine may take.
 func ExampleReactor_Stats() {
-	addr, stop := startExampleServer()
+	r, stop := exampleReactor(reactor.Config{Workers: 3})
 	defer stop()
-	r, err := reactor.New(reactor.Config{Target: addr, Credentials: reactor.Insecure(), Workers: 3})
-	if err != nil {
-		panic(err)
-	}
-	defer r.Close(context.Background())
 
 	p := reactor.Call(r, exampleEcho, &testpb.EchoRequest{Message: "x"}, nil)
 	for p.State() == calls.Pending {
