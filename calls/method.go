@@ -78,16 +78,15 @@ func (m *Method[Req, Resp]) descriptor() *callcore.Ops { return &m.ops }
 
 // newPromise allocates the promise of one call of m together with its call state, in one
 // allocation.
-func (m *Method[Req, Resp]) newPromise() *callcore.Call {
+func (m *Method[Req, Resp]) newPromise() (any, *callcore.Call) {
 	p := &Promise[Resp]{}
 	p.c.Ops = &m.ops
-	p.c.Promise = p
-	return &p.c
+	return p, &p.c
 }
 
 func init() {
-	callcore.NewPromise = func(d any) *callcore.Call {
-		return d.(interface{ newPromise() *callcore.Call }).newPromise()
+	callcore.NewPromise = func(d any) (any, *callcore.Call) {
+		return d.(interface{ newPromise() (any, *callcore.Call) }).newPromise()
 	}
 }
 

@@ -96,16 +96,17 @@ func (l Limits) CallOptions() []grpc.CallOption {
 	}
 }
 
-// DialOptions returns the dial options that cap gRPC's limits at l for every call on the
-// connection, including the header lists accepted from the server (MaxMetadataBytes plus
-// HeaderListSlack). Put them after any user options: for these options the last one wins.
+// DialOptions returns the dial options that cap, for the whole connection, the header lists
+// accepted from the server at MaxMetadataBytes plus HeaderListSlack. Put them after any user
+// options: for these options the last one wins. The message size limits are call options
+// (CallOptions), which every call passes last; repeating them as the connection's default
+// call options would only make grpc-go merge the two lists, an allocation per call.
 func (l Limits) DialOptions() []grpc.DialOption {
 	headers := l.MaxMetadataBytes + HeaderListSlack
 	if headers > math.MaxUint32 {
 		headers = math.MaxUint32
 	}
 	return []grpc.DialOption{
-		grpc.WithDefaultCallOptions(l.CallOptions()...),
 		grpc.WithMaxHeaderListSize(uint32(headers)),
 	}
 }

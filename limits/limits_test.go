@@ -126,5 +126,5 @@ func TestCallOptionsCapLimits(t *testing.T) {
 	}
 	require.Equal(t, 123, send)
 	require.Equal(t, 456, recv)
-	require.Len(t, l.DialOptions(), 2)
+	require.Len(t, l.DialOptions(), 1)
 }

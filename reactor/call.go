@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
@@ -29,17 +30,15 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 	if m == nil {
 		panic("prpc: reactor.Call with a nil *calls.Method")
 	}
-	c := callcore.NewPromise(m)
+	p, c := callcore.NewPromise(m)
 	r.submit(c, req, opts)
-	return c.Promise.(*calls.Promise[Resp])
+	return p.(*calls.Promise[Resp])
 }
 
 // submit validates, encodes and admits c, or rejects it.
 func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Options) {
 	c.Owner = &r.owner
-	c.HeapIndex = -1
-	now := r.clock.Now()
-	c.Submitted = now
+	c.Submitted = r.nanos(r.clock.Now())
 	if r.closingA.Load() {
 		r.reject(c, calls.ErrClosed, "reactor is closed", nil)
 		return
@@ -59,7 +58,7 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	if !ok {
 		policy = methodPolicy{timeout: r.cfg.DefaultTimeout}
 	}
-	c.Timeout = policy.timeout
+	timeout := policy.timeout
 	switch t := opts.Timeout; {
 	case t < 0:
 		r.reject(c, calls.ErrInvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
@@ -68,19 +67,19 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 		r.reject(c, calls.ErrInvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
 		return
 	case t > 0:
-		c.Timeout = t
+		timeout = t
 	}
 	if opts.WaitForReady && opts.FailFast {
 		r.reject(c, calls.ErrInvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
 		return
 	}
+	var md metadata.MD
 	if len(opts.Metadata) > 0 {
-		md, err := limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes)
-		if err != nil {
+		var err error
+		if md, err = limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
 			r.rejectLimit(c, err)
 			return
 		}
-		c.MD = md
 	}
 	size := codec.Size(req)
 	if err := r.cfg.Limits.CheckRequest(size); err != nil {
@@ -93,10 +92,11 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 		return
 	}
 	c.Request = buf
-	c.Parent = opts.Context
-	c.CallOpts = opts.CallOptions
+	if md != nil || opts.Context != nil || len(opts.CallOptions) > 0 {
+		c.Extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
+	}
 	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
-	c.Deadline = now.Add(c.Timeout)
+	c.Deadline = c.Submitted + int64(timeout)
 	limit := r.cfg.MaxOutstanding
 	if !opts.Critical && !policy.critical {
 		limit -= r.cfg.CriticalReserve

@@ -15,22 +15,23 @@ import (
 // contexts attach to it without a goroutine. If the parent's deadline is earlier, Deadline
 // reports the parent's, and the parent's expiry cancels the call through the embedded context.
 //
-// It also carries, under pickedKey, where the balancer records the backend it picks for the
-// call (see subconns.go), saving a context.WithValue per call.
+// It also carries its cancel function, and, under pickedKey, the slot where the balancer
+// records the backend it picks for the call (see subconns.go), saving a context.WithValue per
+// call. The call record holds it as its Ctx while the call is in flight.
 type callCtx struct {
 	context.Context // from context.WithCancel(parent)
+	cancel          context.CancelFunc
 	deadline        time.Time
-	picked          *string
+	picked          string
 }
 
-// newCallCtx returns the context of a transport call with the given deadline; the balancer
-// writes the address of the backend it picks into *picked.
-func newCallCtx(parent context.Context, deadline time.Time, picked *string) (context.Context, context.CancelFunc) {
+// newCallCtx returns the context of a transport call with the given deadline.
+func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
 	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	ctx, cancel := context.WithCancel(parent)
-	return &callCtx{Context: ctx, deadline: deadline, picked: picked}, cancel
+	return &callCtx{Context: ctx, cancel: cancel, deadline: deadline}
 }
 
 // Deadline returns the call's deadline.
@@ -39,7 +40,7 @@ func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 // Value returns the picked-backend slot for pickedKey, and the parent's values otherwise.
 func (c *callCtx) Value(key any) any {
 	if _, ok := key.(pickedKey); ok {
-		return c.picked
+		return &c.picked
 	}
 	return c.Context.Value(key)
 }

@@ -39,3 +39,12 @@ type systemTimer struct{ t *time.Timer }
 func (t systemTimer) C() <-chan time.Time        { return t.t.C }
 func (t systemTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
 func (t systemTimer) Stop() bool                 { return t.t.Stop() }
+
+// A call record keeps its times as nanoseconds since the reactor's epoch, the clock's time
+// when New ran: an int64 is a third of a time.Time, and compares and subtracts at once.
+
+// nanos returns t as nanoseconds since the reactor's epoch.
+func (r *Reactor) nanos(t time.Time) int64 { return int64(t.Sub(r.epoch)) }
+
+// timeAt returns the time ns nanoseconds after the reactor's epoch.
+func (r *Reactor) timeAt(ns int64) time.Time { return r.epoch.Add(time.Duration(ns)) }

@@ -27,6 +27,7 @@ type engine struct {
 	closing  bool
 	cut      int
 	now      time.Time // read once per turn: the clock costs ~100 ns a read on some VMs
+	nowNs    int64     // now, as r.nanos(now)
 }
 
 // start launches the reactor goroutine and the invoker lanes.
@@ -58,14 +59,15 @@ func (e *engine) run() {
 		}
 		e.events = r.in.take(e.events)
 		e.now = r.clock.Now()
-		for _, ev := range e.events {
-			e.handle(ev)
+		e.nowNs = r.nanos(e.now)
+		for i := range e.events {
+			e.handle(&e.events[i])
 		}
-		e.expire(e.now)
+		e.expire()
 		e.dispatch()
 		e.flush()
 		e.publish()
-		if e.closing && e.heap.len() == 0 && e.inFlight == 0 {
+		if e.closing && e.heap.live() == 0 && e.inFlight == 0 {
 			e.shutdown()
 			return
 		}
@@ -73,7 +75,7 @@ func (e *engine) run() {
 	}
 }
 
-func (e *engine) handle(ev event) {
+func (e *engine) handle(ev *event) {
 	c := ev.c
 	switch ev.kind {
 	case evSubmit:
@@ -83,8 +85,8 @@ func (e *engine) handle(ev event) {
 	case evCancel:
 		if !c.Settled && c.Admitted {
 			var cause error
-			if c.Parent != nil {
-				cause = c.Parent.Err()
+			if parent := c.Parent(); parent != nil {
+				cause = parent.Err()
 			}
 			if errors.Is(cause, context.DeadlineExceeded) { // the parent's earlier deadline applies
 				e.settle(c, nil, calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout)
@@ -93,7 +95,7 @@ func (e *engine) handle(ev event) {
 			e.settle(c, nil, calls.NewError(calls.ErrCancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
 		}
 	case evComplete:
-		e.complete(c)
+		e.complete(c, &ev.res)
 	case evClose:
 		e.closing = true
 	case evAbort:
@@ -107,15 +109,14 @@ func (e *engine) handle(ev event) {
 
 // admit schedules a newly submitted call.
 func (e *engine) admit(c *callcore.Call) {
-	c.HeapIndex = -1
-	if !c.Deadline.After(e.now) {
+	if c.Deadline <= e.nowNs {
 		e.timeout(c)
 		return
 	}
 	e.heap.push(c)
-	if c.Parent != nil && c.Parent.Done() != nil {
+	if parent := c.Parent(); parent != nil && parent.Done() != nil {
 		owner := &e.r.owner
-		c.StopParent = context.AfterFunc(c.Parent, func() { owner.Cancel(c) })
+		c.Extra.StopParent = context.AfterFunc(parent, func() { owner.Cancel(c) })
 	}
 	e.waiting.push(c)
 }
@@ -133,19 +134,18 @@ func (e *engine) dispatch() {
 			releaseRequest(c)
 			continue
 		}
-		parent := c.Parent
+		parent := c.Parent()
 		if parent == nil {
 			parent = context.Background()
 		}
 		// The native deadline is on the system clock; with a manual clock it is the time left.
-		deadline := c.Deadline
+		deadline := r.timeAt(c.Deadline)
 		if _, system := r.clock.(systemClock); !system {
-			deadline = time.Now().Add(c.Deadline.Sub(r.clock.Now()))
+			deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
 		}
-		c.LanePicked = ""
-		c.Ctx, c.CancelCtx = newCallCtx(parent, deadline, &c.LanePicked)
+		c.Ctx = newCallCtx(parent, deadline)
 		c.InFlight = true
-		c.Invoker = inv
+		c.Invoker = int32(inv)
 		e.loads[inv]++
 		e.inFlight++
 		e.invokers[inv] <- c // never blocks: the channel holds BatchSize and load ≤ BatchSize
@@ -165,22 +165,23 @@ func (e *engine) pickInvoker() int {
 	return best
 }
 
-// complete takes an invoker's report that c's transport call returned.
-func (e *engine) complete(c *callcore.Call) {
+// complete takes an invoker's report that c's transport call returned res.
+func (e *engine) complete(c *callcore.Call, res *laneResult) {
 	c.InFlight = false
 	e.loads[c.Invoker]--
 	e.inFlight--
-	c.CancelCtx()
-	e.r.backends.record(c.LanePeer, c.LanePicked, c.LaneErr)
+	c.Ctx.(*callCtx).cancel()
+	c.Ctx = nil
+	e.r.backends.record(res.peer, res.picked, res.err)
 	if c.Settled {
 		return
 	}
-	c.Header, c.Trailer = c.LaneHeader, c.LaneTrailer
+	c.Header, c.Trailer = res.header, res.trailer
 	reason := callcore.ReasonNone
-	if c.LaneErr != nil {
-		reason = reasonOf(c.LaneErr)
+	if res.err != nil {
+		reason = reasonOf(res.err)
 	}
-	e.settle(c, c.LaneValue, c.LaneErr, reason)
+	e.settle(c, res.value, res.err, reason)
 }
 
 func reasonOf(err error) callcore.Reason {
@@ -200,15 +201,15 @@ func reasonOf(err error) callcore.Reason {
 }
 
 // expire settles every call whose deadline has passed.
-func (e *engine) expire(now time.Time) {
-	for e.heap.len() > 0 && !e.heap.earliest().After(now) {
-		e.timeout(e.heap[0])
+func (e *engine) expire() {
+	for c := e.heap.earliest(); c != nil && c.Deadline <= e.nowNs; c = e.heap.earliest() {
+		e.timeout(c)
 	}
 }
 
 func (e *engine) timeout(c *callcore.Call) {
-	elapsed := e.now.Sub(c.Submitted)
-	msg := fmt.Sprintf("deadline exceeded after %v (timeout %v)", elapsed.Round(time.Millisecond), c.Timeout)
+	elapsed, timeout := time.Duration(e.nowNs-c.Submitted), time.Duration(c.Deadline-c.Submitted)
+	msg := fmt.Sprintf("deadline exceeded after %v (timeout %v)", elapsed.Round(time.Millisecond), timeout)
 	if !c.InFlight {
 		msg += "; never sent"
 	}
@@ -217,8 +218,7 @@ func (e *engine) timeout(c *callcore.Call) {
 
 // abort settles every unsettled call with ErrClosed wrapping cause, for Close.
 func (e *engine) abort(cause error) {
-	for e.heap.len() > 0 {
-		c := e.heap[0]
+	for c := e.heap.earliest(); c != nil; c = e.heap.earliest() {
 		e.cut++
 		e.settle(c, nil, calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
 	}
@@ -228,12 +228,12 @@ func (e *engine) abort(cause error) {
 func (e *engine) settle(c *callcore.Call, value proto.Message, err error, reason callcore.Reason) {
 	c.Settled = true
 	e.heap.remove(c)
-	if c.StopParent != nil {
-		c.StopParent()
-		c.StopParent = nil
+	if c.Extra != nil && c.Extra.StopParent != nil {
+		c.Extra.StopParent()
+		c.Extra.StopParent = nil
 	}
 	if c.InFlight {
-		c.CancelCtx() // the lane returns soon and reports completion, which frees its slot
+		c.Ctx.(*callCtx).cancel() // the lane returns soon and reports completion, which frees its slot
 	}
 	c.Value = value
 	c.Err = err
@@ -264,11 +264,12 @@ func (e *engine) publish() {
 
 // arm sets the timer for the earliest deadline.
 func (e *engine) arm() {
-	if e.heap.len() == 0 {
+	c := e.heap.earliest()
+	if c == nil {
 		e.timer.Stop()
 		return
 	}
-	e.timer.Reset(max(e.heap.earliest().Sub(e.r.clock.Now()), 0)) // now, after this turn's work
+	e.timer.Reset(max(e.r.timeAt(c.Deadline).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
 }
 
 // shutdown stops the invokers, closes an owned connection, settles whatever raced with
@@ -333,5 +334,3 @@ func (r *Reactor) wakeHost() {
 		r.cfg.OnReady()
 	}
 }
-
-func (h deadlineHeap) len() int { return len(h) }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/codec"
@@ -30,50 +31,57 @@ func (r *Reactor) lane(work <-chan *callcore.Call) {
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	for c := range work {
 		header, trailer, p = nil, nil, peer.Peer{}
-		c.LaneValue, c.LaneErr = nil, nil
-		if err := r.invoke(c, opts, &frame, &reply); err != nil {
-			c.LaneErr = r.laneError(c, err, trailer)
+		ev := event{kind: evComplete, c: c}
+		res := &ev.res
+		var err error
+		if res.value, err = r.invoke(c, opts, &frame, &reply); err != nil {
+			res.err = r.laneError(c, err, trailer)
 		}
-		c.LaneHeader, c.LaneTrailer, c.LanePeer = header, trailer, p.Addr
+		res.header, res.trailer, res.peer = header, trailer, p.Addr
+		res.picked = c.Ctx.(*callCtx).picked
 		frame.Bytes, reply.Msg = nil, nil
-		if c.LaneErr == nil {
+		if res.err == nil {
 			releaseRequest(c)
 		} else { // a failed call may return before gRPC has written the request: leave it to the GC
 			c.Request = nil
 		}
-		r.in.push(event{kind: evComplete, c: c})
+		r.in.push(ev)
 	}
 }
 
-// invoke runs c's transport call, sets LaneValue on success and returns the transport's
-// error otherwise. A panic fails only this call, with Internal.
-func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.Frame, reply *codec.Reply) (err error) {
+// invoke runs c's transport call and returns its response, or the transport's error. A panic
+// fails only this call, with Internal.
+func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.Frame, reply *codec.Reply) (value proto.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.cfg.Logger.Error("prpc: invoker panicked", "method", c.Ops.Path, "panic", p, "stack", string(debug.Stack()))
-			c.LaneValue = nil
-			err = status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
+			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
 		}
 	}()
 	frame.Bytes = c.Request.B
 	reply.Msg = c.Ops.NewResponse()
-	if len(c.CallOpts) > 0 || c.WaitForReady {
+	var userOpts []grpc.CallOption
+	var md metadata.MD
+	if x := c.Extra; x != nil {
+		userOpts, md = x.CallOpts, x.MD
+	}
+	if len(userOpts) > 0 || c.WaitForReady {
 		// User options first: for the limits, the last option wins.
-		own := make([]grpc.CallOption, 0, len(c.CallOpts)+1+len(opts))
-		own = append(own, c.CallOpts...)
+		own := make([]grpc.CallOption, 0, len(userOpts)+1+len(opts))
+		own = append(own, userOpts...)
 		if c.WaitForReady {
 			own = append(own, grpc.WaitForReady(true))
 		}
 		opts = append(own, opts...)
 	}
 	ctx := c.Ctx
-	if c.MD != nil {
-		ctx = metadata.NewOutgoingContext(ctx, c.MD)
+	if md != nil {
+		ctx = metadata.NewOutgoingContext(ctx, md)
 	}
-	if err = r.conn.Invoke(ctx, c.Ops.Path, frame, reply, opts...); err == nil {
-		c.LaneValue = reply.Msg
+	if err = r.conn.Invoke(ctx, c.Ops.Path, frame, reply, opts...); err != nil {
+		return nil, err
 	}
-	return err
+	return reply.Msg, nil
 }
 
 // laneError turns the error of a transport call into the call's *calls.Error.
@@ -81,8 +89,8 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 // parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
 // handshake failure gets it as its cause (a *calls.HandshakeError).
 func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD) error {
-	if c.Parent != nil && status.Code(err) != codes.DeadlineExceeded {
-		switch perr := c.Parent.Err(); {
+	if parent := c.Parent(); parent != nil && status.Code(err) != codes.DeadlineExceeded {
+		switch perr := parent.Err(); {
 		case errors.Is(perr, context.DeadlineExceeded):
 			return calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", perr)
 		case perr != nil:

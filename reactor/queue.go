@@ -1,8 +1,12 @@
 package reactor
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/internal/callcore"
 )
@@ -24,7 +28,20 @@ const (
 type event struct {
 	kind eventKind
 	c    *callcore.Call
-	err  error // evAbort: the context error
+	err  error      // evAbort: the context error
+	res  laneResult // evComplete: what the transport call returned
+}
+
+// laneResult is what an invoker lane learned from one transport call. It travels in the
+// completion report, not in the call record: the reactor may have settled the call while the
+// transport call ran, so the call's outcome fields are not the lane's to write.
+type laneResult struct {
+	value   proto.Message
+	err     error
+	header  metadata.MD
+	trailer metadata.MD
+	peer    net.Addr // the backend the transport call went to, if it got that far
+	picked  string   // the backend address the balancer picked, as the resolver gave it
 }
 
 // inbox is the reactor goroutine's multi-producer queue. Producers append under a mutex and

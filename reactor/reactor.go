@@ -42,6 +42,7 @@ type Reactor struct {
 	conn     grpc.ClientConnInterface
 	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
 	clock    Clock
+	epoch    time.Time               // clock time at New; call records keep times relative to it
 	allow    map[string]bool         // nil: every method allowed
 	policies map[string]methodPolicy // by method path
 	baseOpts []grpc.CallOption
@@ -108,6 +109,7 @@ func New(cfg Config) (*Reactor, error) {
 		cfg:   cfg,
 		conn:  cfg.Conn,
 		clock: cfg.Clock,
+		epoch: cfg.Clock.Now(),
 		in:    newInbox(),
 		ready: make(chan struct{}, 1),
 		loads: make([]atomic.Int32, cfg.Workers),

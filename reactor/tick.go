@@ -91,7 +91,7 @@ func (r *Reactor) deliver(c *callcore.Call, now time.Time) {
 	if first && c.Admitted {
 		r.mu.Lock()
 		r.counts.pending--
-		latency := now.Sub(c.Submitted)
+		latency := time.Duration(r.nanos(now) - c.Submitted)
 		if c.Err == nil {
 			r.counts.succeed(c.Ops.Path, latency)
 		} else {

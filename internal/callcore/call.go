@@ -8,7 +8,8 @@
 //  1. The submitting goroutine fills the request fields, then hands the call to the reactor.
 //  2. The reactor goroutine owns the scheduling fields and is the only settler: it writes the
 //     outcome fields exactly once, then appends the call to the delivery queue.
-//  3. An invoker lane writes the lane fields, then reports completion to the reactor.
+//  3. An invoker lane runs the transport call and reports its result to the reactor, in the
+//     report rather than in the call, since the reactor may have settled the call meanwhile.
 //  4. The Tick goroutine makes the outcome visible and runs the callbacks, under mu.
 //
 // Hand-offs go through mutex-guarded queues, so each write happens before the next owner's
@@ -17,9 +18,7 @@ package callcore
 
 import (
 	"context"
-	"net"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -85,45 +84,38 @@ type Callback struct {
 	Fn   any
 }
 
-// NewPromise makes the typed promise of a method descriptor and returns its call. Package
-// calls sets it at init; it is how package reactor creates a promise without calls having to
-// export a constructor.
-var NewPromise func(descriptor any) *Call
+// NewPromise makes the typed promise of a method descriptor and returns it with its call.
+// Package calls sets it at init; it is how package reactor creates a promise without calls
+// having to export a constructor.
+var NewPromise func(descriptor any) (promise any, c *Call)
 
-// Call is the state of one submitted call.
+// Call is the state of one submitted call. It is allocated with its promise and lives as long
+// as the user holds either, so it is kept small: in a burst every outstanding call holds one,
+// and each byte of it is a byte of fresh heap the burst touches. Options that few calls use
+// live in Extra, and what an invoker lane learns about the transport call travels in its
+// completion report, not here.
 type Call struct {
 	// Set at creation; read-only afterwards.
-	Ops     *Ops
-	Promise any // the *calls.Promise[Resp] that wraps this call
+	Ops *Ops
 
 	// Request fields: written by the submitting goroutine before hand-off; read-only after.
+	// Times are nanoseconds on the owner's clock since the owner's epoch.
 	Owner        Owner
 	Request      *codec.Buffer // the encoded request; released once the transport is done with it
-	Submitted    time.Time
-	Deadline     time.Time
-	Timeout      time.Duration
-	MD           metadata.MD
-	Parent       context.Context
-	CallOpts     []grpc.CallOption
+	Submitted    int64
+	Deadline     int64  // Submitted plus the call's timeout
+	Extra        *Extra // nil unless the call has metadata, a parent context or call options
 	WaitForReady bool
 	Admitted     bool // holds an admission slot until delivered
 
 	// Scheduling fields: owned by the reactor goroutine.
-	Settled    bool
-	InFlight   bool
-	HeapIndex  int
-	Invoker    int
-	CancelCtx  context.CancelFunc
-	StopParent func() bool
-	Ctx        context.Context
-
-	// Lane fields: written by an invoker lane before it reports completion.
-	LaneValue   proto.Message
-	LaneErr     error
-	LaneHeader  metadata.MD
-	LaneTrailer metadata.MD
-	LanePeer    net.Addr // the backend the transport call went to, if it got that far
-	LanePicked  string   // the backend address the balancer picked, as the resolver gave it
+	Settled  bool
+	InFlight bool
+	InHeap   bool  // has an entry in the owner's deadline heap
+	Invoker  int32 // the invoker running the call, while InFlight
+	// Ctx is the context of the transport call, while InFlight; the owner's own type, which
+	// also carries its cancel function.
+	Ctx context.Context
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message
@@ -133,14 +125,31 @@ type Call struct {
 	Reason  Reason
 
 	// Delivery state, guarded by mu.
-	mu              sync.Mutex
 	visible         bool
 	delivered       bool
 	redeliverQueued bool
 	cancelRequested bool
-	inline          [2]Callback
 	ninline         uint8
+	mu              sync.Mutex
+	inline          [2]Callback
 	more            []Callback
+}
+
+// Extra holds the request fields that most calls do not use, written with the request fields.
+// StopParent is a scheduling field, owned by the reactor goroutine.
+type Extra struct {
+	MD         metadata.MD
+	Parent     context.Context
+	CallOpts   []grpc.CallOption
+	StopParent func() bool // stops the watch on Parent; nil when none
+}
+
+// Parent returns the call's parent context, or nil.
+func (c *Call) Parent() context.Context {
+	if c.Extra == nil {
+		return nil
+	}
+	return c.Extra.Parent
 }
 
 // Reject settles a call that never reached the reactor, and makes the outcome visible at

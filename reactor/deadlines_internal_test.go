@@ -1,0 +1,78 @@
+package reactor
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// TestDeadlineHeapAgainstModel drives the lazy deadline heap with random pushes, removals and
+// expiries and checks, after every step, that it yields the same earliest call as a plain
+// model, that it never holds more than about twice the live calls, and that it holds no call
+// once none is live.
+func TestDeadlineHeapAgainstModel(t *testing.T) {
+	tests := []struct {
+		name       string
+		ops        int
+		removeProb float64 // chance that a step removes a random live call rather than pushing
+		sameAt     bool    // every call gets the same deadline
+	}{
+		{"mostly pushes", 5000, 0.3, false},
+		{"mostly removals, compactions", 20000, 0.7, false},
+		{"equal deadlines", 3000, 0.5, true},
+		{"burst then drain", 2 * compactAfter * 4, 0.5, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(tt.ops)))
+			var h deadlineHeap
+			var live []*callcore.Call // the model
+			check := func() {
+				require.Equal(t, len(live), h.live())
+				require.LessOrEqual(t, len(h.h), max(2*len(live)+1, compactAfter*2))
+				got := h.earliest()
+				if len(live) == 0 {
+					require.Nil(t, got)
+					require.Empty(t, h.h, "no entry may outlive the last live call")
+					return
+				}
+				minAt := slices.MinFunc(live, func(a, b *callcore.Call) int { return int(a.Deadline - b.Deadline) }).Deadline
+				require.NotNil(t, got)
+				require.True(t, got.InHeap)
+				require.Equal(t, minAt, got.Deadline)
+			}
+			for i := range tt.ops {
+				switch {
+				case len(live) > 0 && rng.Float64() < tt.removeProb:
+					j := rng.IntN(len(live))
+					h.remove(live[j])
+					require.False(t, live[j].InHeap)
+					h.remove(live[j]) // removing twice is a no-op
+					live = slices.Delete(live, j, j+1)
+				case len(live) > 0 && rng.IntN(10) == 0: // expire the earliest, as the engine does
+					c := h.earliest()
+					h.remove(c)
+					live = slices.DeleteFunc(live, func(x *callcore.Call) bool { return x == c })
+				default:
+					at := int64(i)
+					if !tt.sameAt {
+						at = rng.Int64N(1 << 20)
+					}
+					c := &callcore.Call{Deadline: at}
+					h.push(c)
+					live = append(live, c)
+				}
+				check()
+			}
+			for len(live) > 0 { // drain
+				h.remove(live[0])
+				live = live[1:]
+				check()
+			}
+		})
+	}
+}
