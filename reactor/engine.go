@@ -23,6 +23,7 @@ type engine struct {
 	inFlight int
 	settled  []*callcore.Call
 	events   []event
+	done     []completion
 	timer    Timer
 	closing  bool
 	cut      int
@@ -57,9 +58,14 @@ func (e *engine) run() {
 		case <-r.in.wake:
 		case <-e.timer.C():
 		}
-		e.events = r.in.take(e.events)
+		e.events, e.done = r.in.take(e.events, e.done)
 		e.now = r.clock.Now()
 		e.nowNs = r.nanos(e.now)
+		// Completions first: a call whose result arrived with a Close in the same batch gets
+		// its result, not ErrClosed.
+		for i := range e.done {
+			e.complete(e.done[i].c, &e.done[i].res)
+		}
 		for i := range e.events {
 			e.handle(&e.events[i])
 		}
@@ -94,8 +100,6 @@ func (e *engine) handle(ev *event) {
 			}
 			e.settle(c, nil, calls.NewError(calls.ErrCancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
 		}
-	case evComplete:
-		e.complete(c, &ev.res)
 	case evClose:
 		e.closing = true
 	case evAbort:

@@ -31,8 +31,8 @@ func (r *Reactor) lane(work <-chan *callcore.Call) {
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	for c := range work {
 		header, trailer, p = nil, nil, peer.Peer{}
-		ev := event{kind: evComplete, c: c}
-		res := &ev.res
+		done := completion{c: c}
+		res := &done.res
 		var err error
 		if res.value, err = r.invoke(c, opts, &frame, &reply); err != nil {
 			res.err = r.laneError(c, err, trailer)
@@ -45,7 +45,7 @@ func (r *Reactor) lane(work <-chan *callcore.Call) {
 		} else { // a failed call may return before gRPC has written the request: leave it to the GC
 			c.Request = nil
 		}
-		r.in.push(ev)
+		r.in.complete(done)
 	}
 }
 

@@ -19,7 +19,6 @@ const (
 	evForward                    // a call rejected at submission, to queue for delivery
 	evRedeliver                  // a delivered call with new callbacks, to queue for delivery
 	evCancel                     // a call to cancel
-	evComplete                   // a call whose transport call returned
 	evClose                      // stop admitting; exit once every call has settled
 	evAbort                      // settle every remaining call with ErrClosed
 	evNotify                     // call OnReady: Tick left completions behind
@@ -28,8 +27,14 @@ const (
 type event struct {
 	kind eventKind
 	c    *callcore.Call
-	err  error      // evAbort: the context error
-	res  laneResult // evComplete: what the transport call returned
+	err  error // evAbort: the context error
+}
+
+// completion is an invoker lane's report that c's transport call returned res. Completions
+// queue apart from events, which stay small for the many submissions of a burst.
+type completion struct {
+	c   *callcore.Call
+	res laneResult
 }
 
 // laneResult is what an invoker lane learned from one transport call. It travels in the
@@ -44,12 +49,13 @@ type laneResult struct {
 	picked  string   // the backend address the balancer picked, as the resolver gave it
 }
 
-// inbox is the reactor goroutine's multi-producer queue. Producers append under a mutex and
-// wake the consumer only when the queue was empty, so a burst costs one wake-up; the consumer
-// swaps the whole batch out at once.
+// inbox is the reactor goroutine's multi-producer queue of events and completions. Producers
+// append under a mutex and wake the consumer only when the queue was empty, so a burst costs
+// one wake-up; the consumer swaps the whole batch out at once.
 type inbox struct {
 	mu     sync.Mutex
 	events []event
+	done   []completion
 	closed bool
 	wake   chan struct{} // capacity 1
 }
@@ -63,26 +69,43 @@ func (q *inbox) push(e event) bool {
 		q.mu.Unlock()
 		return false
 	}
-	wasEmpty := len(q.events) == 0
+	wasEmpty := len(q.events) == 0 && len(q.done) == 0
 	q.events = append(q.events, e)
 	q.mu.Unlock()
 	if wasEmpty {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.signal()
 	}
 	return true
 }
 
-// take swaps the queued events out, giving buf (emptied) to the queue for reuse.
-func (q *inbox) take(buf []event) []event {
-	clear(buf)
+// complete queues a completion. Lanes finish before the inbox closes, so it is always taken.
+func (q *inbox) complete(c completion) {
 	q.mu.Lock()
-	out := q.events
-	q.events = buf[:0]
+	wasEmpty := len(q.events) == 0 && len(q.done) == 0
+	q.done = append(q.done, c)
 	q.mu.Unlock()
-	return out
+	if wasEmpty {
+		q.signal()
+	}
+}
+
+func (q *inbox) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take swaps the queued events and completions out, giving the buffers (emptied) to the queue
+// for reuse.
+func (q *inbox) take(events []event, done []completion) ([]event, []completion) {
+	clear(events)
+	clear(done)
+	q.mu.Lock()
+	outEvents, outDone := q.events, q.done
+	q.events, q.done = events[:0], done[:0]
+	q.mu.Unlock()
+	return outEvents, outDone
 }
 
 // close refuses further events and returns those still queued.
