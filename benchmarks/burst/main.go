@@ -30,10 +30,27 @@
 //
 //	standard  1,000 calls with 2 workers × batch 2; 5,000 with 4 × 4; 6,000 with 6 × 4
 //	extreme   20,000 calls with 6 × 16
+//	all       standard, then extreme
+//	loop      prpc only: the extreme burst inside a game loop (runs only when asked)
 //
-// each shape with three trials per client. -calls (with -workers, -batch, -trials) runs one
-// shape of your own instead. The tables go to stdout as Markdown, or as JSON with -json;
-// progress goes to stderr. The exit status is 1 if any call failed or any response was wrong.
+// each shape of standard and extreme with three trials per client. -calls (with -workers,
+// -batch, -trials) runs one shape of your own instead.
+//
+// The loop suite checks the target of a 20 TPS loop doing 10 ms of game work per tick during
+// the extreme burst, unpinned: tick interval p99 ≤ 52 ms and no skipped tick. Each trial
+// warms up a fresh prpc reactor (Workers 6, BatchSize 16) and hands it to loop.Run at 20 TPS
+// with Budget -budget; OnTick burns 10 ms of CPU every tick and, on tick 5, also submits the
+// 20,000 GetPlayer calls, whose callbacks run in the loop's ticks and wake-ups. The loop stops
+// 5 ticks after the first tick that starts once every call has its outcome. It reports the
+// intervals between tick starts over the burst, the loop's skipped and overrun ticks, tick
+// durations and delivery time, per trial (-trials, default 3) and their median, and whether
+// every trial met the target. It runs client and backend unpinned on the machine's cores, so
+// it rejects -pin; with -suite loop, -calls (and -workers, -batch) resize its burst.
+//
+//	go run ./benchmarks/burst -suite loop
+//
+// The tables go to stdout as Markdown, or as JSON with -json; progress goes to stderr. The
+// exit status is 1 if any call failed or any response was wrong.
 package main
 
 import (
@@ -91,8 +108,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.suite, "suite", "all", "suites to run: standard, extreme or all")
-	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites")
+	fs.StringVar(&o.suite, "suite", "all", "suites to run: standard, extreme, all (standard and extreme), or "+
+		"loop (prpc driven by a 20 TPS loop.Run doing 10 ms of game work per tick during the extreme burst; unpinned)")
+	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")
 	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3)")
@@ -118,8 +136,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	switch {
-	case o.suite != "standard" && o.suite != "extreme" && o.suite != "all":
-		return o, fmt.Errorf("-suite %q: want standard, extreme or all", o.suite)
+	case o.suite != "standard" && o.suite != "extreme" && o.suite != "all" && o.suite != suiteLoop:
+		return o, fmt.Errorf("-suite %q: want standard, extreme, all or loop", o.suite)
+	case o.suite == suiteLoop && o.pin:
+		return o, errors.New("the loop suite runs unpinned: client and backend share both cores; drop -pin")
 	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
 		return o, errors.New("-calls, -workers, -batch, -trials and -warmup must not be negative")
 	case o.calls == 0 && (o.workers > 0 || o.batch > 0):
@@ -139,8 +159,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// suites returns what o asks to run.
+// suites returns the burst suites o asks to run: none with -suite loop.
 func (o options) suites() []Suite {
+	if o.suite == suiteLoop {
+		return nil
+	}
 	if o.calls > 0 {
 		s := Shape{Calls: o.calls, Workers: o.workers, Batch: o.batch, Trials: o.trials}
 		s.Workers = cmpOr(s.Workers, 2)
@@ -162,6 +185,19 @@ func (o options) suites() []Suite {
 	return out
 }
 
+// loopShape returns the loop suite's burst, if o asks for the loop suite.
+func (o options) loopShape() (Shape, bool) {
+	if o.suite != suiteLoop {
+		return Shape{}, false
+	}
+	s := loopShape
+	s.Calls = cmpOr(o.calls, s.Calls)
+	s.Workers = cmpOr(o.workers, s.Workers)
+	s.Batch = cmpOr(o.batch, s.Batch)
+	s.Trials = cmpOr(o.trials, s.Trials)
+	return s, true
+}
+
 func cmpOr(v, def int) int {
 	if v == 0 {
 		return def
@@ -179,6 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// Progress and the backend process's own stderr meet here.
 	stderr = &syncWriter{w: stderr}
 	suites := o.suites()
+	loopSh, loopOn := o.loopShape()
 	rep := &Report{
 		Command:   strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
 		Machine:   machine(),
@@ -209,7 +246,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}()
 
-	need := o.warmup
+	need := max(o.warmup, loopSh.Calls)
 	for _, s := range suites {
 		for _, sh := range s.Shapes {
 			need = max(need, sh.Calls)
@@ -256,6 +293,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			sr.Shapes = append(sr.Shapes, res)
 		}
 		rep.Suites = append(rep.Suites, sr)
+	}
+	if loopOn {
+		lr, err := rn.runLoop(loopSh)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", suiteLoop, loopSh, err)
+		}
+		rep.Loop = lr
 	}
 	if o.memprofile != "" {
 		if err := writeHeapProfile(o.memprofile); err != nil {

@@ -24,6 +24,8 @@ type Report struct {
 	Timeout, Budget                 time.Duration
 	Warmup                          int
 	Suites                          []SuiteResult
+	// Loop is the loop suite's result, if it ran.
+	Loop *LoopResult
 }
 
 // Machine describes where the run happened.
@@ -55,6 +57,11 @@ func (r *Report) Errors() int {
 			for _, t := range sh.Trials {
 				n += t.Errors()
 			}
+		}
+	}
+	if r.Loop != nil {
+		for _, t := range r.Loop.Trials {
+			n += t.Errors()
 		}
 	}
 	return n
@@ -181,7 +188,8 @@ func (s ShapeResult) medianTrial(clientName string) (TrialResult, bool) {
 	return m, true
 }
 
-// WriteMarkdown writes the report as Markdown: a short header, then one table per suite.
+// WriteMarkdown writes the report as Markdown: a short header, then one table per suite, then
+// the loop suite's table.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	m := r.Machine
@@ -200,7 +208,19 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	default:
 		b.WriteString("Backend: a separate process; not pinned, so client and backend share both CPUs.\n")
 	}
-	fmt.Fprintf(&b, "Every call: GetPlayer of a seeded player, timeout %v, response checked. Warm-up: %d calls per client per shape. prpc drains with Tick(%v) woken by Ready.\n",
+	if len(r.Suites) > 0 {
+		r.writeSuitesMarkdown(&b)
+	}
+	if r.Loop != nil {
+		r.writeLoopMarkdown(&b)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSuitesMarkdown writes the burst suites' notes and tables.
+func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
+	fmt.Fprintf(b, "Every call: GetPlayer of a seeded player, timeout %v, response checked. Warm-up: %d calls per client per shape. prpc drains with Tick(%v) woken by Ready.\n",
 		r.Timeout, r.Warmup, r.Budget)
 	b.WriteString("Latency: submit → outcome on the loop goroutine, percentiles by nearest rank. " +
 		"CPU/call: user+system CPU time of the process over the trial ÷ calls (getrusage). " +
@@ -209,7 +229,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better).\n")
 	for _, s := range r.Suites {
 		backendCol := !r.InProcess && hasBackendCPU(s)
-		fmt.Fprintf(&b, "\n#### %s\n\n", s.Name)
+		fmt.Fprintf(b, "\n#### %s\n\n", s.Name)
 		b.WriteString("| calls | W×B | trial | client | total | calls/s | avg | p50 | p95 | p99 | CPU/call |")
 		sep := "|---:|:-:|:-:|:--|---:|---:|---:|---:|---:|---:|---:|"
 		if backendCol {
@@ -221,20 +241,20 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString(sep)
 		for _, sh := range s.Shapes {
 			row := func(trial string, t TrialResult, rs *ratios) {
-				fmt.Fprintf(&b, "| %s | %d×%d | %s | %s | %.3f s | %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.1f µs |",
+				fmt.Fprintf(b, "| %s | %d×%d | %s | %s | %.3f s | %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.1f µs |",
 					thousands(sh.Shape.Calls), sh.Shape.Workers, sh.Shape.Batch, trial, t.Client,
 					t.Total.Seconds(), thousands(int(t.Throughput()+0.5)),
 					ms(t.Lat.Avg), ms(t.Lat.P50), ms(t.Lat.P95), ms(t.Lat.P99), us(t.CPUPerCall()))
 				if backendCol {
 					if d := t.BackendCPUPerCall(); d >= 0 {
-						fmt.Fprintf(&b, " %.1f µs |", us(d))
+						fmt.Fprintf(b, " %.1f µs |", us(d))
 					} else {
 						b.WriteString(" – |")
 					}
 				}
-				fmt.Fprintf(&b, " %.1f | %s | %d |", t.AllocsPerCall(), mib(t.PeakRSS), t.Errors())
+				fmt.Fprintf(b, " %.1f | %s | %d |", t.AllocsPerCall(), mib(t.PeakRSS), t.Errors())
 				if rs != nil {
-					fmt.Fprintf(&b, " %s | %s | %s |\n", times(rs.Throughput), times(rs.CPUPerCall), times(rs.P99))
+					fmt.Fprintf(b, " %s | %s | %s |\n", times(rs.Throughput), times(rs.CPUPerCall), times(rs.P99))
 				} else {
 					b.WriteString(" | | |\n")
 				}
@@ -271,8 +291,6 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	b.WriteString("\nMedian rows: the median of each figure over the trials; their ratios are the medians of the per-trial ratios. Errors: failed calls plus wrong responses, summed.\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // peakRSSNote says what the peak RSS column means in r.
@@ -314,6 +332,7 @@ type jsonReport struct {
 	Warmup          int         `json:"warmup_calls"`
 	Percentiles     string      `json:"percentiles"`
 	Suites          []jsonSuite `json:"suites"`
+	Loop            *jsonLoop   `json:"loop,omitempty"`
 	Errors          int         `json:"errors"`
 }
 
@@ -400,6 +419,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			js.Shapes = append(js.Shapes, jsh)
 		}
 		jr.Suites = append(jr.Suites, js)
+	}
+	if r.Loop != nil {
+		jr.Loop = r.Loop.toJSON()
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

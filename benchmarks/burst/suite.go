@@ -169,16 +169,8 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 		cs = append(cs, c)
 	}
 	for _, c := range cs {
-		if rn.warmup == 0 {
-			break
-		}
-		rec := newRecorder(rn.players[:rn.warmup])
-		if err := c.burst(rn.xuids[:rn.warmup], rec); err != nil {
-			return res, fmt.Errorf("%s warm-up: %w", c.Name(), err)
-		}
-		if rec.failed+rec.wrong > 0 {
-			return res, fmt.Errorf("%s warm-up: %d of %d calls failed or were wrong; first: %s",
-				c.Name(), rec.failed+rec.wrong, rec.n, rec.firstErr)
+		if err := rn.warmUp(c); err != nil {
+			return res, err
 		}
 	}
 	for t := 1; t <= s.Trials; t++ {
@@ -195,6 +187,22 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 		}
 	}
 	return res, nil
+}
+
+// warmUp runs a burst of rn.warmup calls through c, not measured, and checks every answer.
+func (rn *runner) warmUp(c client) error {
+	if rn.warmup == 0 {
+		return nil
+	}
+	rec := newRecorder(rn.players[:rn.warmup])
+	if err := c.burst(rn.xuids[:rn.warmup], rec); err != nil {
+		return fmt.Errorf("%s warm-up: %w", c.Name(), err)
+	}
+	if rec.failed+rec.wrong > 0 {
+		return fmt.Errorf("%s warm-up: %d of %d calls failed or were wrong; first: %s",
+			c.Name(), rec.failed+rec.wrong, rec.n, rec.firstErr)
+	}
+	return nil
 }
 
 // trial runs one measured burst of n calls through c.
