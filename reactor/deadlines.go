@@ -119,32 +119,3 @@ func (h *deadlineHeap) down(i int) {
 		i = small
 	}
 }
-
-// fifo is a growable ring of calls waiting for an invoker slot.
-type fifo struct {
-	buf        []*callcore.Call
-	head, size int
-}
-
-func (f *fifo) len() int { return f.size }
-
-func (f *fifo) push(c *callcore.Call) {
-	if f.size == len(f.buf) {
-		n := max(16, 2*len(f.buf))
-		buf := make([]*callcore.Call, n)
-		for i := 0; i < f.size; i++ {
-			buf[i] = f.buf[(f.head+i)%len(f.buf)]
-		}
-		f.buf, f.head = buf, 0
-	}
-	f.buf[(f.head+f.size)%len(f.buf)] = c
-	f.size++
-}
-
-func (f *fifo) pop() *callcore.Call {
-	c := f.buf[f.head]
-	f.buf[f.head] = nil
-	f.head = (f.head + 1) % len(f.buf)
-	f.size--
-	return c
-}

@@ -12,16 +12,17 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// engine is the state owned by the reactor goroutine: the deadline heap, the calls waiting
-// for an invoker slot, the invokers' loads, and the batch of calls settled in this turn.
+// engine is the state owned by the reactor goroutine: the deadline heap, this turn's admitted
+// calls for the ready queue, the count of queued calls not yet accounted for, and the batch of
+// calls settled in this turn.
 type engine struct {
 	r        *Reactor
 	heap     deadlineHeap
-	waiting  fifo
-	loads    []int
-	invokers []chan *callcore.Call
-	inFlight int
-	settled  []*callcore.Call
+	admitted []*callcore.Call
+	// queued counts the calls pushed to the ready queue whose fate the reactor has not yet
+	// learnt: each leaves the count once, when it is dropped or its completion arrives.
+	queued  int
+	settled []*callcore.Call
 	events   []event
 	done     []completion
 	timer    Timer
@@ -33,19 +34,12 @@ type engine struct {
 
 // start launches the reactor goroutine and the invoker lanes.
 func (r *Reactor) start() {
-	e := &engine{
-		r:        r,
-		loads:    make([]int, r.cfg.Workers),
-		invokers: make([]chan *callcore.Call, r.cfg.Workers),
-		timer:    r.clock.NewTimer(time.Hour),
-	}
+	e := &engine{r: r, timer: r.clock.NewTimer(time.Hour)}
 	e.timer.Stop()
-	for i := range e.invokers {
-		ch := make(chan *callcore.Call, r.cfg.BatchSize)
-		e.invokers[i] = ch
+	for inv := range r.cfg.Workers {
 		for range r.cfg.BatchSize {
 			r.lanes.Add(1)
-			go r.lane(ch)
+			go r.lane(inv)
 		}
 	}
 	go e.run()
@@ -72,8 +66,7 @@ func (e *engine) run() {
 		e.expire()
 		e.dispatch()
 		e.flush()
-		e.publish()
-		if e.closing && e.heap.live() == 0 && e.inFlight == 0 {
+		if e.closing && e.heap.live() == 0 && e.queued == 0 {
 			e.shutdown()
 			return
 		}
@@ -122,58 +115,32 @@ func (e *engine) admit(c *callcore.Call) {
 		owner := &e.r.owner
 		c.Extra.StopParent = context.AfterFunc(parent, func() { owner.Cancel(c) })
 	}
-	e.waiting.push(c)
+	e.admitted = append(e.admitted, c)
 }
 
-// dispatch hands waiting calls to invokers with a free slot, least loaded first.
+// dispatch hands this turn's admitted calls, but those already settled, to the lanes' ready
+// queue in one batch.
 func (e *engine) dispatch() {
-	r := e.r
-	for e.waiting.len() > 0 {
-		inv := e.pickInvoker()
-		if inv < 0 {
-			break
-		}
-		c := e.waiting.pop()
-		if c.Settled {
-			releaseRequest(c)
-			continue
-		}
-		parent := c.Parent()
-		if parent == nil {
-			parent = context.Background()
-		}
-		// The native deadline is on the system clock; with a manual clock it is the time left.
-		deadline := r.timeAt(c.Deadline)
-		if _, system := r.clock.(systemClock); !system {
-			deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
-		}
-		c.Ctx = newCallCtx(parent, deadline)
-		c.InFlight = true
-		c.Invoker = int32(inv)
-		e.loads[inv]++
-		e.inFlight++
-		e.invokers[inv] <- c // never blocks: the channel holds BatchSize and load ≤ BatchSize
+	if len(e.admitted) == 0 {
+		return
 	}
-}
-
-func (e *engine) pickInvoker() int {
-	best, bestLoad := -1, e.r.cfg.BatchSize
-	for i, l := range e.loads {
-		if l < bestLoad {
-			best, bestLoad = i, l
-			if l == 0 {
-				break
-			}
+	ready := e.admitted[:0]
+	for _, c := range e.admitted {
+		if !c.Settled {
+			c.Queued = true
+			ready = append(ready, c)
 		}
 	}
-	return best
+	e.queued += len(ready)
+	e.r.queued.Add(int32(len(ready)))
+	e.r.work.push(ready)
+	clear(e.admitted)
+	e.admitted = e.admitted[:0]
 }
 
-// complete takes an invoker's report that c's transport call returned res.
+// complete takes an invoker lane's report that c's transport call returned res.
 func (e *engine) complete(c *callcore.Call, res *laneResult) {
-	c.InFlight = false
-	e.loads[c.Invoker]--
-	e.inFlight--
+	e.queued--
 	c.Ctx.(*callCtx).cancel()
 	c.Ctx = nil
 	e.r.backends.record(res.peer, res.picked, res.err)
@@ -214,7 +181,7 @@ func (e *engine) expire() {
 func (e *engine) timeout(c *callcore.Call) {
 	elapsed, timeout := time.Duration(e.nowNs-c.Submitted), time.Duration(c.Deadline-c.Submitted)
 	msg := fmt.Sprintf("deadline exceeded after %v (timeout %v)", elapsed.Round(time.Millisecond), timeout)
-	if !c.InFlight {
+	if c.Claim.Load() != callcore.Running {
 		msg += "; never sent"
 	}
 	e.settle(c, nil, calls.NewError(calls.ErrTimeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout)
@@ -222,6 +189,13 @@ func (e *engine) timeout(c *callcore.Call) {
 
 // abort settles every unsettled call with ErrClosed wrapping cause, for Close.
 func (e *engine) abort(cause error) {
+	// Drop every call no lane has claimed before cancelling any: a cancelled call frees its
+	// lane, which would otherwise send the next queued call before this loop reached it.
+	for _, ent := range e.heap.h {
+		if ent.c.InHeap {
+			e.drop(ent.c)
+		}
+	}
 	for c := e.heap.earliest(); c != nil; c = e.heap.earliest() {
 		e.cut++
 		e.settle(c, nil, calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
@@ -236,13 +210,28 @@ func (e *engine) settle(c *callcore.Call, value proto.Message, err error, reason
 		c.Extra.StopParent()
 		c.Extra.StopParent = nil
 	}
-	if c.InFlight {
-		c.Ctx.(*callCtx).cancel() // the lane returns soon and reports completion, which frees its slot
+	if !e.drop(c) && c.Claim.Load() == callcore.Running && c.Ctx != nil {
+		c.Ctx.(*callCtx).cancel() // the lane returns soon and reports completion
 	}
 	c.Value = value
 	c.Err = err
 	c.Reason = reason
 	e.settled = append(e.settled, c)
+}
+
+// drop makes sure no lane will send c, unless one has claimed it already, and reports whether
+// it did. A dropped call's request is released; a lane that takes it from the ready queue
+// finds it Dropped and skips it.
+func (e *engine) drop(c *callcore.Call) bool {
+	if !c.Claim.CompareAndSwap(callcore.Unclaimed, callcore.Dropped) {
+		return false
+	}
+	releaseRequest(c)
+	if c.Queued {
+		e.queued--
+		e.r.queued.Add(-1)
+	}
+	return true
 }
 
 // flush queues this turn's settled calls for Tick and wakes the host once.
@@ -254,16 +243,6 @@ func (e *engine) flush() {
 	clear(e.settled)
 	e.settled = e.settled[:0]
 	e.r.wakeHost()
-}
-
-// publish makes the engine's gauges visible to Stats.
-func (e *engine) publish() {
-	r := e.r
-	for i, l := range e.loads {
-		r.loads[i].Store(int32(l))
-	}
-	r.queued.Store(int32(e.waiting.len()))
-	r.inFlight.Store(int32(e.inFlight))
 }
 
 // arm sets the timer for the earliest deadline.
@@ -281,13 +260,8 @@ func (e *engine) arm() {
 func (e *engine) shutdown() {
 	r := e.r
 	e.timer.Stop()
-	for _, ch := range e.invokers {
-		close(ch)
-	}
+	r.work.close() // every call left in it was dropped, its request released
 	r.lanes.Wait()
-	for e.waiting.len() > 0 {
-		releaseRequest(e.waiting.pop())
-	}
 	if r.cc != nil {
 		if err := r.cc.Close(); err != nil {
 			r.cfg.Logger.Warn("prpc: closing the connection", "error", err)
@@ -313,7 +287,6 @@ func (e *engine) shutdown() {
 		default:
 		}
 	}
-	e.publish()
 	r.cut = e.cut
 	close(r.done)
 }

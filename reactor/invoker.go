@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -18,18 +19,28 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// lane is one of an invoker's BatchSize goroutines: it runs one blocking unary call at a
-// time with ClientConn.Invoke, the cheapest call path in grpc-go (no extra goroutine per call,
-// unary interceptors run), and reports each completion to the reactor goroutine. A finished
-// call frees its slot at once; no lane waits for another.
-func (r *Reactor) lane(work <-chan *callcore.Call) {
+// lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
+// ready queue as soon as its previous one returns, claims it, runs it with ClientConn.Invoke,
+// the cheapest call path in grpc-go (no extra goroutine per call, unary interceptors run), and
+// reports the completion to the reactor goroutine.
+func (r *Reactor) lane(inv int) {
 	defer r.lanes.Done()
 	var header, trailer metadata.MD
 	var p peer.Peer
 	opts := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
 	var frame codec.Frame
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
-	for c := range work {
+	load := &r.loads[inv]
+	for {
+		c, ok := r.work.take()
+		if !ok {
+			return
+		}
+		if !r.claim(c) {
+			continue // the reactor settled it while it waited
+		}
+		load.Add(1)
+		r.inFlight.Add(1)
 		header, trailer, p = nil, nil, peer.Peer{}
 		done := completion{c: c}
 		res := &done.res
@@ -45,8 +56,36 @@ func (r *Reactor) lane(work <-chan *callcore.Call) {
 		} else { // a failed call may return before gRPC has written the request: leave it to the GC
 			c.Request = nil
 		}
+		load.Add(-1)
+		r.inFlight.Add(-1)
 		r.in.complete(done)
 	}
+}
+
+// claim gives c its transport context and moves it from Unclaimed to Running, unless the
+// reactor dropped it first. The context is in place before the claim, for the reactor to
+// cancel once it sees Running.
+func (r *Reactor) claim(c *callcore.Call) bool {
+	if c.Claim.Load() != callcore.Unclaimed {
+		return false
+	}
+	parent := c.Parent()
+	if parent == nil {
+		parent = context.Background()
+	}
+	// The native deadline is on the system clock; with a manual clock it is the time left.
+	deadline := r.timeAt(c.Deadline)
+	if _, system := r.clock.(systemClock); !system {
+		deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
+	}
+	ctx := newCallCtx(parent, deadline)
+	c.Ctx = ctx
+	if !c.Claim.CompareAndSwap(callcore.Unclaimed, callcore.Running) {
+		ctx.cancel()
+		return false
+	}
+	r.queued.Add(-1)
+	return true
 }
 
 // invoke runs c's transport call and returns its response, or the transport's error. A panic

@@ -60,7 +60,10 @@ type Reactor struct {
 	counts   counters
 	latency  latencyWindow
 
-	// Published by the reactor goroutine for Stats.
+	// The admitted calls waiting for an invoker lane, and the gauges Stats reads: lanes keep
+	// their invoker's load and inFlight; queued goes up when the reactor queues calls and down
+	// when a lane claims one or the reactor drops one.
+	work     *readyQueue
 	loads    []atomic.Int32
 	queued   atomic.Int32
 	inFlight atomic.Int32
@@ -112,6 +115,7 @@ func New(cfg Config) (*Reactor, error) {
 		epoch: cfg.Clock.Now(),
 		in:    newInbox(),
 		ready: make(chan struct{}, 1),
+		work:  newReadyQueue(),
 		loads: make([]atomic.Int32, cfg.Workers),
 		done:  make(chan struct{}),
 	}

@@ -19,12 +19,20 @@ package callcore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/codec"
+)
+
+// Claim states of an admitted call (Call.Claim).
+const (
+	Unclaimed uint32 = iota // waiting for an invoker lane
+	Running                 // claimed by a lane: sent, or about to be
+	Dropped                 // settled by the reactor before any lane claimed it: never sent
 )
 
 // Visible states of a call, as package calls reports them.
@@ -108,13 +116,18 @@ type Call struct {
 	WaitForReady bool
 	Admitted     bool // holds an admission slot until delivered
 
-	// Scheduling fields: owned by the reactor goroutine.
-	Settled  bool
-	InFlight bool
-	InHeap   bool  // has an entry in the owner's deadline heap
-	Invoker  int32 // the invoker running the call, while InFlight
-	// Ctx is the context of the transport call, while InFlight; the owner's own type, which
-	// also carries its cancel function.
+	// Scheduling fields: owned by the reactor goroutine, but for Claim and Ctx.
+	Settled bool
+	Queued  bool // handed to the invoker lanes' ready queue
+	InHeap  bool // has an entry in the owner's deadline heap
+	// Claim says who owns the transport side of an admitted call. It starts Unclaimed; an
+	// invoker lane that takes the call from the ready queue moves it to Running before
+	// sending it, and the reactor, settling it before that, moves it to Dropped; the first
+	// compare-and-swap wins, so a call is sent at most once and never after it settled.
+	Claim atomic.Uint32
+	// Ctx is the context of the transport call: written by the lane before it claims the
+	// call, read by the reactor once it has seen Running. The owner's own type, which also
+	// carries its cancel function.
 	Ctx context.Context
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
