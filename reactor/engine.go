@@ -23,13 +23,13 @@ type engine struct {
 	// learnt: each leaves the count once, when it is dropped or its completion arrives.
 	queued  int
 	settled []*callcore.Call
-	events   []event
-	done     []completion
-	timer    Timer
-	closing  bool
-	cut      int
-	now      time.Time // read once per turn: the clock costs ~100 ns a read on some VMs
-	nowNs    int64     // now, as r.nanos(now)
+	events  []event
+	done    []completion
+	timer   Timer
+	closing bool
+	cut     int
+	now     time.Time // read once per turn: the clock costs ~100 ns a read on some VMs
+	nowNs   int64     // now, as r.nanos(now)
 }
 
 // start launches the reactor goroutine and the invoker lanes.
