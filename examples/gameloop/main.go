@@ -36,7 +36,7 @@
 //	-autosave d
 //		Autosave interval of each online player, staggered between players (default 2s).
 //	-workers n, -batch n
-//		Reactor invokers, and calls each keeps in flight (defaults 2 and 4).
+//		Reactor invokers, and calls each keeps in flight (defaults 4 and 8).
 //	-seed n
 //		Seed of the game's random numbers (default 1).
 //	-target host:port
