@@ -1,9 +1,10 @@
 // Package reactor runs unary gRPC calls for a game loop without ever blocking it.
 //
 // Game code submits calls with Call from any goroutine and gets a *calls.Promise at once. One
-// reactor goroutine owns every call's state: it admits calls, assigns them to a fixed set of
-// invoker goroutines, enforces deadlines from a timer heap, and settles each call exactly
-// once, whichever of the response, the deadline, a cancel or Close comes first. Settled calls
+// reactor goroutine owns every call's life: it queues admitted calls for a fixed set of
+// invoker goroutines (lanes), which take them as they free up, enforces deadlines from a timer
+// heap, and settles each call exactly once, whichever of the response, the deadline, a cancel
+// or Close comes first. Settled calls
 // wait in one queue until the host calls Tick on its own goroutine, where their callbacks run
 // in completion order under a time budget.
 //
