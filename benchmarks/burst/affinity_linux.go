@@ -2,7 +2,8 @@
 
 package main
 
-// Linux process facilities: CPU affinity for -pin, CPU time and peak RSS for the report.
+// Linux process facilities: CPU affinity for -pin, CPU time, peak RSS and minor page faults
+// for the report.
 
 import (
 	"errors"
@@ -111,6 +112,7 @@ func affinity(pid int) string {
 type usage struct {
 	cpu    time.Duration // user + system
 	maxRSS int64         // peak resident set, bytes
+	minFlt int64         // minor page faults: pages mapped without I/O, e.g. the first touch of a fresh page
 }
 
 // getUsage returns getrusage(RUSAGE_SELF).
@@ -122,6 +124,7 @@ func getUsage() usage {
 	return usage{
 		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
 		maxRSS: ru.Maxrss * 1024, // KiB on Linux
+		minFlt: int64(ru.Minflt), // int32 on some 32-bit platforms
 	}
 }
 

@@ -2,7 +2,8 @@
 
 package main
 
-// Stand-ins for the Linux process facilities: no pinning, no CPU time or peak RSS.
+// Stand-ins for the Linux process facilities: no pinning, no CPU time, peak RSS or
+// page faults.
 
 import (
 	"errors"
@@ -18,6 +19,7 @@ func affinity(int) string { return "unknown" }
 type usage struct {
 	cpu    time.Duration
 	maxRSS int64
+	minFlt int64
 }
 
 func getUsage() usage { return usage{} }

@@ -41,6 +41,7 @@ func (lr *LoopResult) median() LoopTrial {
 	m.TickMax = dur(func(t LoopTrial) time.Duration { return t.TickMax })
 	m.Delivery = dur(func(t LoopTrial) time.Duration { return t.Delivery })
 	m.Submit = dur(func(t LoopTrial) time.Duration { return t.Submit })
+	m.SubmitFaults = int64(med(func(t LoopTrial) float64 { return float64(t.SubmitFaults) }))
 	m.Burst = dur(func(t LoopTrial) time.Duration { return t.Burst })
 	for _, t := range ts {
 		m.Failed += t.Failed
@@ -99,15 +100,17 @@ func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 		"percentiles by nearest rank, so with fewer than 100 intervals p99 is the longest. " +
 		"Max after submit tick: the longest of them but the first, whose tick submitted the burst. " +
 		"Skipped, overruns, tick p99 and max (OnTick plus the reactor's Tick) and delivery (time in the reactor's Tick, in ticks and wake-ups): loop.Stats over the whole run. " +
-		"Submit: submitting every call. Burst: first submission to last outcome.\n")
+		"Submit: submitting every call. Submit faults: minor page faults of the process while submitting every call (getrusage ru_minflt), " +
+		"each a first touch of a fresh page; process-wide, so they include any the reactor's goroutines took meanwhile. " +
+		"Burst: first submission to last outcome.\n")
 	fmt.Fprintf(b, "\n#### %s\n\n", suiteLoop)
-	b.WriteString("| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | burst | calls ok | errors |\n")
-	b.WriteString("|---:|:-:|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | submit faults | burst | calls ok | errors |\n")
+	b.WriteString("|---:|:-:|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(trial string, t LoopTrial) {
-		fmt.Fprintf(b, "| %s | %d×%d | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %d | %d | %.2f ms | %.2f ms | %.1f ms | %d | %.2f ms | %.3f s | %s | %d |\n",
+		fmt.Fprintf(b, "| %s | %d×%d | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %d | %d | %.2f ms | %.2f ms | %.1f ms | %d | %.2f ms | %s | %.3f s | %s | %d |\n",
 			thousands(s.Calls), s.Workers, s.Batch, trial, t.Ticks, t.Interval.N,
 			ms(t.Interval.P50), ms(t.Interval.P99), ms(t.Interval.Max), ms(t.AfterSubmit), t.Skipped, t.Overruns,
-			ms(t.TickP99), ms(t.TickMax), ms(t.Delivery), t.Wakeups, ms(t.Submit), t.Burst.Seconds(),
+			ms(t.TickP99), ms(t.TickMax), ms(t.Delivery), t.Wakeups, ms(t.Submit), thousands(int(t.SubmitFaults)), t.Burst.Seconds(),
 			thousands(t.OK), t.Errors())
 	}
 	for _, t := range lr.Trials {
@@ -157,6 +160,7 @@ type jsonLoopTrial struct {
 	DeliveryMs     float64 `json:"delivery_ms"`
 	Wakeups        uint64  `json:"wakeups"`
 	SubmitMs       float64 `json:"submit_ms"`
+	SubmitFaults   int64   `json:"submit_minor_faults"`
 	BurstS         float64 `json:"burst_s"`
 	Calls          int     `json:"calls"`
 	OK             int     `json:"ok"`
@@ -172,7 +176,7 @@ func (t LoopTrial) toJSON() jsonLoopTrial {
 		IntervalP50Ms: ms(t.Interval.P50), IntervalP99Ms: ms(t.Interval.P99), IntervalMaxMs: ms(t.Interval.Max),
 		AfterSubmitMs: ms(t.AfterSubmit),
 		Skipped:       t.Skipped, Overruns: t.Overruns, TickP99Ms: ms(t.TickP99), TickMaxMs: ms(t.TickMax),
-		DeliveryMs: ms(t.Delivery), Wakeups: t.Wakeups, SubmitMs: ms(t.Submit), BurstS: t.Burst.Seconds(),
+		DeliveryMs: ms(t.Delivery), Wakeups: t.Wakeups, SubmitMs: ms(t.Submit), SubmitFaults: t.SubmitFaults, BurstS: t.Burst.Seconds(),
 		Calls: t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, FirstError: t.FirstErr,
 		MeetsTarget: t.MeetsTarget(),
 	}

@@ -119,8 +119,9 @@ func TestLoopSuiteInProcess(t *testing.T) {
 	if !(tr.TickP99Ms >= lr.GameWorkMs && tr.TickMaxMs >= tr.TickP99Ms && tr.IntervalP50Ms >= 1000/float64(loopTPS)-1) {
 		t.Errorf("tick p99 %v ms, max %v ms, interval p50 %v ms", tr.TickP99Ms, tr.TickMaxMs, tr.IntervalP50Ms)
 	}
-	if !(tr.BurstS > 0 && tr.SubmitMs > 0 && tr.DeliveryMs > 0) {
-		t.Errorf("burst %v s, submit %v ms, delivery %v ms; want all measured", tr.BurstS, tr.SubmitMs, tr.DeliveryMs)
+	if !(tr.BurstS > 0 && tr.SubmitMs > 0 && tr.DeliveryMs > 0 && tr.SubmitFaults >= 0) {
+		t.Errorf("burst %v s, submit %v ms (%d minor faults), delivery %v ms; want all measured",
+			tr.BurstS, tr.SubmitMs, tr.SubmitFaults, tr.DeliveryMs)
 	}
 	if tr.MeetsTarget != (tr.IntervalP99Ms <= 52 && tr.Skipped == 0) || lr.TargetMet != tr.MeetsTarget {
 		t.Errorf("meets target %v, target met %v, with p99 %v ms and %d skipped", tr.MeetsTarget, lr.TargetMet, tr.IntervalP99Ms, tr.Skipped)
@@ -132,7 +133,7 @@ func TestLoopMarkdown(t *testing.T) {
 		Calls: 20000, OK: 20000, Ticks: 60, Interval: Intervals{N: 50, P50: 50 * time.Millisecond, P99: 51 * time.Millisecond, Max: 51 * time.Millisecond},
 		AfterSubmit: 50 * time.Millisecond,
 		TickP99:     14 * time.Millisecond, TickMax: 40 * time.Millisecond, Delivery: 300 * time.Millisecond,
-		Submit: 25 * time.Millisecond, Burst: 2 * time.Second,
+		Submit: 25 * time.Millisecond, SubmitFaults: 1234, Burst: 2 * time.Second,
 	}
 	slow, skipped, failed := good, good, good
 	slow.Interval.P99, slow.Interval.Max = 53*time.Millisecond, 53*time.Millisecond
@@ -146,7 +147,7 @@ func TestLoopMarkdown(t *testing.T) {
 		want      []string
 	}{
 		{"all met", []LoopTrial{good, good, good}, loopShape, false, []string{
-			"| 20,000 | 6×16 | 1 | 60 | 50 | 50.00 ms | 51.00 ms | 51.00 ms | 50.00 ms | 0 | 0 | 14.00 ms | 40.00 ms | 300.0 ms | 0 | 25.00 ms | 2.000 s | 20,000 | 0 |",
+			"| 20,000 | 6×16 | 1 | 60 | 50 | 50.00 ms | 51.00 ms | 51.00 ms | 50.00 ms | 0 | 0 | 14.00 ms | 40.00 ms | 300.0 ms | 0 | 25.00 ms | 1,234 | 2.000 s | 20,000 | 0 |",
 			"| 20,000 | 6×16 | **median** |",
 			"tick interval p99 ≤ 52 ms and 0 skipped ticks, in every trial: **met** (3 of 3 trials).",
 		}},
@@ -167,7 +168,8 @@ func TestLoopMarkdown(t *testing.T) {
 		if err := rep.WriteMarkdown(&out); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range append(c.want, "#### loop", "| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped |") {
+		for _, want := range append(c.want, "#### loop", "| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped |",
+			"| submit | submit faults | burst |", "Submit faults: minor page faults of the process while submitting every call (getrusage ru_minflt)") {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%s: Markdown lacks %q:\n%s", c.name, want, out.String())
 			}

@@ -13,7 +13,8 @@
 // Each call's latency runs from just before it is submitted to its outcome being handled on
 // the loop goroutine, where every response is checked against the player the backend was
 // seeded with. The report gives total time, calls per second, average, p50, p95 and p99
-// (nearest rank), errors, the client process's CPU time per call (getrusage) and its peak
+// (nearest rank), errors, the client process's CPU time per call (getrusage), its heap
+// allocations and minor page faults (first touches of fresh pages) per call and its peak
 // resident set, and the ratios prpc ÷ grpc-go.
 //
 // The backend is the data-service example (examples/dataservice/server) with an in-memory
@@ -43,9 +44,10 @@
 // 20,000 GetPlayer calls, whose callbacks run in the loop's ticks and wake-ups. The loop stops
 // 5 ticks after the first tick that starts once every call has its outcome. It reports the
 // intervals between tick starts over the burst, the loop's skipped and overrun ticks, tick
-// durations and delivery time, per trial (-trials, default 3) and their median, and whether
-// every trial met the target. It runs client and backend unpinned on the machine's cores, so
-// it rejects -pin; with -suite loop, -calls (and -workers, -batch) resize its burst.
+// durations, delivery time, and the time and minor page faults of submitting, per trial
+// (-trials, default 3) and their median, and whether every trial met the target. It runs
+// client and backend unpinned on the machine's cores, so it rejects -pin; with -suite loop,
+// -calls (and -workers, -batch) resize its burst.
 //
 //	go run ./benchmarks/burst -suite loop
 //

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,8 +86,11 @@ func checkSane(t *testing.T, rep jsonReport, calls int) {
 		if tr.MaxMs > tr.TotalS*1000 {
 			t.Errorf("%s: slowest call %v ms is longer than the burst, %v s", tr.Client, tr.MaxMs, tr.TotalS)
 		}
-		if runtime.GOOS == "linux" && (tr.CPUPerCallUs <= 0 || tr.PeakRSSBytes <= 0) {
-			t.Errorf("%s: CPU/call %v µs, peak RSS %v bytes; want both measured", tr.Client, tr.CPUPerCallUs, tr.PeakRSSBytes)
+		// Each trial starts after the heap's free pages went back to the OS, so its allocations
+		// fault pages in again.
+		if runtime.GOOS == "linux" && (tr.CPUPerCallUs <= 0 || tr.PeakRSSBytes <= 0 || tr.FaultsPerCall <= 0) {
+			t.Errorf("%s: CPU/call %v µs, peak RSS %v bytes, minor faults/call %v; want all measured",
+				tr.Client, tr.CPUPerCallUs, tr.PeakRSSBytes, tr.FaultsPerCall)
 		}
 	}
 	if !clients[clientPRPC] || !clients[clientBaseline] || len(sh.Results) != 2 {
@@ -138,6 +143,7 @@ func TestMarkdown(t *testing.T) {
 	out := stdout.String()
 	for _, want := range []string{
 		"| calls | W×B | trial | client |", "calls/s ratio | CPU/call ratio | p99 ratio |",
+		"| allocs/call | faults/call | peak RSS | errors |", "faults/call: minor page faults of the client process over the trial ÷ calls (getrusage ru_minflt)",
 		"| 50 | 2×2 | 1 | prpc |", "| 50 | 2×2 | 2 | grpc-go |", "| **median** | prpc |",
 		"includes the backend",
 	} {
@@ -262,5 +268,81 @@ func TestRecorderCountsEachCallOnce(t *testing.T) {
 	rec.failure(1, start, context.DeadlineExceeded)
 	if !rec.complete() || rec.ok != 1 || rec.failed != 1 || rec.wrong != 1 {
 		t.Errorf("ok %d failed %d wrong %d complete %v; want 1, 1, 1, true", rec.ok, rec.failed, rec.wrong, rec.complete())
+	}
+}
+
+func TestFaultsPerCall(t *testing.T) {
+	for _, c := range []struct {
+		calls  int
+		faults int64
+		want   float64
+	}{
+		{2000, 3000, 1.5},
+		{20000, 0, 0},
+		{1000, 123, 0.123},
+		{0, 7, 7}, // no calls: divided by 1, as the other per-call figures
+	} {
+		tr := TrialResult{Calls: c.calls, MinorFaults: c.faults}
+		if got := tr.FaultsPerCall(); got != c.want {
+			t.Errorf("%d faults over %d calls: FaultsPerCall = %v, want %v", c.faults, c.calls, got, c.want)
+		}
+	}
+}
+
+// TestFaultsColumn renders a made-up shape of three trials per client and checks the
+// faults/call figure of each trial and of the medians, in Markdown and JSON.
+func TestFaultsColumn(t *testing.T) {
+	sh := ShapeResult{Shape: Shape{Calls: 1000, Workers: 2, Batch: 2, Trials: 3}}
+	for i, f := range [][2]int64{{1500, 4000}, {3500, 2000}, {2500, 3000}} {
+		for j, name := range []string{clientPRPC, clientBaseline} {
+			sh.Trials = append(sh.Trials, TrialResult{
+				Client: name, Trial: i + 1, Calls: 1000, OK: 1000, BackendCPU: -1,
+				Total: time.Second, CPU: 40 * time.Millisecond, Allocs: 42000, PeakRSS: 10 << 20, PeakReset: true,
+				MinorFaults: f[j],
+			})
+		}
+	}
+	rep := &Report{Command: "go run ./benchmarks/burst", InProcess: true, Suites: []SuiteResult{{Name: "custom", Shapes: []ShapeResult{sh}}}}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	// Each row's allocs/call, faults/call, peak RSS and errors, by its trial and client.
+	want := map[string]string{
+		"| 1 | prpc |": "| 42.0 | 1.5 | 10.0 MiB | 0 |", "| 1 | grpc-go |": "| 42.0 | 4.0 | 10.0 MiB | 0 |",
+		"| 2 | prpc |": "| 42.0 | 3.5 | 10.0 MiB | 0 |", "| 2 | grpc-go |": "| 42.0 | 2.0 | 10.0 MiB | 0 |",
+		"| 3 | prpc |": "| 42.0 | 2.5 | 10.0 MiB | 0 |", "| 3 | grpc-go |": "| 42.0 | 3.0 | 10.0 MiB | 0 |",
+		"| **median** | prpc |": "| 42.0 | 2.5 | 10.0 MiB | 0 |", "| **median** | grpc-go |": "| 42.0 | 3.0 | 10.0 MiB | 0 |",
+	}
+	for line := range strings.Lines(md.String()) {
+		for row, cells := range want {
+			if strings.HasPrefix(line, "| 1,000 | 2×2 "+row) {
+				if !strings.Contains(line, cells) {
+					t.Errorf("row %s: want %q in %q", row, cells, line)
+				}
+				delete(want, row)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("Markdown lacks the rows %v:\n%s", slices.Sorted(maps.Keys(want)), md.String())
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var got jsonReport
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"minor_faults_per_call": 1.5`) {
+		t.Errorf("JSON lacks minor_faults_per_call:\n%s", js.String())
+	}
+	var faults []float64
+	for _, tr := range got.Suites[0].Shapes[0].Results {
+		faults = append(faults, tr.FaultsPerCall)
+	}
+	if want := []float64{1.5, 4, 3.5, 2, 2.5, 3}; !slices.Equal(faults, want) {
+		t.Errorf("JSON faults/call = %v, want %v", faults, want)
 	}
 }

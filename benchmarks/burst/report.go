@@ -180,6 +180,7 @@ func (s ShapeResult) medianTrial(clientName string) (TrialResult, bool) {
 	m.PeakRSS = int64(med(func(t TrialResult) float64 { return float64(t.PeakRSS) }))
 	m.Allocs = uint64(med(func(t TrialResult) float64 { return float64(t.Allocs) }))
 	m.AllocBytes = uint64(med(func(t TrialResult) float64 { return float64(t.AllocBytes) }))
+	m.MinorFaults = int64(med(func(t TrialResult) float64 { return float64(t.MinorFaults) }))
 	m.PeakReset = ts[0].PeakReset
 	for _, t := range ts {
 		m.Failed += t.Failed
@@ -201,7 +202,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	switch {
 	case r.InProcess:
-		b.WriteString("Backend: in the client's process (`-inprocess`), so client CPU/call **includes the backend's**.\n")
+		b.WriteString("Backend: in the client's process (`-inprocess`), so client CPU/call **includes the backend's**, as do faults/call.\n")
 	case r.Pinned:
 		fmt.Fprintf(&b, "Backend: a separate process. Pinned: client threads on CPU %s, backend threads on CPU %s.\n",
 			r.ClientAffinity, r.BackendAffinity)
@@ -225,6 +226,8 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 	b.WriteString("Latency: submit → outcome on the loop goroutine, percentiles by nearest rank. " +
 		"CPU/call: user+system CPU time of the process over the trial ÷ calls (getrusage). " +
 		"allocs/call: heap allocations of the process over the trial ÷ calls. " +
+		"faults/call: minor page faults of the client process over the trial ÷ calls (getrusage ru_minflt): each is a first touch of a fresh page; " +
+		"the trial starts after freed memory is returned to the OS, so they include pages the heap had held before. " +
 		peakRSSNote(r) +
 		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better).\n")
 	for _, s := range r.Suites {
@@ -236,8 +239,8 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 			b.WriteString(" backend CPU/call |")
 			sep += "---:|"
 		}
-		b.WriteString(" allocs/call | peak RSS | errors | calls/s ratio | CPU/call ratio | p99 ratio |\n")
-		sep += "---:|---:|---:|---:|---:|---:|\n"
+		b.WriteString(" allocs/call | faults/call | peak RSS | errors | calls/s ratio | CPU/call ratio | p99 ratio |\n")
+		sep += "---:|---:|---:|---:|---:|---:|---:|\n"
 		b.WriteString(sep)
 		for _, sh := range s.Shapes {
 			row := func(trial string, t TrialResult, rs *ratios) {
@@ -252,7 +255,7 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 						b.WriteString(" – |")
 					}
 				}
-				fmt.Fprintf(b, " %.1f | %s | %d |", t.AllocsPerCall(), mib(t.PeakRSS), t.Errors())
+				fmt.Fprintf(b, " %.1f | %.1f | %s | %d |", t.AllocsPerCall(), t.FaultsPerCall(), mib(t.PeakRSS), t.Errors())
 				if rs != nil {
 					fmt.Fprintf(b, " %s | %s | %s |\n", times(rs.Throughput), times(rs.CPUPerCall), times(rs.P99))
 				} else {
@@ -366,6 +369,7 @@ type jsonTrial struct {
 	CPUPerCallUs      float64  `json:"cpu_per_call_us"`
 	AllocsPerCall     float64  `json:"allocs_per_call"`
 	AllocBytesPerCall float64  `json:"alloc_bytes_per_call"`
+	FaultsPerCall     float64  `json:"minor_faults_per_call"`
 	CPUIncludesBack   bool     `json:"cpu_includes_backend"`
 	BackendCPUPerCall *float64 `json:"backend_cpu_per_call_us,omitempty"`
 	PeakRSSBytes      int64    `json:"peak_rss_bytes"`
@@ -407,7 +411,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 					MinMs: ms(t.Lat.Min), AvgMs: ms(t.Lat.Avg), P50Ms: ms(t.Lat.P50), P95Ms: ms(t.Lat.P95),
 					P99Ms: ms(t.Lat.P99), MaxMs: ms(t.Lat.Max),
 					CPUPerCallUs: us(t.CPUPerCall()), CPUIncludesBack: r.InProcess,
-					AllocsPerCall: t.AllocsPerCall(), AllocBytesPerCall: t.AllocBytesPerCall(),
+					AllocsPerCall: t.AllocsPerCall(), AllocBytesPerCall: t.AllocBytesPerCall(), FaultsPerCall: t.FaultsPerCall(),
 					PeakRSSBytes: t.PeakRSS, PeakRSSSinceTrial: t.PeakReset, GCs: t.GCs, FirstError: t.FirstErr,
 				}
 				if d := t.BackendCPUPerCall(); d >= 0 {

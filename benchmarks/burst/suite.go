@@ -91,7 +91,11 @@ type TrialResult struct {
 	GCs       uint32
 	// Allocs and AllocBytes count the client process's heap allocations over the trial.
 	Allocs, AllocBytes uint64
-	FirstErr           string
+	// MinorFaults is the client process's minor page faults over the trial (getrusage
+	// ru_minflt; 0 if unknown): mostly first touches of fresh pages, as when the heap grows.
+	// With the backend in-process it includes the backend's.
+	MinorFaults int64
+	FirstErr    string
 }
 
 // Errors is the number of calls that failed or were answered wrongly.
@@ -111,6 +115,11 @@ func (t TrialResult) AllocsPerCall() float64 { return float64(t.Allocs) / float6
 // AllocBytesPerCall is the client process's heap bytes allocated per call.
 func (t TrialResult) AllocBytesPerCall() float64 {
 	return float64(t.AllocBytes) / float64(max(t.Calls, 1))
+}
+
+// FaultsPerCall is the client process's minor page faults per call.
+func (t TrialResult) FaultsPerCall() float64 {
+	return float64(t.MinorFaults) / float64(max(t.Calls, 1))
 }
 
 // BackendCPUPerCall is the backend process's CPU time per call, or -1 if unknown.
@@ -181,9 +190,9 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 				return res, fmt.Errorf("%s trial %d: %w", c.Name(), t, err)
 			}
 			res.Trials = append(res.Trials, tr)
-			fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-7s %7.3f s %9s calls/s  p99 %8.2f ms  CPU/call %6.1f µs  allocs/call %5.1f (%4.0f B)  errors %d\n",
+			fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-7s %7.3f s %9s calls/s  p99 %8.2f ms  CPU/call %6.1f µs  allocs/call %5.1f (%4.0f B)  faults/call %5.1f  errors %d\n",
 				suite, s, t, s.Trials, c.Name(), tr.Total.Seconds(), thousands(int(tr.Throughput()+0.5)),
-				ms(tr.Lat.P99), us(tr.CPUPerCall()), tr.AllocsPerCall(), tr.AllocBytesPerCall(), tr.Errors())
+				ms(tr.Lat.P99), us(tr.CPUPerCall()), tr.AllocsPerCall(), tr.AllocBytesPerCall(), tr.FaultsPerCall(), tr.Errors())
 		}
 	}
 	return res, nil
@@ -227,6 +236,7 @@ func (rn *runner) trial(c client, n int) (TrialResult, error) {
 		return tr, err
 	}
 	tr.CPU = u1.cpu - u0.cpu
+	tr.MinorFaults = u1.minFlt - u0.minFlt
 	if bOK0 && bOK1 {
 		tr.BackendCPU = b1 - b0
 	}
