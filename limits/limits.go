@@ -102,10 +102,7 @@ func (l Limits) CallOptions() []grpc.CallOption {
 // (CallOptions), which every call passes last; repeating them as the connection's default
 // call options would only make grpc-go merge the two lists, an allocation per call.
 func (l Limits) DialOptions() []grpc.DialOption {
-	headers := l.MaxMetadataBytes + HeaderListSlack
-	if headers > math.MaxUint32 {
-		headers = math.MaxUint32
-	}
+	headers := min(max(int64(l.MaxMetadataBytes)+HeaderListSlack, 0), math.MaxUint32) // int64: 32-bit platforms too
 	return []grpc.DialOption{
 		grpc.WithMaxHeaderListSize(uint32(headers)),
 	}
