@@ -123,8 +123,8 @@ func getUsage() usage {
 	}
 	return usage{
 		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		maxRSS: ru.Maxrss * 1024, // KiB on Linux
-		minFlt: int64(ru.Minflt), // int32 on some 32-bit platforms
+		maxRSS: int64(ru.Maxrss) * 1024, // KiB on Linux; int32 on some 32-bit platforms
+		minFlt: int64(ru.Minflt),        // int32 on some 32-bit platforms
 	}
 }
 
