@@ -28,8 +28,9 @@ type Config struct {
 
 	// Budget is the time budget passed to each reactor's Tick, per reactor and per delivery:
 	// once per reactor in every tick, and once per Ready wake-up of that reactor between
-	// ticks. A reactor always delivers at least one waiting call, so a Tick may exceed it by
-	// one callback. Default 2 ms; more than 0 and at most 1 s.
+	// ticks, which gets less if less time is left before the next tick, so that it never
+	// delays one. A reactor always delivers at least one waiting call, so a Tick may exceed
+	// its budget by one callback. Default 2 ms; more than 0 and at most 1 s.
 	Budget time.Duration
 
 	// Reactors are the reactors the Loop ticks, in this order. It may be empty (the Loop

@@ -4,7 +4,8 @@
 // A Loop calls Config.OnTick, then Tick(Budget) on each reactor, once per tick, at
 // Config.TPS ticks per second. Between ticks it waits on the reactors' Ready channels and
 // drains a reactor as soon as it signals, so a reply does not wait up to a whole tick for its
-// callback (Config.TickOnly turns that off). A tick that runs late never causes a burst of
+// callback (Config.TickOnly turns that off); such a drain never runs into the next tick's
+// time. A tick that runs late never causes a burst of
 // catch-up ticks: the ticks whose time has passed are skipped and counted, as Minecraft
 // servers do. When the context is done, the Loop runs Config.OnStop, closes the reactors
 // (which runs the callbacks of the last calls) and returns.

@@ -83,7 +83,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	w.stop()
 	// Ready signals the helpers took but the loop did not act on: deliver them as a last
 	// wake-up rather than lose them.
-	l.drain(w.takeAll())
+	l.drain(w.takeAll(), l.cfg.Budget)
 	if l.cfg.OnStop != nil {
 		l.cfg.OnStop()
 	}
@@ -115,7 +115,11 @@ func (l *Loop) run(ctx context.Context, w *waker) {
 			case <-timer.C():
 			case <-w.c:
 				timer.Stop()
-				l.drain(w.take())
+				// A wake-up between ticks must not delay the next tick: its drain gets the
+				// Budget, or only the time left before the tick is due if that is less.
+				if left := next.Sub(clock.Now()); left > 0 {
+					l.drain(w.take(), min(l.cfg.Budget, left))
+				}
 			}
 			continue
 		}
@@ -164,8 +168,9 @@ func (l *Loop) tick(n uint64, start, due, now time.Time, w *waker) time.Time {
 	return next
 }
 
-// drain runs one Tick(Budget) on each reactor listed: a wake-up between ticks.
-func (l *Loop) drain(reactors []int) {
+// drain runs one Tick(budget) on each reactor listed: a wake-up between ticks, or the final
+// delivery after the last tick.
+func (l *Loop) drain(reactors []int, budget time.Duration) {
 	if len(reactors) == 0 {
 		return
 	}
@@ -174,7 +179,7 @@ func (l *Loop) drain(reactors []int) {
 	var delivery time.Duration
 	var delivered uint64
 	for _, i := range reactors {
-		rep := l.cfg.Reactors[i].Tick(l.cfg.Budget)
+		rep := l.cfg.Reactors[i].Tick(budget)
 		delivered += uint64(rep.Delivered)
 		t2 := clock.Now()
 		delivery += t2.Sub(t)

@@ -363,3 +363,33 @@ func TestPanicStopsHelpers(t *testing.T) {
 	require.Empty(t, rec.take(), "no reactor ticked or closed")
 	goleak.VerifyNone(t)
 }
+
+// A wake-up close to the next tick gets only the time left before it, so that delivering
+// between ticks never makes a tick late.
+func TestWakeupNeverDelaysTick(t *testing.T) {
+	tests := []struct {
+		name       string
+		sinceTick  time.Duration // when the wake-up comes, after the last tick
+		wantBudget time.Duration
+	}{
+		{"early: the whole budget", 10 * time.Millisecond, loop.DefaultBudget},
+		{"the budget just fits", period - loop.DefaultBudget, loop.DefaultBudget},
+		{"late: the time left", period - 500*time.Microsecond, 500 * time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			r := newFake("r", h.rec, h.clk)
+			h.start(loop.Config{Reactors: []loop.Reactor{r}, OnTick: h.onTick()})
+			h.rec.take()
+
+			h.clk.Advance(tt.sinceTick)
+			r.signal(t)
+			h.rec.wait(t, 1)
+			h.waitBlocked()
+			require.Equal(t, []string{"r.Tick"}, h.rec.take())
+			require.Equal(t, []time.Duration{loop.DefaultBudget, tt.wantBudget}, r.tickBudgets())
+			require.NoError(t, h.stop())
+		})
+	}
+}
