@@ -26,9 +26,12 @@ type Codec struct{}
 
 var _ encoding.CodecV2 = Codec{}
 
-// Frame carries an encoded request.
+// Frame carries an encoded request. Marshal hands gRPC Data if it is set (see Buffer.Data),
+// else Bytes; a caller setting Data sets Bytes to the same bytes, for transports that read
+// them directly.
 type Frame struct {
 	Bytes []byte
+	Data  mem.BufferSlice
 }
 
 // Reply is where Unmarshal decodes a response.
@@ -49,6 +52,9 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	f, ok := v.(*Frame)
 	if !ok {
 		return nil, fmt.Errorf("prpc codec: cannot marshal %T: want *codec.Frame", v)
+	}
+	if f.Data != nil {
+		return f.Data, nil
 	}
 	return mem.BufferSlice{mem.SliceBuffer(f.Bytes)}, nil
 }

@@ -50,7 +50,7 @@ func (r *Reactor) lane(inv int) {
 		}
 		res.header, res.trailer, res.peer = header, trailer, p.Addr
 		res.picked = c.Ctx.(*callCtx).picked
-		frame.Bytes, reply.Msg = nil, nil
+		frame.Bytes, frame.Data, reply.Msg = nil, nil, nil
 		if res.err == nil {
 			releaseRequest(c)
 		} else { // a failed call may return before gRPC has written the request: leave it to the GC
@@ -97,7 +97,7 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
 		}
 	}()
-	frame.Bytes = c.Request.B
+	frame.Bytes, frame.Data = c.Request.B, c.Request.Data()
 	reply.Msg = c.Ops.NewResponse()
 	var userOpts []grpc.CallOption
 	var md metadata.MD
