@@ -21,20 +21,24 @@ type engine struct {
 	admitted []*callcore.Call
 	// queued counts the calls pushed to the ready queue whose fate the reactor has not yet
 	// learnt: each leaves the count once, when it is dropped or its completion arrives.
-	queued  int
-	settled []*callcore.Call
-	events  []event
-	done    []completion
-	timer   Timer
-	closing bool
-	cut     int
-	now     time.Time // read once per turn: the clock costs ~100 ns a read on some VMs
-	nowNs   int64     // now, as r.nanos(now)
+	queued int
+	// finished counts, per invoker, the completions taken this turn: they leave the InFlight
+	// and load gauges once this turn's settled calls are queued for Tick, so that a Stats
+	// reader who sees a call gone from InFlight can Tick and get it.
+	finished []int32
+	settled  []*callcore.Call
+	events   []event
+	done     []completion
+	timer    Timer
+	closing  bool
+	cut      int
+	now      time.Time // read once per turn: the clock costs ~100 ns a read on some VMs
+	nowNs    int64     // now, as r.nanos(now)
 }
 
 // start launches the reactor goroutine and the invoker lanes.
 func (r *Reactor) start() {
-	e := &engine{r: r, timer: r.clock.NewTimer(time.Hour)}
+	e := &engine{r: r, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
 	e.timer.Stop()
 	for inv := range r.cfg.Workers {
 		for range r.cfg.BatchSize {
@@ -58,7 +62,9 @@ func (e *engine) run() {
 		// Completions first: a call whose result arrived with a Close in the same batch gets
 		// its result, not ErrClosed.
 		for i := range e.done {
-			e.complete(e.done[i].c, &e.done[i].res)
+			d := &e.done[i]
+			e.finished[d.inv]++
+			e.complete(d.c, &d.res)
 		}
 		for i := range e.events {
 			e.handle(&e.events[i])
@@ -66,6 +72,7 @@ func (e *engine) run() {
 		e.expire()
 		e.dispatch()
 		e.flush()
+		e.release()
 		if e.closing && e.heap.live() == 0 && e.queued == 0 {
 			e.shutdown()
 			return
@@ -217,6 +224,21 @@ func (e *engine) settle(c *callcore.Call, value proto.Message, err error, reason
 	c.Err = err
 	c.Reason = reason
 	e.settled = append(e.settled, c)
+}
+
+// release takes this turn's finished calls off the InFlight and load gauges.
+func (e *engine) release() {
+	var total int32
+	for inv, n := range e.finished {
+		if n > 0 {
+			e.r.loads[inv].Add(-n)
+			total += n
+			e.finished[inv] = 0
+		}
+	}
+	if total > 0 {
+		e.r.inFlight.Add(-total)
+	}
 }
 
 // drop makes sure no lane will send c, unless one has claimed it already, and reports whether

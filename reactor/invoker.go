@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -36,13 +37,11 @@ func (r *Reactor) lane(inv int) {
 		if !ok {
 			return
 		}
-		if !r.claim(c) {
+		if !r.claim(c, load) {
 			continue // the reactor settled it while it waited
 		}
-		load.Add(1)
-		r.inFlight.Add(1)
 		header, trailer, p = nil, nil, peer.Peer{}
-		done := completion{c: c}
+		done := completion{c: c, inv: int32(inv)}
 		res := &done.res
 		var err error
 		if res.value, err = r.invoke(c, opts, &frame, &reply); err != nil {
@@ -56,16 +55,15 @@ func (r *Reactor) lane(inv int) {
 		} else { // a failed call may return before gRPC has written the request: leave it to the GC
 			c.Request = nil
 		}
-		load.Add(-1)
-		r.inFlight.Add(-1)
-		r.in.complete(done)
+		r.in.complete(done) // the reactor takes the call off the gauges once it has queued it for Tick
 	}
 }
 
 // claim gives c its transport context and moves it from Unclaimed to Running, unless the
 // reactor dropped it first. The context is in place before the claim, for the reactor to
-// cancel once it sees Running.
-func (r *Reactor) claim(c *callcore.Call) bool {
+// cancel once it sees Running. A claimed call moves from the Queued gauge to InFlight and
+// its invoker's load.
+func (r *Reactor) claim(c *callcore.Call, load *atomic.Int32) bool {
 	if c.Claim.Load() != callcore.Unclaimed {
 		return false
 	}
@@ -84,6 +82,8 @@ func (r *Reactor) claim(c *callcore.Call) bool {
 		ctx.cancel()
 		return false
 	}
+	load.Add(1)
+	r.inFlight.Add(1)
 	r.queued.Add(-1)
 	return true
 }

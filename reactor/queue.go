@@ -34,6 +34,7 @@ type event struct {
 // queue apart from events, which stay small for the many submissions of a burst.
 type completion struct {
 	c   *callcore.Call
+	inv int32 // the lane's invoker
 	res laneResult
 }
 
