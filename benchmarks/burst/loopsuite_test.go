@@ -115,9 +115,10 @@ func TestLoopSuiteInProcess(t *testing.T) {
 	if tr.AfterSubmitMs > tr.IntervalMaxMs || (tr.BurstIntervals > 1) != (tr.AfterSubmitMs > 0) {
 		t.Errorf("max after the submit tick %v ms, of %d intervals with max %v ms", tr.AfterSubmitMs, tr.BurstIntervals, tr.IntervalMaxMs)
 	}
-	// Every tick burns the game work, and ticks start at most once per period.
-	if !(tr.TickP99Ms >= lr.GameWorkMs && tr.TickMaxMs >= tr.TickP99Ms && tr.IntervalP50Ms >= 1000/float64(loopTPS)-1) {
-		t.Errorf("tick p99 %v ms, max %v ms, interval p50 %v ms", tr.TickP99Ms, tr.TickMaxMs, tr.IntervalP50Ms)
+	// Every tick burns the game work. (Intervals are not bounded here: after a late tick the
+	// fixed-rate loop's next interval is shorter than the period.)
+	if !(tr.TickP99Ms >= lr.GameWorkMs && tr.TickMaxMs >= tr.TickP99Ms) {
+		t.Errorf("tick p99 %v ms, max %v ms", tr.TickP99Ms, tr.TickMaxMs)
 	}
 	if !(tr.BurstS > 0 && tr.SubmitMs > 0 && tr.DeliveryMs > 0 && tr.SubmitFaults >= 0) {
 		t.Errorf("burst %v s, submit %v ms (%d minor faults), delivery %v ms; want all measured",
