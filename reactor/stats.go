@@ -18,10 +18,12 @@ type Stats struct {
 	// Pending is the number of calls admitted and not yet delivered by Tick: the calls that
 	// count against MaxOutstanding.
 	Pending int
-	// Queued is the number of admitted calls waiting for an invoker slot.
+	// Queued is the number of admitted calls waiting for a free lane.
 	Queued int
-	// InFlight is the number of transport calls running, including calls already settled
-	// (timed out or cancelled) whose transport call has not returned yet.
+	// InFlight is the number of calls a lane has taken whose outcome is not yet queued for
+	// Tick: transport calls running, including calls already settled (timed out or
+	// cancelled) whose transport call has not returned yet. Once a call has left InFlight,
+	// the next Tick delivers it.
 	InFlight int
 	// Invokers has one entry per invoker, in order.
 	Invokers []InvokerStats
@@ -84,7 +86,8 @@ type MethodStats struct {
 
 // InvokerStats describes one invoker.
 type InvokerStats struct {
-	// Load is the number of calls the invoker has in flight, at most BatchSize.
+	// Load is the number of calls the invoker's lanes have in flight (counted as InFlight
+	// counts them), at most BatchSize.
 	Load int
 	// State is what the invoker is doing.
 	State InvokerState
