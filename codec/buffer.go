@@ -3,7 +3,6 @@ package codec
 import (
 	"sync"
 
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -16,19 +15,6 @@ var buffers = sync.Pool{New: func() any { return new(Buffer) }}
 // Buffer is a pooled encode buffer.
 type Buffer struct {
 	B []byte
-
-	// What Data hands to gRPC, kept here so that handing it over allocates nothing: a
-	// *SliceBuffer in an interface is a pointer, where a SliceBuffer would be boxed.
-	sb  mem.SliceBuffer
-	one [1]mem.Buffer
-}
-
-// Data returns B as gRPC's buffer type, for Frame.Data, without allocating. It shares b's
-// memory: b must not be released or changed until gRPC is done with the call.
-func (b *Buffer) Data() mem.BufferSlice {
-	b.sb = b.B
-	b.one[0] = &b.sb
-	return b.one[:]
 }
 
 // Size returns the encoded size of m, caching sizes inside m so that Encode does not compute
@@ -57,6 +43,5 @@ func (b *Buffer) Release() {
 		b.B = nil
 	}
 	b.B = b.B[:0]
-	b.sb, b.one[0] = nil, nil
 	buffers.Put(b)
 }

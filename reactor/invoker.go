@@ -29,7 +29,7 @@ func (r *Reactor) lane(inv int) {
 	var header, trailer metadata.MD
 	var p peer.Peer
 	opts := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
-	var frame codec.Frame
+	frame := new(codec.Frame)
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	load := &r.loads[inv]
 	for {
@@ -44,16 +44,20 @@ func (r *Reactor) lane(inv int) {
 		done := completion{c: c, inv: int32(inv)}
 		res := &done.res
 		var err error
-		if res.value, err = r.invoke(c, opts, &frame, &reply); err != nil {
+		if res.value, err = r.invoke(c, opts, frame, &reply); err != nil {
 			res.err = r.laneError(c, err, trailer)
 		}
 		res.header, res.trailer, res.peer = header, trailer, p.Addr
 		res.picked = c.Ctx.(*callCtx).picked
-		frame.Bytes, frame.Data, reply.Msg = nil, nil, nil
+		reply.Msg = nil
 		if res.err == nil {
 			releaseRequest(c)
-		} else { // a failed call may return before gRPC has written the request: leave it to the GC
+			frame.Set(nil)
+		} else {
+			// A failed call may return before gRPC has written the request: leave the
+			// request, and the frame that hands it to gRPC, to the GC.
 			c.Request = nil
+			frame = new(codec.Frame)
 		}
 		r.in.complete(done) // the reactor takes the call off the gauges once it has queued it for Tick
 	}
@@ -97,7 +101,7 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
 		}
 	}()
-	frame.Bytes, frame.Data = c.Request.B, c.Request.Data()
+	frame.Set(c.Request.B)
 	reply.Msg = c.Ops.NewResponse()
 	var userOpts []grpc.CallOption
 	var md metadata.MD
