@@ -13,16 +13,8 @@ import (
 // with Trial 0.
 func (lr *LoopResult) median() LoopTrial {
 	ts := lr.Trials
-	med := func(f func(LoopTrial) float64) float64 {
-		v := make([]float64, len(ts))
-		for i, t := range ts {
-			v[i] = f(t)
-		}
-		return medianFloat(v)
-	}
-	dur := func(f func(LoopTrial) time.Duration) time.Duration {
-		return time.Duration(med(func(t LoopTrial) float64 { return float64(f(t)) }))
-	}
+	med := func(f func(LoopTrial) float64) float64 { return medianOf(ts, f) }
+	dur := func(f func(LoopTrial) time.Duration) time.Duration { return medianDur(ts, f) }
 	count := func(f func(LoopTrial) uint64) uint64 {
 		return uint64(med(func(t LoopTrial) float64 { return float64(f(t)) }))
 	}

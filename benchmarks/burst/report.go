@@ -133,6 +133,20 @@ func medianRatios(rs []ratios) ratios {
 	}
 }
 
+// medianOf returns the median of f over ts.
+func medianOf[T any](ts []T, f func(T) float64) float64 {
+	v := make([]float64, len(ts))
+	for i, t := range ts {
+		v[i] = f(t)
+	}
+	return medianFloat(v)
+}
+
+// medianDur returns the median of the duration f over ts.
+func medianDur[T any](ts []T, f func(T) time.Duration) time.Duration {
+	return time.Duration(medianOf(ts, func(t T) float64 { return float64(f(t)) }))
+}
+
 // medianFloat returns the median of v (the mean of the middle two for an even count).
 func medianFloat(v []float64) float64 {
 	if len(v) == 0 {
@@ -157,16 +171,8 @@ func (s ShapeResult) medianTrial(clientName string) (TrialResult, bool) {
 	if len(ts) == 0 {
 		return TrialResult{}, false
 	}
-	med := func(f func(TrialResult) float64) float64 {
-		v := make([]float64, len(ts))
-		for i, t := range ts {
-			v[i] = f(t)
-		}
-		return medianFloat(v)
-	}
-	dur := func(f func(TrialResult) time.Duration) time.Duration {
-		return time.Duration(med(func(t TrialResult) float64 { return float64(f(t)) }))
-	}
+	med := func(f func(TrialResult) float64) float64 { return medianOf(ts, f) }
+	dur := func(f func(TrialResult) time.Duration) time.Duration { return medianDur(ts, f) }
 	m := TrialResult{Client: clientName, Calls: ts[0].Calls, BackendCPU: -1}
 	m.Total = dur(func(t TrialResult) time.Duration { return t.Total })
 	m.Lat.Avg = dur(func(t TrialResult) time.Duration { return t.Lat.Avg })
