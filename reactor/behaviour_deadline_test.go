@@ -145,3 +145,36 @@ func TestDeadlineExceededFromServerIsTimeout(t *testing.T) {
 	require.Contains(t, got.Error(), "backend gave up", "the server's message is kept")
 	require.EqualValues(t, 1, r.Stats().TimedOut)
 }
+
+// TestDeadlineTimerLeftBehind: the reactor leaves its timer at the deadline of a call that
+// has since completed rather than moving it on every turn. When that stale timer fires, the
+// later call must not be timed out early, and the timer must be set again for its deadline.
+func TestDeadlineTimerLeftBehind(t *testing.T) {
+	srv := testserver.Start(t)
+	clock := reactortest.NewManualClock(time.Now())
+	r := newReactor(t, srv, reactor.Config{Clock: clock, DefaultTimeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute})
+	h := newHost(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+
+	var okA bool
+	var errB error
+	reactor.Call(r, echo, &testpb.EchoRequest{Message: "a"}, &calls.Options{Timeout: time.Minute}).
+		Then(func(*testpb.EchoResponse) { okA = true })
+	pB := reactor.Call(r, echo, &testpb.EchoRequest{Message: "b", Block: true}, nil).OnError(func(err error) { errB = err })
+	h.waitFor(func() bool { return okA })
+	require.Eventually(t, func() bool { return srv.Calls() == 2 && r.Stats().InFlight == 1 }, bound, poll)
+	require.NoError(t, clock.WaitTimers(ctx, 1))
+
+	clock.Advance(time.Minute) // A's deadline: the timer may fire, but B is not due
+	require.NoError(t, clock.WaitTimers(ctx, 1), "the timer is set again, for B")
+	require.NoError(t, errB)
+	require.Equal(t, calls.Pending, pB.State())
+
+	clock.Advance(time.Minute)
+	h.waitFor(func() bool { return errB != nil })
+	require.ErrorIs(t, errB, calls.ErrTimeout)
+	require.Contains(t, errB.Error(), "(timeout 2m0s)")
+	require.Eventually(t, func() bool { return r.Stats().InFlight == 0 }, bound, poll)
+	require.Zero(t, clock.Timers(), "the reactor stops its timer when no call is pending")
+}
