@@ -126,11 +126,20 @@ type outbox struct {
 	n     atomic.Int32 // len(calls), readable without the lock
 }
 
+// outboxChunk bounds how many calls push appends under one hold of the lock, so that a Tick
+// swapping the queue never waits behind a whole batch (Close's abort settles every call at
+// once).
+const outboxChunk = 256
+
 func (q *outbox) push(cs ...*callcore.Call) {
-	q.mu.Lock()
-	q.calls = append(q.calls, cs...)
-	q.n.Store(int32(len(q.calls)))
-	q.mu.Unlock()
+	for len(cs) > 0 {
+		k := min(len(cs), outboxChunk)
+		q.mu.Lock()
+		q.calls = append(q.calls, cs[:k]...)
+		q.n.Store(int32(len(q.calls)))
+		q.mu.Unlock()
+		cs = cs[k:]
+	}
 }
 
 // swap returns the queued calls and empties the queue, which keeps spare, an empty slice,
