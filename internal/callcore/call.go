@@ -143,9 +143,10 @@ type Call struct {
 	redeliverQueued bool
 	cancelRequested bool
 	ninline         uint8
+	kinds           [2]CallbackKind // of the inline callbacks
 	mu              sync.Mutex
-	inline          [2]Callback
-	more            []Callback
+	fns             [2]any      // the first callbacks, inline: most calls have one or two
+	more            *[]Callback // any after those
 }
 
 // Extra holds the request fields that most calls do not use, written with the request fields.
@@ -213,11 +214,14 @@ func (c *Call) VisibleMetadata() (header, trailer metadata.MD) {
 // the next Tick.
 func (c *Call) Add(kind CallbackKind, fn any) {
 	c.mu.Lock()
-	if int(c.ninline) < len(c.inline) && len(c.more) == 0 {
-		c.inline[c.ninline] = Callback{Kind: kind, Fn: fn}
+	if int(c.ninline) < len(c.fns) && c.more == nil {
+		c.kinds[c.ninline], c.fns[c.ninline] = kind, fn
 		c.ninline++
 	} else {
-		c.more = append(c.more, Callback{Kind: kind, Fn: fn})
+		if c.more == nil {
+			c.more = new([]Callback)
+		}
+		*c.more = append(*c.more, Callback{Kind: kind, Fn: fn})
 	}
 	redeliver := c.delivered && !c.redeliverQueued
 	if redeliver {
@@ -249,9 +253,13 @@ func (c *Call) TakeCallbacks(buf []Callback) (cbs []Callback, first bool) {
 	c.visible = true
 	c.delivered = true
 	c.redeliverQueued = false
-	buf = append(buf, c.inline[:c.ninline]...)
-	buf = append(buf, c.more...)
-	c.inline = [2]Callback{}
+	for i := range c.ninline {
+		buf = append(buf, Callback{Kind: c.kinds[i], Fn: c.fns[i]})
+	}
+	if c.more != nil {
+		buf = append(buf, *c.more...)
+	}
+	c.fns = [2]any{}
 	c.ninline = 0
 	c.more = nil
 	c.mu.Unlock()
