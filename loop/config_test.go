@@ -9,6 +9,7 @@ import (
 
 	"github.com/trixnew/prpc/loop"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
 // sliceReactor is a Reactor of a type that is not comparable.
@@ -58,7 +59,7 @@ func TestConfigValidation(t *testing.T) {
 
 // New copies Config.Reactors: changing the caller's slice later does not change the Loop.
 func TestConfigReactorsCopied(t *testing.T) {
-	rec, clk := newRecorder(), newManualClock(epoch)
+	rec, clk := newRecorder(), reactortest.NewManualClock(epoch)
 	r0, r1 := newFake("r0", rec, clk), newFake("r1", rec, clk)
 	rs := []loop.Reactor{r0}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trixnew/prpc/loop"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
 // At the default 20 TPS.
@@ -101,7 +102,7 @@ func goid() uint64 {
 type fakeReactor struct {
 	name  string
 	rec   *recorder
-	clk   *manualClock
+	clk   *reactortest.ManualClock
 	ready chan struct{}
 
 	mu      sync.Mutex
@@ -110,7 +111,7 @@ type fakeReactor struct {
 	cost    time.Duration
 }
 
-func newFake(name string, rec *recorder, clk *manualClock) *fakeReactor {
+func newFake(name string, rec *recorder, clk *reactortest.ManualClock) *fakeReactor {
 	return &fakeReactor{name: name, rec: rec, clk: clk, ready: make(chan struct{}, 1)}
 }
 
@@ -173,7 +174,7 @@ func (c *closableFake) Close(ctx context.Context) error {
 // harness runs a Loop on its own goroutine with a manual clock.
 type harness struct {
 	t      *testing.T
-	clk    *manualClock
+	clk    *reactortest.ManualClock
 	rec    *recorder
 	loop   *loop.Loop
 	cancel context.CancelFunc
@@ -184,7 +185,7 @@ type harness struct {
 
 // newHarness makes a recorder and a clock for cfg's hooks to use; start runs the loop.
 func newHarness(t *testing.T) *harness {
-	return &harness{t: t, clk: newManualClock(epoch), rec: newRecorder()}
+	return &harness{t: t, clk: reactortest.NewManualClock(epoch), rec: newRecorder()}
 }
 
 // start creates the Loop with h's clock and runs it; it returns once the first tick has run

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trixnew/prpc/loop"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
 // onTick returns an OnTick that logs each tick.
@@ -268,7 +269,7 @@ func TestStopJoinsCloseErrors(t *testing.T) {
 
 func TestStopBeforeFirstTick(t *testing.T) {
 	rec := newRecorder()
-	clk := newManualClock(epoch)
+	clk := reactortest.NewManualClock(epoch)
 	r := &closableFake{fakeReactor: newFake("r", rec, clk)}
 	l, err := loop.New(loop.Config{
 		Clock:    clk,
@@ -286,7 +287,7 @@ func TestStopBeforeFirstTick(t *testing.T) {
 
 // A cancelled context stops the loop even while ticks overrun and never wait.
 func TestStopWhileOverrunning(t *testing.T) {
-	clk := newManualClock(epoch)
+	clk := reactortest.NewManualClock(epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	l, err := loop.New(loop.Config{Clock: clk, OnTick: func(n uint64) {
 		clk.Advance(3 * period)
@@ -352,7 +353,7 @@ func TestFanInNoLeak(t *testing.T) {
 
 func TestPanicStopsHelpers(t *testing.T) {
 	rec := newRecorder()
-	clk := newManualClock(epoch)
+	clk := reactortest.NewManualClock(epoch)
 	var rs []loop.Reactor
 	for i := range 3 {
 		rs = append(rs, &closableFake{fakeReactor: newFake(fmt.Sprintf("r%d", i), rec, clk)})

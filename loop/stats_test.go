@@ -11,6 +11,7 @@ import (
 
 	"github.com/trixnew/prpc/loop"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
 // tickDurations returns the durations tick n takes in TestStatsPercentiles: ten distinct ones,
@@ -119,7 +120,7 @@ func TestStatsBeforeRun(t *testing.T) {
 
 // BenchmarkStats measures Stats with a full window.
 func BenchmarkStats(b *testing.B) {
-	clk := newManualClock(epoch)
+	clk := reactortest.NewManualClock(epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	l, err := loop.New(loop.Config{Clock: clk, OnTick: func(n uint64) {
 		clk.Advance(period) // the next tick is due at once: the loop never waits
@@ -138,7 +139,7 @@ func BenchmarkStats(b *testing.B) {
 // BenchmarkTick measures the loop's own cost per tick with one idle reactor: every OnTick
 // moves the manual clock to the next due time, so the loop never waits.
 func BenchmarkTick(b *testing.B) {
-	clk := newManualClock(epoch)
+	clk := reactortest.NewManualClock(epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := uint64(b.N)
 	l, err := loop.New(loop.Config{
