@@ -26,24 +26,17 @@ type Codec struct{}
 
 var _ encoding.CodecV2 = Codec{}
 
-// Frame carries an encoded request: Bytes, or what Set prepared for gRPC.
+// Frame carries an encoded request, Bytes. Marshal hands Bytes to gRPC through buffers kept
+// in the Frame, so that it allocates nothing; gRPC may read them, and Bytes, until its call is
+// over — after a failed call even later, from its write queue — so a caller that reuses a
+// Frame must take a new one after a failed call.
 type Frame struct {
 	Bytes []byte
 
-	// What Set prepares, kept here so that handing the bytes to gRPC allocates nothing: a
-	// *SliceBuffer in an interface is a pointer, where a SliceBuffer would be boxed.
+	// What Marshal hands to gRPC: a *SliceBuffer in an interface is a pointer, where a
+	// SliceBuffer would be boxed.
 	sb  mem.SliceBuffer
 	one [1]mem.Buffer
-}
-
-// Set makes f carry b, so that Marshal hands gRPC b without copying or allocating. gRPC may
-// read b, and f, until its call is over — after a failed call even later, from its write
-// queue — so a caller that reuses f must not call Set again after a failure: it takes a new
-// Frame instead.
-func (f *Frame) Set(b []byte) {
-	f.Bytes = b
-	f.sb = b
-	f.one[0] = &f.sb
 }
 
 // Reply is where Unmarshal decodes a response.
@@ -65,10 +58,9 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return nil, fmt.Errorf("prpc codec: cannot marshal %T: want *codec.Frame", v)
 	}
-	if f.one[0] != nil && len(f.sb) == len(f.Bytes) && (len(f.Bytes) == 0 || &f.sb[0] == &f.Bytes[0]) {
-		return f.one[:], nil // prepared by Set, and Bytes not changed since
-	}
-	return mem.BufferSlice{mem.SliceBuffer(f.Bytes)}, nil
+	f.sb = f.Bytes
+	f.one[0] = &f.sb
+	return f.one[:], nil
 }
 
 // Unmarshal decodes data into a *Reply's message. A response in one buffer is decoded in

@@ -52,7 +52,7 @@ func (r *Reactor) lane(inv int) {
 		reply.Msg = nil
 		if res.err == nil {
 			releaseRequest(c)
-			frame.Set(nil)
+			frame.Bytes = nil
 		} else {
 			// A failed call may return before gRPC has written the request: leave the
 			// request, and the frame that hands it to gRPC, to the GC.
@@ -101,7 +101,7 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
 		}
 	}()
-	frame.Set(c.Request.B)
+	frame.Bytes = c.Request.B
 	reply.Msg = c.Ops.NewResponse()
 	var userOpts []grpc.CallOption
 	var md metadata.MD
