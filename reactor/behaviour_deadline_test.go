@@ -20,10 +20,7 @@ import (
 // long, so gRPC's own deadline, which runs on the system clock, is minutes away: a call that
 // settles within bound after the clock moved was settled by the reactor's deadline timer.
 func TestDeadlinesWithManualClock(t *testing.T) {
-	srv := testserver.Start(t)
-	clock := reactortest.NewManualClock(time.Now())
-	r := newReactor(t, srv, reactor.Config{Clock: clock, DefaultTimeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute})
-	h := newHost(t, r)
+	srv, clock, r, h := manualDeadlineReactor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 
@@ -150,10 +147,7 @@ func TestDeadlineExceededFromServerIsTimeout(t *testing.T) {
 // has since completed rather than moving it on every turn. When that stale timer fires, the
 // later call must not be timed out early, and the timer must be set again for its deadline.
 func TestDeadlineTimerLeftBehind(t *testing.T) {
-	srv := testserver.Start(t)
-	clock := reactortest.NewManualClock(time.Now())
-	r := newReactor(t, srv, reactor.Config{Clock: clock, DefaultTimeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute})
-	h := newHost(t, r)
+	srv, clock, r, h := manualDeadlineReactor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 
@@ -177,4 +171,15 @@ func TestDeadlineTimerLeftBehind(t *testing.T) {
 	require.Contains(t, errB.Error(), "(timeout 2m0s)")
 	require.Eventually(t, func() bool { return r.Stats().InFlight == 0 }, bound, poll)
 	require.Zero(t, clock.Timers(), "the reactor stops its timer when no call is pending")
+}
+
+// manualDeadlineReactor returns a test server and a reactor for it on a manual clock, with a
+// default timeout of 2 minutes (so gRPC's own deadline, on the system clock, never fires
+// first), and the reactor's host.
+func manualDeadlineReactor(t *testing.T) (*testserver.Server, *reactortest.ManualClock, *reactor.Reactor, *host) {
+	t.Helper()
+	srv := testserver.Start(t)
+	clock := reactortest.NewManualClock(time.Now())
+	r := newReactor(t, srv, reactor.Config{Clock: clock, DefaultTimeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute})
+	return srv, clock, r, newHost(t, r)
 }
