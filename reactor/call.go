@@ -122,7 +122,6 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	if !r.in.push(event{kind: evSubmit, c: c}) {
 		// The reactor goroutine exited between admission and now (Close won the race).
 		releaseRequest(c)
-		c.Settled = true
 		c.Err = calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call was sent", nil)
 		c.Reason = callcore.ReasonClosed
 		r.deliverDirect(c)
@@ -156,7 +155,6 @@ func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) 
 	r.counts.submit(c.Ops.Path)
 	r.counts.fail(c.Ops.Path, err.Code(), reason, -1)
 	r.mu.Unlock()
-	c.Settled = true
 	c.Reject(err, reason)
 	if !r.in.push(event{kind: evForward, c: c}) {
 		r.deliverDirect(c)

@@ -1,20 +1,28 @@
 package reactor
 
 import (
+	"sync/atomic"
+
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// deadlineHeap is a binary min-heap of calls by deadline, owned by the reactor goroutine.
+// deadlineHeap is a binary min-heap of calls by deadline. Its entries are the reactor
+// goroutine's alone; its count of unsettled calls is shared with the invoker lanes, which
+// settle most calls.
 //
-// A call settled before its deadline leaves the heap lazily: its entry stays, dead (the call's
-// InHeap is false), until it reaches the top or until dead entries outnumber live ones, when
-// the heap is compacted in O(n). Eager removal from the middle of a heap of 20,000 calls cost
-// a quarter of the reactor goroutine's time in the extreme burst, in cache-missing compares;
-// lazily, a removal costs O(1) amortised, and the heap holds at most about twice the live
-// calls. Each entry keeps its deadline beside the call, so compares touch only the heap.
+// A call settled before its deadline leaves the heap lazily: its entry stays, dead (the call
+// is no longer Unsettled), until it reaches the top or until dead entries outnumber live ones,
+// when the heap is compacted in O(n). Eager removal from the middle of a heap of 20,000 calls
+// cost a quarter of the reactor goroutine's time in the extreme burst, in cache-missing
+// compares; lazily, a removal costs O(1) amortised, and the heap holds at most about twice the
+// live calls. Each entry keeps its deadline beside the call, so compares touch only the heap.
 type deadlineHeap struct {
-	h    []deadlineEntry
-	dead int
+	h []deadlineEntry
+	// unsettled counts the calls pushed and not yet settled: the reactor goroutine counts its
+	// own settlements in remove, and lanes theirs in settledByLane, just after their
+	// compare-and-swap. It is never below the number of live entries, so when it reaches
+	// zero every entry is dead.
+	unsettled atomic.Int64
 }
 
 type deadlineEntry struct {
@@ -25,40 +33,54 @@ type deadlineEntry struct {
 // compactAfter is the number of dead entries below which the heap is never compacted.
 const compactAfter = 256
 
-// live returns the number of calls in the heap.
-func (h *deadlineHeap) live() int { return len(h.h) - h.dead }
+// live returns the number of unsettled calls in the heap (an upper bound while a lane is
+// between its settlement and its count).
+func (h *deadlineHeap) live() int { return int(h.unsettled.Load()) }
 
-// push adds c, which must not be in the heap, at its deadline.
+// push adds c, which must be unsettled and not in the heap, at its deadline.
 func (h *deadlineHeap) push(c *callcore.Call) {
 	c.InHeap = true
+	h.unsettled.Add(1)
 	h.h = append(h.h, deadlineEntry{at: c.Deadline, c: c})
 	h.up(len(h.h) - 1)
 }
 
-// remove takes c out of the heap if it is there.
+// remove counts c, settled by the reactor goroutine, out of the heap if it is there.
 func (h *deadlineHeap) remove(c *callcore.Call) {
 	if !c.InHeap {
 		return
 	}
 	c.InHeap = false
-	h.dead++
+	h.unsettled.Add(-1)
+	h.prune()
+}
+
+// settledByLane counts out a call in the heap that an invoker lane settled, and returns the
+// number of unsettled calls left. Any goroutine may call it.
+func (h *deadlineHeap) settledByLane() int64 { return h.unsettled.Add(-1) }
+
+// prune drops every entry once none is live, so that no call outlives its use, and
+// compacts the heap once dead entries are many and outnumber live ones.
+func (h *deadlineHeap) prune() {
+	live := h.live()
+	dead := len(h.h) - live // at most the true number of dead entries
 	switch {
-	case h.dead == len(h.h): // none live: drop every entry now, so no call outlives its use
+	case len(h.h) == 0:
+	case live == 0:
 		clear(h.h)
-		h.h, h.dead = h.h[:0], 0
-	case h.dead >= compactAfter && 2*h.dead > len(h.h):
+		h.h = h.h[:0]
+	case dead >= compactAfter && dead > live:
 		h.compact()
 	}
 }
 
-// earliest returns the live call with the earliest deadline, or nil if there is none.
+// earliest returns the unsettled call with the earliest deadline, or nil if there is none.
 func (h *deadlineHeap) earliest() *callcore.Call {
 	for len(h.h) > 0 {
-		if c := h.h[0].c; c.InHeap {
+		if c := h.h[0].c; c.Unsettled() {
 			return c
 		}
 		h.pop()
-		h.dead--
 	}
 	return nil
 }
@@ -78,12 +100,12 @@ func (h *deadlineHeap) pop() {
 func (h *deadlineHeap) compact() {
 	kept := h.h[:0]
 	for _, e := range h.h {
-		if e.c.InHeap {
+		if e.c.Unsettled() {
 			kept = append(kept, e)
 		}
 	}
 	clear(h.h[len(kept):])
-	h.h, h.dead = kept, 0
+	h.h = kept
 	for i := len(kept)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}

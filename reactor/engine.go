@@ -6,25 +6,23 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
 // engine is the state owned by the reactor goroutine: the deadline heap, this turn's admitted
-// calls for the ready queue, the count of queued calls not yet accounted for, and the batch of
-// calls settled in this turn.
+// calls for the ready queue, and the batch of calls it settled in this turn. Invoker lanes
+// settle the calls they complete themselves; the reactor settles those that time out, are
+// cancelled or are cut off by Close, and hears from a lane only about such a call that was
+// running.
 type engine struct {
 	r        *Reactor
-	heap     deadlineHeap
+	heap     *deadlineHeap
 	admitted []*callcore.Call
-	// queued counts the calls pushed to the ready queue whose fate the reactor has not yet
-	// learnt: each leaves the count once, when it is dropped or its completion arrives.
-	queued int
-	// finished counts, per invoker, the completions taken this turn: they leave the InFlight
-	// and load gauges once this turn's settled calls are queued for Tick, so that a Stats
-	// reader who sees a call gone from InFlight can Tick and get it.
+	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
+	// the reactor settled them: they leave the InFlight and load gauges once this turn's
+	// settled calls are queued for Tick, so that a Stats reader who sees a call gone from
+	// InFlight can Tick and get it.
 	finished []int32
 	settled  []*callcore.Call
 	events   []event
@@ -40,7 +38,7 @@ type engine struct {
 
 // start launches the reactor goroutine and the invoker lanes.
 func (r *Reactor) start() {
-	e := &engine{r: r, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
+	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
 	e.timer.Stop()
 	for inv := range r.cfg.Workers {
 		for range r.cfg.BatchSize {
@@ -62,12 +60,10 @@ func (e *engine) run() {
 		e.events, e.done = r.in.take(e.events, e.done)
 		e.now = r.clock.Now()
 		e.nowNs = r.nanos(e.now)
-		// Completions first: a call whose result arrived with a Close in the same batch gets
-		// its result, not ErrClosed.
 		for i := range e.done {
 			d := &e.done[i]
 			e.finished[d.inv]++
-			e.complete(d.c, &d.res)
+			d.c.Ctx = nil
 		}
 		for i := range e.events {
 			e.handle(&e.events[i])
@@ -76,7 +72,8 @@ func (e *engine) run() {
 		e.dispatch()
 		e.flush()
 		e.release()
-		if e.closing && e.heap.live() == 0 && e.queued == 0 {
+		e.heap.prune()
+		if e.closing && e.heap.live() == 0 {
 			e.shutdown()
 			return
 		}
@@ -92,32 +89,35 @@ func (e *engine) handle(ev *event) {
 	case evForward, evRedeliver:
 		e.settled = append(e.settled, c)
 	case evCancel:
-		if !c.Settled && c.Admitted {
-			var cause error
-			if parent := c.Parent(); parent != nil {
-				cause = parent.Err()
-			}
-			if errors.Is(cause, context.DeadlineExceeded) { // the parent's earlier deadline applies
-				e.settle(c, nil, calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout)
-				return
-			}
-			e.settle(c, nil, calls.NewError(calls.ErrCancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
+		if !c.Admitted {
+			return
 		}
+		if taken, _ := e.take(c); !taken {
+			return
+		}
+		var cause error
+		if parent := c.Parent(); parent != nil {
+			cause = parent.Err()
+		}
+		if errors.Is(cause, context.DeadlineExceeded) { // the parent's earlier deadline applies
+			e.settle(c, calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout)
+			return
+		}
+		e.settle(c, calls.NewError(calls.ErrCancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
 	case evClose:
 		e.closing = true
 	case evAbort:
 		e.abort(ev.err)
 	case evNotify:
-		if f := e.r.cfg.OnReady; f != nil {
-			f()
-		}
+		e.r.callOnReady()
 	}
 }
 
 // admit schedules a newly submitted call.
 func (e *engine) admit(c *callcore.Call) {
 	if c.Deadline <= e.nowNs {
-		e.timeout(c)
+		e.drop(c) // new: no lane can have it
+		e.timeout(c, false)
 		return
 	}
 	e.heap.push(c)
@@ -136,33 +136,15 @@ func (e *engine) dispatch() {
 	}
 	ready := e.admitted[:0]
 	for _, c := range e.admitted {
-		if !c.Settled {
+		if c.Unsettled() { // no lane has seen it yet: only the reactor can have settled it
 			c.Queued = true
 			ready = append(ready, c)
 		}
 	}
-	e.queued += len(ready)
 	e.r.queued.Add(int32(len(ready)))
 	e.r.work.push(ready)
 	clear(e.admitted)
 	e.admitted = e.admitted[:0]
-}
-
-// complete takes an invoker lane's report that c's transport call returned res.
-func (e *engine) complete(c *callcore.Call, res *laneResult) {
-	e.queued--
-	c.Ctx.(*callCtx).cancel()
-	c.Ctx = nil
-	e.r.backends.record(res.peer, res.picked, res.err)
-	if c.Settled {
-		return
-	}
-	c.Header, c.Trailer = res.header, res.trailer
-	reason := callcore.ReasonNone
-	if res.err != nil {
-		reason = reasonOf(res.err)
-	}
-	e.settle(c, res.value, res.err, reason)
 }
 
 func reasonOf(err error) callcore.Reason {
@@ -184,46 +166,66 @@ func reasonOf(err error) callcore.Reason {
 // expire settles every call whose deadline has passed.
 func (e *engine) expire() {
 	for c := e.heap.earliest(); c != nil && c.Deadline <= e.nowNs; c = e.heap.earliest() {
-		e.timeout(c)
+		if taken, sent := e.take(c); taken { // else a lane settled it just now; earliest skips it
+			e.timeout(c, sent)
+		}
 	}
 }
 
-func (e *engine) timeout(c *callcore.Call) {
+// timeout settles c, taken from the lanes, with ErrTimeout; sent says whether a lane had sent it.
+func (e *engine) timeout(c *callcore.Call, sent bool) {
 	elapsed, timeout := time.Duration(e.nowNs-c.Submitted), time.Duration(c.Deadline-c.Submitted)
 	msg := fmt.Sprintf("deadline exceeded after %v (timeout %v)", elapsed.Round(time.Millisecond), timeout)
-	if c.Claim.Load() != callcore.Running {
+	if !sent {
 		msg += "; never sent"
 	}
-	e.settle(c, nil, calls.NewError(calls.ErrTimeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout)
+	e.settle(c, calls.NewError(calls.ErrTimeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout)
 }
 
 // abort settles every unsettled call with ErrClosed wrapping cause, for Close.
 func (e *engine) abort(cause error) {
-	// Drop every call no lane has claimed before cancelling any: a cancelled call frees its
-	// lane, which would otherwise send the next queued call before this loop reached it.
+	// Drop every call no lane has claimed before cutting any: a cut call frees its lane,
+	// which would otherwise send the next queued call before this loop reached it.
+	var taken []*callcore.Call
 	for _, ent := range e.heap.h {
-		if ent.c.InHeap {
-			e.drop(ent.c)
+		if e.drop(ent.c) {
+			taken = append(taken, ent.c)
 		}
 	}
-	for c := e.heap.earliest(); c != nil; c = e.heap.earliest() {
+	for _, ent := range e.heap.h {
+		if ok, _ := e.take(ent.c); ok {
+			taken = append(taken, ent.c)
+		}
+	}
+	for _, c := range taken {
 		e.cut++
-		e.settle(c, nil, calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
+		e.settle(c, calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
 	}
 }
 
-// settle decides c's outcome, once, and queues it for delivery.
-func (e *engine) settle(c *callcore.Call, value proto.Message, err error, reason callcore.Reason) {
-	c.Settled = true
+// take makes the reactor goroutine c's settler, unless c is settled already, and reports
+// whether it did and whether a lane had sent c. It drops c if no lane has claimed it;
+// otherwise it cuts the running transport call, whose lane then reports that it has
+// finished with c.
+func (e *engine) take(c *callcore.Call) (taken, sent bool) {
+	if e.drop(c) {
+		return true, false
+	}
+	if !c.Claim.CompareAndSwap(callcore.Running, callcore.Cut) {
+		return false, false // settled already, by a lane or by the reactor
+	}
+	c.Ctx.(*callCtx).cancel()
+	return true, true
+}
+
+// settle records the outcome of c, which take gave to the reactor goroutine, and queues it
+// for delivery.
+func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason) {
 	e.heap.remove(c)
 	if c.Extra != nil && c.Extra.StopParent != nil {
 		c.Extra.StopParent()
 		c.Extra.StopParent = nil
 	}
-	if !e.drop(c) && c.Claim.Load() == callcore.Running && c.Ctx != nil {
-		c.Ctx.(*callCtx).cancel() // the lane returns soon and reports completion
-	}
-	c.Value = value
 	c.Err = err
 	c.Reason = reason
 	e.settled = append(e.settled, c)
@@ -253,7 +255,6 @@ func (e *engine) drop(c *callcore.Call) bool {
 	}
 	releaseRequest(c)
 	if c.Queued {
-		e.queued--
 		e.r.queued.Add(-1)
 	}
 	return true
@@ -296,17 +297,23 @@ func (e *engine) shutdown() {
 	e.timer.Stop()
 	r.work.close() // every call left in it was dropped, its request released
 	r.lanes.Wait()
+	events, done := r.in.close()
+	// The lanes' last reports: calls they finished with after the reactor settled them,
+	// all queued for Tick by now.
+	for _, d := range done {
+		e.finished[d.inv]++
+	}
+	e.release()
 	if r.cc != nil {
 		if err := r.cc.Close(); err != nil {
 			r.cfg.Logger.Warn("prpc: closing the connection", "error", err)
 		}
 		r.subconns.release()
 	}
-	for _, ev := range r.in.close() {
+	for _, ev := range events {
 		switch ev.kind {
 		case evSubmit: // admitted before Close, pushed after the last turn
 			releaseRequest(ev.c)
-			ev.c.Settled = true
 			ev.c.Err = calls.NewError(calls.ErrClosed, ev.c.Ops.Path, "reactor closed before the call was sent", nil)
 			ev.c.Reason = callcore.ReasonClosed
 			e.settled = append(e.settled, ev.c)
@@ -332,7 +339,8 @@ func releaseRequest(c *callcore.Call) {
 	}
 }
 
-// wakeHost signals Ready and OnReady, once until the next Tick drains.
+// wakeHost signals Ready and OnReady, once until the next Tick drains. Lanes and the reactor
+// goroutine call it.
 func (r *Reactor) wakeHost() {
 	if !r.armed.CompareAndSwap(false, true) {
 		return
@@ -341,7 +349,14 @@ func (r *Reactor) wakeHost() {
 	case r.ready <- struct{}{}:
 	default:
 	}
-	if r.cfg.OnReady != nil {
-		r.cfg.OnReady()
+	r.callOnReady()
+}
+
+// callOnReady runs OnReady, if set, one call at a time.
+func (r *Reactor) callOnReady() {
+	if f := r.cfg.OnReady; f != nil {
+		r.onReadyMu.Lock()
+		defer r.onReadyMu.Unlock()
+		f()
 	}
 }

@@ -23,7 +23,7 @@ import (
 // lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
 // ready queue as soon as its previous one returns, claims it, runs it with ClientConn.Invoke,
 // the cheapest call path in grpc-go (no extra goroutine per call, unary interceptors run), and
-// reports the completion to the reactor goroutine.
+// settles it with the result, unless the reactor settled it first.
 func (r *Reactor) lane(inv int) {
 	defer r.lanes.Done()
 	var header, trailer metadata.MD
@@ -40,17 +40,16 @@ func (r *Reactor) lane(inv int) {
 		if !r.claim(c, load) {
 			continue // the reactor settled it while it waited
 		}
+		ctx := c.Ctx.(*callCtx)
 		header, trailer, p = nil, nil, peer.Peer{}
-		done := completion{c: c, inv: int32(inv)}
-		res := &done.res
-		var err error
-		if res.value, err = r.invoke(c, opts, frame, &reply); err != nil {
-			res.err = r.laneError(c, err, trailer)
+		value, err := r.invoke(c, opts, frame, &reply)
+		if err != nil {
+			err = r.laneError(c, err, trailer)
 		}
-		res.header, res.trailer, res.peer = header, trailer, p.Addr
-		res.picked = c.Ctx.(*callCtx).picked
+		ctx.cancel()
+		r.backends.record(p.Addr, ctx.picked, err)
 		reply.Msg = nil
-		if res.err == nil {
+		if err == nil {
 			releaseRequest(c)
 			frame.Bytes = nil
 		} else {
@@ -59,8 +58,38 @@ func (r *Reactor) lane(inv int) {
 			c.Request = nil
 			frame = new(codec.Frame)
 		}
-		r.in.complete(done) // the reactor takes the call off the gauges once it has queued it for Tick
+		if !c.Claim.CompareAndSwap(callcore.Running, callcore.Completed) {
+			// The reactor cut the call and queued its outcome; it takes the call off the
+			// gauges once it has this report.
+			r.in.complete(completion{c: c, inv: int32(inv)})
+			continue
+		}
+		r.settleCompleted(c, value, err, header, trailer)
+		load.Add(-1)
+		r.inFlight.Add(-1)
+		// The reactor goroutine prunes the deadline heap of the calls lanes settled when it
+		// next runs: wake it once all are settled (Close may be waiting for that) and every
+		// compactAfter settlements, so that settled calls do not stay referenced for long.
+		if left := r.deadlines.settledByLane(); left%compactAfter == 0 {
+			r.in.signal()
+		}
 	}
+}
+
+// settleCompleted records the outcome of c, which the calling lane completed, and queues it
+// for Tick.
+func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err error, header, trailer metadata.MD) {
+	c.Ctx = nil
+	if x := c.Extra; x != nil && x.StopParent != nil {
+		x.StopParent()
+		x.StopParent = nil
+	}
+	c.Value, c.Err, c.Header, c.Trailer = value, err, header, trailer
+	if err != nil {
+		c.Reason = reasonOf(err)
+	}
+	r.out.push(c)
+	r.wakeHost()
 }
 
 // claim gives c its transport context and moves it from Unclaimed to Running, unless the

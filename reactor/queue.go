@@ -1,12 +1,8 @@
 package reactor
 
 import (
-	"net"
 	"sync"
 	"sync/atomic"
-
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/internal/callcore"
 )
@@ -30,24 +26,11 @@ type event struct {
 	err  error // evAbort: the context error
 }
 
-// completion is an invoker lane's report that c's transport call returned res. Completions
-// queue apart from events, which stay small for the many submissions of a burst.
+// completion is an invoker lane's report that it has finished with c, which the reactor
+// settled (Cut) while the lane ran it. Completions queue apart from events.
 type completion struct {
 	c   *callcore.Call
 	inv int32 // the lane's invoker
-	res laneResult
-}
-
-// laneResult is what an invoker lane learned from one transport call. It travels in the
-// completion report, not in the call record: the reactor may have settled the call while the
-// transport call ran, so the call's outcome fields are not the lane's to write.
-type laneResult struct {
-	value   proto.Message
-	err     error
-	header  metadata.MD
-	trailer metadata.MD
-	peer    net.Addr // the backend the transport call went to, if it got that far
-	picked  string   // the backend address the balancer picked, as the resolver gave it
 }
 
 // inbox is the reactor goroutine's multi-producer queue of events and completions. Producers
@@ -79,7 +62,8 @@ func (q *inbox) push(e event) bool {
 	return true
 }
 
-// complete queues a completion. Lanes finish before the inbox closes, so it is always taken.
+// complete queues a completion. Lanes finish before the inbox closes, so it is always taken,
+// at the latest by close.
 func (q *inbox) complete(c completion) {
 	q.mu.Lock()
 	wasEmpty := len(q.events) == 0 && len(q.done) == 0
@@ -109,14 +93,14 @@ func (q *inbox) take(events []event, done []completion) ([]event, []completion) 
 	return outEvents, outDone
 }
 
-// close refuses further events and returns those still queued.
-func (q *inbox) close() []event {
+// close refuses further events and returns the events and completions still queued.
+func (q *inbox) close() ([]event, []completion) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	out := q.events
-	q.events = nil
-	return out
+	events, done := q.events, q.done
+	q.events, q.done = nil, nil
+	return events, done
 }
 
 // outbox is the queue of settled calls waiting for Tick.

@@ -49,10 +49,11 @@ type Reactor struct {
 	baseOpts []grpc.CallOption
 	owner    owner
 
-	in    *inbox
-	out   outbox
-	ready chan struct{}
-	armed atomic.Bool // a wake-up was sent and Tick has not drained since
+	in        *inbox
+	out       outbox
+	ready     chan struct{}
+	armed     atomic.Bool // a wake-up was sent and Tick has not drained since
+	onReadyMu sync.Mutex  // OnReady runs one call at a time
 
 	// Admission and counters, under mu.
 	mu       sync.Mutex
@@ -64,12 +65,13 @@ type Reactor struct {
 	// The admitted calls waiting for an invoker lane, and the gauges Stats reads: lanes keep
 	// their invoker's load and inFlight; queued goes up when the reactor queues calls and down
 	// when a lane claims one or the reactor drops one.
-	work     *readyQueue
-	loads    []atomic.Int32
-	queued   atomic.Int32
-	inFlight atomic.Int32
+	work      *readyQueue
+	deadlines deadlineHeap // the reactor goroutine's; lanes count their settlements in it
+	loads     []atomic.Int32
+	queued    atomic.Int32
+	inFlight  atomic.Int32
 
-	// Per-backend counters, written by the reactor goroutine, and connectivity, written by
+	// Per-backend counters, written by the lanes, and connectivity, written by
 	// gRPC's balancer (nil with Config.Conn).
 	backends backendTable
 	subconns *subconnTable

@@ -6,14 +6,14 @@
 // may touch it:
 //
 //  1. The submitting goroutine fills the request fields, then hands the call to the reactor.
-//  2. The reactor goroutine owns the scheduling fields and is the only settler: it writes the
-//     outcome fields exactly once, then appends the call to the delivery queue.
-//  3. An invoker lane runs the transport call and reports its result to the reactor, in the
-//     report rather than in the call, since the reactor may have settled the call meanwhile.
+//  2. The reactor goroutine owns the scheduling fields. It settles the calls that time out,
+//     are cancelled or are cut off by Close.
+//  3. An invoker lane runs the transport call and settles the call with its result.
 //  4. The Tick goroutine makes the outcome visible and runs the callbacks, under mu.
 //
-// Hand-offs go through mutex-guarded queues, so each write happens before the next owner's
-// reads.
+// The settler is whoever moves Claim to a settled state first, by compare-and-swap: it alone
+// writes the outcome fields, once, then appends the call to the delivery queue. Hand-offs go
+// through mutex-guarded queues, so each write happens before the next owner's reads.
 package callcore
 
 import (
@@ -28,12 +28,18 @@ import (
 	"github.com/trixnew/prpc/codec"
 )
 
-// Claim states of an admitted call (Call.Claim).
+// Claim states of an admitted call (Call.Claim). Unclaimed and Running are unsettled; the
+// other three are final.
 const (
 	Unclaimed uint32 = iota // waiting for an invoker lane
 	Running                 // claimed by a lane: sent, or about to be
 	Dropped                 // settled by the reactor before any lane claimed it: never sent
+	Cut                     // settled by the reactor while a lane ran it; the lane's result is discarded
+	Completed               // settled by the lane that ran it, with the transport's result
 )
+
+// Unsettled reports whether c has not been settled through its Claim yet.
+func (c *Call) Unsettled() bool { return c.Claim.Load() <= Running }
 
 // Visible states of a call, as package calls reports them.
 const (
@@ -100,8 +106,7 @@ var NewPromise func(descriptor any) (promise any, c *Call)
 // Call is the state of one submitted call. It is allocated with its promise and lives as long
 // as the user holds either, so it is kept small: in a burst every outstanding call holds one,
 // and each byte of it is a byte of fresh heap the burst touches. Options that few calls use
-// live in Extra, and what an invoker lane learns about the transport call travels in its
-// completion report, not here.
+// live in Extra.
 type Call struct {
 	// Set at creation; read-only afterwards.
 	Ops *Ops
@@ -117,17 +122,18 @@ type Call struct {
 	Admitted     bool // holds an admission slot until delivered
 
 	// Scheduling fields: owned by the reactor goroutine, but for Claim and Ctx.
-	Settled bool
-	Queued  bool // handed to the invoker lanes' ready queue
-	InHeap  bool // has an entry in the owner's deadline heap
-	// Claim says who owns the transport side of an admitted call. It starts Unclaimed; an
-	// invoker lane that takes the call from the ready queue moves it to Running before
-	// sending it, and the reactor, settling it before that, moves it to Dropped; the first
-	// compare-and-swap wins, so a call is sent at most once and never after it settled.
+	Queued bool // handed to the invoker lanes' ready queue
+	InHeap bool // counted among the owner's unsettled calls in its deadline heap
+	// Claim says who owns the transport side of an admitted call, and who settled it. It
+	// starts Unclaimed. An invoker lane that takes the call from the ready queue moves it to
+	// Running before sending it, and to Completed when the transport call returns; the
+	// reactor, settling it first, moves it to Dropped (from Unclaimed) or Cut (from
+	// Running). Each step is a compare-and-swap and the first wins, so a call is sent at most
+	// once, never after it settled, and settled exactly once.
 	Claim atomic.Uint32
 	// Ctx is the context of the transport call: written by the lane before it claims the
-	// call, read by the reactor once it has seen Running. The owner's own type, which also
-	// carries its cancel function.
+	// call, read by the reactor once it has moved the call from Running to Cut. The owner's
+	// own type, which also carries its cancel function.
 	Ctx context.Context
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.

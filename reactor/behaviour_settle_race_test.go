@@ -1,0 +1,134 @@
+package reactor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// raceConn answers each call in one of three ways, chosen by the request's message: at once,
+// after yielding the processor a few times (so the answer lands near the call's deadline or
+// its cancel), or only when the call's context ends. It echoes the message back.
+type raceConn struct{}
+
+func (raceConn) Invoke(ctx context.Context, _ string, args, reply any, _ ...grpc.CallOption) error {
+	var req testpb.EchoRequest
+	if err := proto.Unmarshal(args.(*codec.Frame).Bytes, &req); err != nil {
+		return status.Errorf(codes.Internal, "race conn: %v", err)
+	}
+	switch req.GetMessage()[0] {
+	case 'y':
+		for range 1 + len(req.GetMessage())%16 {
+			runtime.Gosched()
+		}
+	case 'h':
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	reply.(*codec.Reply).Msg.(*testpb.EchoResponse).Message = req.GetMessage()
+	return nil
+}
+
+func (raceConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Error(codes.Unimplemented, "race conn: no streams")
+}
+
+var raceEcho = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcrace.Race/Echo")
+
+// TestSettleRaces races the lanes' settlement of completed calls against the reactor's
+// settlement of the same calls on deadlines, cancels and Close: thousands of calls whose
+// answers arrive at once, around their 1–3 ms deadline, around a cancel, or never. Every call
+// must settle exactly once, with its own echo or with ErrTimeout or ErrCancelled; once all are
+// delivered no call may be left in flight or queued; and Close must find nothing to cut.
+func TestSettleRaces(t *testing.T) {
+	tests := []struct {
+		name    string
+		calls   int
+		workers int
+		batch   int
+	}{
+		{"few lanes, long queue", 3000, 1, 2},
+		{"many lanes", 3000, 4, 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := reactor.New(reactor.Config{
+				Conn:           raceConn{},
+				Workers:        tt.workers,
+				BatchSize:      tt.batch,
+				MaxOutstanding: tt.calls,
+			})
+			require.NoError(t, err)
+			rng := rand.New(rand.NewPCG(7, uint64(tt.calls)))
+			type outcome struct {
+				want    string
+				settled int
+				err     error
+			}
+			outs := make([]*outcome, tt.calls)
+			delivered := 0
+			var cancels []*calls.Promise[*testpb.EchoResponse]
+			for i := range outs {
+				msg := fmt.Sprintf("%c%d", "aayh"[rng.IntN(4)], i) // a: at once, y: yields, h: held
+				o := &outcome{want: msg}
+				outs[i] = o
+				p := reactor.Call(r, raceEcho, &testpb.EchoRequest{Message: msg},
+					&calls.Options{Timeout: time.Duration(1+rng.IntN(3)) * time.Millisecond})
+				p.Then(func(resp *testpb.EchoResponse) {
+					o.settled++
+					delivered++
+					if resp.GetMessage() != o.want {
+						o.err = fmt.Errorf("got the echo %q", resp.GetMessage())
+					}
+				}).OnError(func(err error) {
+					o.settled++
+					delivered++
+					o.err = err
+				})
+				switch rng.IntN(8) {
+				case 0:
+					p.Cancel() // at once: the call may not have reached the reactor yet
+				case 1:
+					cancels = append(cancels, p) // after the next Tick
+				}
+				if i%64 == 0 {
+					r.Tick(time.Millisecond)
+					for _, p := range cancels {
+						p.Cancel()
+					}
+					cancels = cancels[:0]
+				}
+			}
+			waitFor(t, r, 10*time.Second, func() bool { return delivered >= tt.calls })
+			for i, o := range outs {
+				require.Equal(t, 1, o.settled, "call %d (%s) settled %d times", i, o.want, o.settled)
+				if o.err != nil && !errors.Is(o.err, calls.ErrTimeout) && !errors.Is(o.err, calls.ErrCancelled) {
+					t.Fatalf("call %d (%s): %v", i, o.want, o.err)
+				}
+			}
+			require.Eventually(t, func() bool {
+				st := r.Stats()
+				return st.InFlight == 0 && st.Queued == 0
+			}, 5*time.Second, time.Millisecond, "every lane has let go of its call")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			require.NoError(t, r.Close(ctx), "nothing left to cut off")
+			require.Zero(t, r.Tick(0).Delivered, "nothing delivered twice")
+		})
+	}
+}
