@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
 )
@@ -16,7 +18,9 @@ import (
 // stub, a pool of Workers × Batch goroutines pulling calls from a job channel, each result
 // handed back to the loop goroutine over a channel. Both channels hold a whole burst, so
 // neither the loop nor a worker ever blocks on them. Every call gets a deadline of timeout
-// from its submission, as with prpc.
+// from its submission, as with prpc. With metadata set, each call also captures the
+// response's header and trailer (grpc.Header, grpc.Trailer), as prpc does for every call so
+// that Promise.Header and Promise.Trailer can return them.
 type baselineClient struct {
 	cc      *grpc.ClientConn
 	stub    networkpb.DataServiceClient
@@ -24,6 +28,8 @@ type baselineClient struct {
 	results chan result
 	wg      sync.WaitGroup
 	timeout time.Duration
+	// withHeader counts the calls that captured a response header (with metadata only).
+	withHeader atomic.Int64
 }
 
 type job struct {
@@ -40,8 +46,9 @@ type result struct {
 }
 
 // newBaselineClient dials addr and starts s.Workers × s.Batch worker goroutines, with
-// channels that hold maxCalls jobs and results.
-func newBaselineClient(addr string, s Shape, timeout time.Duration, maxCalls int) (*baselineClient, error) {
+// channels that hold maxCalls jobs and results. With metadata, every call captures its
+// response header and trailer.
+func newBaselineClient(addr string, s Shape, timeout time.Duration, maxCalls int, metadata bool) (*baselineClient, error) {
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -55,16 +62,25 @@ func newBaselineClient(addr string, s Shape, timeout time.Duration, maxCalls int
 		timeout: timeout,
 	}
 	for range s.Workers * s.Batch {
-		c.wg.Go(c.work)
+		c.wg.Go(func() { c.work(metadata) })
 	}
 	return c, nil
 }
 
-func (c *baselineClient) work() {
+func (c *baselineClient) work(captureMetadata bool) {
+	var header, trailer metadata.MD
+	var opts []grpc.CallOption
+	if captureMetadata {
+		opts = []grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)}
+	}
 	for j := range c.jobs {
 		ctx, cancel := context.WithDeadline(context.Background(), j.start.Add(c.timeout))
-		resp, err := c.stub.GetPlayer(ctx, j.req)
+		resp, err := c.stub.GetPlayer(ctx, j.req, opts...)
 		cancel()
+		if header != nil {
+			c.withHeader.Add(1)
+			header, trailer = nil, nil
+		}
 		c.results <- result{i: j.i, start: j.start, resp: resp, err: err}
 	}
 }

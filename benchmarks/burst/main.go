@@ -21,7 +21,10 @@
 // store, run by default in a separate process: this binary re-executed, stopping when its
 // stdin closes. With -pin (Linux) the client runs on CPU 0 and the backend on CPU 1, so the
 // client's CPU time is its own; with -inprocess the backend runs in the client's process and
-// the CPU time includes it.
+// the CPU time includes it. With -baseline-metadata the grpc-go baseline also captures every
+// response's header and trailer, as prpc does for every call (Promise.Header and
+// Promise.Trailer need them, and grpc-go copies both maps to hand them over), so that the two
+// clients do the same work.
 //
 // Usage:
 //
@@ -102,6 +105,7 @@ type options struct {
 	timeout, budget               time.Duration
 	warmup                        int
 	inprocess, pin, json          bool
+	baselineMetadata              bool
 	clients                       string
 	cpuprofile, memprofile        string
 }
@@ -120,6 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
 	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
+	fs.BoolVar(&o.baselineMetadata, "baseline-metadata", false, "the grpc-go baseline captures every response's header and trailer (grpc.Header, grpc.Trailer), as prpc does for Promise.Header and Promise.Trailer")
 	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
 	fs.StringVar(&o.clients, "clients", clientPRPC+","+clientBaseline, "comma-separated clients to run: "+clientPRPC+", "+clientBaseline)
@@ -219,13 +224,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	suites := o.suites()
 	loopSh, loopOn := o.loopShape()
 	rep := &Report{
-		Command:   strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
-		Machine:   machine(),
-		InProcess: o.inprocess,
-		Pinned:    o.pin,
-		Timeout:   o.timeout,
-		Budget:    o.budget,
-		Warmup:    o.warmup,
+		Command:          strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
+		Machine:          machine(),
+		InProcess:        o.inprocess,
+		BaselineMetadata: o.baselineMetadata,
+		Pinned:           o.pin,
+		Timeout:          o.timeout,
+		Budget:           o.budget,
+		Warmup:           o.warmup,
 	}
 	if o.pin {
 		runtime.GOMAXPROCS(1)
@@ -270,7 +276,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	rn := &runner{
 		addr: be.addr, backend: be, clients: strings.Split(o.clients, ","),
-		timeout: o.timeout, budget: o.budget, warmup: o.warmup,
+		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.baselineMetadata,
 		xuids: xuids, players: players, progress: stderr,
 	}
 

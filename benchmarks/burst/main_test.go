@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"os"
 	"runtime"
@@ -344,5 +345,55 @@ func TestFaultsColumn(t *testing.T) {
 	}
 	if want := []float64{1.5, 4, 3.5, 2, 2.5, 3}; !slices.Equal(faults, want) {
 		t.Errorf("JSON faults/call = %v, want %v", faults, want)
+	}
+}
+
+// TestBaselineMetadata checks that -baseline-metadata makes the grpc-go baseline capture each
+// response's header, and that the report says so.
+func TestBaselineMetadata(t *testing.T) {
+	for _, capture := range []bool{false, true} {
+		be, err := startBackend(context.Background(), true, -1, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 20
+		if err := seed(context.Background(), be.addr, n); err != nil {
+			t.Fatal(err)
+		}
+		c, err := newBaselineClient(be.addr, Shape{Calls: n, Workers: 1, Batch: 2}, 10*time.Second, n, capture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		xuids := make([]string, n)
+		players := make([]*networkpb.Player, n)
+		for i := range xuids {
+			xuids[i], players[i] = xuidOf(i), playerOf(i)
+		}
+		rec := newRecorder(players)
+		if err := c.burst(xuids, rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := be.stop(); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(0)
+		if capture {
+			want = n
+		}
+		if got := c.withHeader.Load(); got != want || rec.ok != n {
+			t.Errorf("metadata %v: %d of %d calls succeeded, %d captured a header; want %d", capture, rec.ok, n, got, want)
+		}
+	}
+	rep := runJSON(t, "-inprocess", "-baseline-metadata", "-calls", "50", "-workers", "1", "-batch", "2", "-trials", "1", "-warmup", "5")
+	if !rep.BaselineMD {
+		t.Error("the JSON report does not say that the baseline captured metadata")
+	}
+	var md strings.Builder
+	(&Report{BaselineMetadata: true}).writeSuitesMarkdown(&md)
+	if !strings.Contains(md.String(), "-baseline-metadata") {
+		t.Errorf("the Markdown report does not say that the baseline captured metadata:\n%s", md.String())
 	}
 }

@@ -18,6 +18,9 @@ type Report struct {
 	// InProcess is true when the backend ran in the client's process, whose CPU time then
 	// includes the backend's.
 	InProcess bool
+	// BaselineMetadata is true when the grpc-go baseline captured every response's header
+	// and trailer, as prpc does.
+	BaselineMetadata bool
 	// Pinned is true when the client ran on CPU 0 and the backend on CPU 1.
 	Pinned                          bool
 	ClientAffinity, BackendAffinity string
@@ -236,6 +239,9 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 		"the trial starts after freed memory is returned to the OS, so they include pages the heap had held before. " +
 		peakRSSNote(r) +
 		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better).\n")
+	if r.BaselineMetadata {
+		b.WriteString("The grpc-go baseline captures every response's header and trailer (grpc.Header, grpc.Trailer), as prpc does for Promise.Header and Promise.Trailer (-baseline-metadata).\n")
+	}
 	for _, s := range r.Suites {
 		backendCol := !r.InProcess && hasBackendCPU(s)
 		fmt.Fprintf(b, "\n#### %s\n\n", s.Name)
@@ -334,6 +340,7 @@ type jsonReport struct {
 	Machine         Machine     `json:"machine"`
 	Backend         string      `json:"backend"`
 	Pinned          bool        `json:"pinned"`
+	BaselineMD      bool        `json:"baseline_captures_metadata"`
 	ClientAffinity  string      `json:"client_affinity,omitempty"`
 	BackendAffinity string      `json:"backend_affinity,omitempty"`
 	TimeoutMs       float64     `json:"timeout_ms"`
@@ -398,6 +405,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Warmup:          r.Warmup,
 		Percentiles:     "nearest rank: the smallest sample with at least q% of the samples at or below it",
 		Errors:          r.Errors(),
+		BaselineMD:      r.BaselineMetadata,
 	}
 	if r.InProcess {
 		jr.Backend = "in process"

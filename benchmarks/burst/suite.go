@@ -144,6 +144,7 @@ type runner struct {
 	timeout  time.Duration
 	budget   time.Duration
 	warmup   int
+	metadata bool                // the baseline captures each response's header and trailer
 	xuids    []string            // xuids[i] is what call i asks for
 	players  []*networkpb.Player // players[i] is the answer call i must get
 	progress io.Writer
@@ -170,7 +171,7 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 		case clientPRPC:
 			c, err = newPRPCClient(rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup))
 		case clientBaseline:
-			c, err = newBaselineClient(rn.addr, s, rn.timeout, max(s.Calls, rn.warmup))
+			c, err = newBaselineClient(rn.addr, s, rn.timeout, max(s.Calls, rn.warmup), rn.metadata)
 		}
 		if err != nil {
 			return res, fmt.Errorf("%s client: %w", name, err)
