@@ -38,7 +38,7 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 // submit validates, encodes and admits c, or rejects it.
 func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Options) {
 	c.Owner = &r.owner
-	c.Submitted = r.nanos(r.clock.Now())
+	c.Submitted = r.now()
 	if r.closingA.Load() {
 		r.reject(c, calls.ErrClosed, "reactor is closed", nil)
 		return

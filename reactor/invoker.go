@@ -106,7 +106,7 @@ func (r *Reactor) claim(c *callcore.Call, load *atomic.Int32) bool {
 	}
 	// The native deadline is on the system clock; with a manual clock it is the time left.
 	deadline := r.timeAt(c.Deadline)
-	if _, system := r.clock.(systemClock); !system {
+	if !r.system {
 		deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
 	}
 	ctx := newCallCtx(parent, deadline)

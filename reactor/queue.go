@@ -103,11 +103,23 @@ func (q *inbox) close() ([]event, []completion) {
 	return events, done
 }
 
-// outbox is the queue of settled calls waiting for Tick.
+// outbox is the queue of settled calls waiting for Tick. Every push is followed by a wake-up
+// of the host (wakeHost, or Ready directly at shutdown).
 type outbox struct {
 	mu    sync.Mutex
 	calls []*callcore.Call
 	n     atomic.Int32 // len(calls), readable without the lock
+}
+
+// tryLock takes the lock if it can within a few attempts: an append holds it for well under
+// a microsecond, unless the appending thread has lost its CPU.
+func (q *outbox) tryLock() bool {
+	for range 64 {
+		if q.mu.TryLock() {
+			return true
+		}
+	}
+	return false
 }
 
 // outboxChunk bounds how many calls push appends under one hold of the lock, so that a Tick
@@ -127,12 +139,18 @@ func (q *outbox) push(cs ...*callcore.Call) {
 }
 
 // swap returns the queued calls and empties the queue, which keeps spare, an empty slice,
-// as its storage. It costs the same for one call as for a million.
-func (q *outbox) swap(spare []*callcore.Call) []*callcore.Call {
-	q.mu.Lock()
+// as its storage. It costs the same for one call as for a million. With wait false it gives
+// up, returning false, rather than wait while another goroutine appends: that goroutine wakes
+// the host once it is done, so a Tick need never wait for a lane its OS thread has preempted.
+func (q *outbox) swap(spare []*callcore.Call, wait bool) ([]*callcore.Call, bool) {
+	if wait {
+		q.mu.Lock()
+	} else if !q.tryLock() {
+		return spare, false
+	}
 	out := q.calls
 	q.calls = spare[:0]
 	q.n.Store(0)
 	q.mu.Unlock()
-	return out
+	return out, true
 }

@@ -43,6 +43,7 @@ type Reactor struct {
 	conn     grpc.ClientConnInterface
 	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
 	clock    Clock
+	system   bool                    // clock is the system clock
 	epoch    time.Time               // clock time at New; call records keep times relative to it
 	allow    map[string]bool         // nil: every method allowed
 	policies map[string]methodPolicy // by method path
@@ -123,6 +124,7 @@ func New(cfg Config) (*Reactor, error) {
 		done:  make(chan struct{}),
 	}
 	r.owner.r = r
+	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
 	r.counts.failed = make(map[codes.Code]uint64)
 	if len(cfg.Methods) > 0 {

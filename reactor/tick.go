@@ -9,9 +9,12 @@ import (
 
 // Tick runs the callbacks of settled calls on the calling goroutine, in completion order,
 // until budget is spent. It delivers only calls that were settled when it started, so
-// callbacks that submit new calls cannot stretch it; it always delivers at least one waiting
-// call (a budget ≤ 0 delivers exactly one) and keeps the rest, in order, for the next Tick,
-// signalling Ready again. An idle Tick costs tens of nanoseconds (BenchmarkIdleTick) and
+// callbacks that submit new calls cannot stretch it; it delivers at least one waiting call
+// (a budget ≤ 0 delivers exactly one) and keeps the rest, in order, for the next Tick,
+// signalling Ready again. Tick never waits for prpc's other goroutines: if an invoker lane is
+// appending to the delivery queue at that instant and its thread has lost its CPU, Tick
+// delivers only what it already holds, possibly nothing, and Ready fires again once the lane
+// is done. An idle Tick costs tens of nanoseconds (BenchmarkIdleTick) and
 // allocates nothing.
 //
 // Tick is for one goroutine at a time: calling it concurrently, or from inside a callback,
@@ -36,7 +39,7 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	if r.head == len(r.delivery) && r.out.n.Load() == 0 {
 		return TickReport{}
 	}
-	start := r.clock.Now()
+	start := r.now()
 	// This Tick may deliver the calls settled before it started: the rest of the batch in
 	// hand (delivery[head:]), then the first fresh calls of the outbox. The outbox's batch is
 	// taken by swapping slices, never copied, so that what a Tick costs beyond its callbacks
@@ -44,6 +47,7 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	end := len(r.delivery)
 	fresh := int(r.out.n.Load())
 	now, delivered := start, 0
+	busy := false // a lane was appending to the outbox; its wake-up brings the host back
 	for {
 		if r.head == end {
 			if fresh == 0 {
@@ -51,8 +55,13 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 			}
 			// delivery is used up (each delivered entry was cleared): the outbox keeps its
 			// storage, and its batch, in which calls settled since start follow the fresh
-			// ones, becomes the batch in hand.
-			r.delivery = r.out.swap(r.delivery[:0])
+			// ones, becomes the batch in hand. A budgeted Tick does not wait for the lock.
+			batch, ok := r.out.swap(r.delivery[:0], all)
+			if !ok {
+				busy = true
+				break
+			}
+			r.delivery = batch
 			r.head, end, fresh = 0, fresh, 0
 		}
 		c := r.delivery[r.head]
@@ -60,8 +69,8 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 		r.head++
 		r.deliver(c, now)
 		delivered++
-		now = r.clock.Now()
-		if !all && (budget <= 0 || now.Sub(start) >= budget) {
+		now = r.now()
+		if !all && (budget <= 0 || time.Duration(now-start) >= budget) {
 			break
 		}
 	}
@@ -69,9 +78,10 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
 	}
-	// Leftovers need a wake-up, unless a completion during this Tick already sent one: that
-	// one stands for the leftovers too, so OnReady still runs at most once between drains.
-	if remaining > 0 && r.armed.CompareAndSwap(false, true) {
+	// Leftovers need a wake-up, unless a completion during this Tick already sent one (that
+	// one stands for the leftovers too, so OnReady still runs at most once between drains),
+	// or one is on its way from the lane holding the outbox.
+	if remaining > 0 && !busy && r.armed.CompareAndSwap(false, true) {
 		select {
 		case r.ready <- struct{}{}:
 		default:
@@ -80,18 +90,18 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 			r.in.push(event{kind: evNotify})
 		}
 	}
-	return TickReport{Delivered: delivered, Remaining: remaining, Elapsed: now.Sub(start)}
+	return TickReport{Delivered: delivered, Remaining: remaining, Elapsed: time.Duration(now - start)}
 }
 
 // deliver makes c's outcome visible, accounts for it on its first delivery, and runs its
 // callbacks, each isolated from the others' panics.
-func (r *Reactor) deliver(c *callcore.Call, now time.Time) {
+func (r *Reactor) deliver(c *callcore.Call, now int64) {
 	var first bool
 	r.cbBuf, first = c.TakeCallbacks(r.cbBuf[:0])
 	if first && c.Admitted {
 		r.mu.Lock()
 		r.counts.pending--
-		latency := time.Duration(r.nanos(now) - c.Submitted)
+		latency := time.Duration(now - c.Submitted)
 		if c.Err == nil {
 			r.counts.succeed(c.Ops.Path, latency)
 		} else {
