@@ -14,6 +14,7 @@ import (
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/internal/threadcpu"
 	"github.com/trixnew/prpc/reactor"
 )
 
@@ -163,13 +164,13 @@ func BenchmarkTickBudget(b *testing.B) {
 		// its pauses and descheduling to their overruns (p99 0.25–1.3 ms against 35–123 µs
 		// with it, measured on the 2-core VM). The Ticks themselves allocate nothing.
 		runtime.GC()
-		runtime.LockOSThread() // for threadCPUTime
+		runtime.LockOSThread() // for threadcpu.Now
 		runtime.ReadMemStats(&m0)
 		start := time.Now()
 		for delivered < budgetCalls {
-			c0, ok0 := threadCPUTime()
+			c0, ok0 := threadcpu.Now()
 			rep := r.Tick(budget)
-			c1, ok1 := threadCPUTime()
+			c1, ok1 := threadcpu.Now()
 			cpuKnown = cpuKnown && ok0 && ok1
 			tickCPU = max(tickCPU, c1-c0)
 			ticks++
