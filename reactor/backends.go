@@ -35,7 +35,7 @@ type BackendStats struct {
 // address value per reconnect.
 const maxBackendNames = 1024
 
-// backendTable is written by the reactor goroutine as transport calls complete and read by
+// backendTable is written by the invoker lanes as transport calls complete and read by
 // Stats.
 type backendTable struct {
 	mu     sync.Mutex

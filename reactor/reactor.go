@@ -1,12 +1,12 @@
 // Package reactor runs unary gRPC calls for a game loop without ever blocking it.
 //
 // Game code submits calls with Call from any goroutine and gets a *calls.Promise at once. One
-// reactor goroutine owns every call's life: it queues admitted calls for a fixed set of
-// invoker goroutines (lanes), which take them as they free up, enforces deadlines from a timer
-// heap, and settles each call exactly once, whichever of the response, the deadline, a cancel
-// or Close comes first. Settled calls
-// wait in one queue until the host calls Tick on its own goroutine, where their callbacks run
-// in completion order under a time budget.
+// reactor goroutine queues admitted calls for a fixed set of invoker goroutines (lanes), which
+// take them as they free up, and enforces deadlines from a timer heap. Each call settles
+// exactly once, whichever of the response (settled by its lane), the deadline, a cancel or
+// Close (settled by the reactor goroutine) comes first. Settled calls wait in one queue until
+// the host calls Tick on its own goroutine, where their callbacks run in completion order
+// under a time budget.
 //
 //	r, err := reactor.New(reactor.Config{Target: "127.0.0.1:50051", Credentials: reactor.Insecure()})
 //	…
