@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,9 +33,9 @@ var tickEcho = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prp
 func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	r, err := New(Config{Conn: answerConn{}})
 	require.NoError(t, err)
-	settled := 0
-	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled++ })
-	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled++ })
+	var settled atomic.Int32 // read by Never's condition, which may outlive Never
+	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
+	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
 	require.Eventually(t, func() bool { return r.out.n.Load() == 2 }, 5*time.Second, time.Millisecond)
 
 	r.out.mu.Lock() // as a lane appending
@@ -60,18 +61,18 @@ func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	}
 	rep = r.Tick(time.Second)
 	require.Equal(t, 2, rep.Delivered)
-	require.Equal(t, 2, settled)
+	require.EqualValues(t, 2, settled.Load())
 
-	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled++ })
+	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
 	require.Eventually(t, func() bool { return r.out.n.Load() == 1 }, 5*time.Second, time.Millisecond)
 	r.out.mu.Lock()
 	drained := make(chan TickReport, 1)
 	go func() { drained <- r.tick(0, true) }() // as Close drains
-	require.Never(t, func() bool { return len(drained) > 0 || settled == 3 }, 20*time.Millisecond, time.Millisecond,
+	require.Never(t, func() bool { return len(drained) > 0 || settled.Load() == 3 }, 20*time.Millisecond, time.Millisecond,
 		"the drain must wait for the outbox")
 	r.out.mu.Unlock()
 	require.Equal(t, 1, (<-drained).Delivered)
-	require.Equal(t, 3, settled)
+	require.EqualValues(t, 3, settled.Load())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
