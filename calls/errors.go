@@ -132,7 +132,8 @@ func (e *Error) Method() string { return e.method }
 // status.FromError work on the error.
 func (e *Error) GRPCStatus() *status.Status { return e.st }
 
-// Trailer returns the trailers the server sent with a failure; nil for local failures.
+// Trailer returns the trailers the server sent with a failure; nil for local failures and for
+// methods whose policy turns response metadata off (reactor.MethodPolicy.NoResponseMetadata).
 func (e *Error) Trailer() metadata.MD { return e.trailer }
 
 // Is reports whether e matches target: the sentinel of its condition, or the same error.

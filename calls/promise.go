@@ -59,14 +59,16 @@ func (p *Promise[Resp]) State() State { return State(p.c.State()) }
 func (p *Promise[Resp]) Err() error { return p.c.VisibleErr() }
 
 // Header returns the response headers the server sent, once the outcome is visible; nil
-// before, or if the call never reached the server.
+// before, if the call never reached the server, or if the method's policy turns response
+// metadata off (reactor.MethodPolicy.NoResponseMetadata).
 func (p *Promise[Resp]) Header() metadata.MD {
 	h, _ := p.c.VisibleMetadata()
 	return h
 }
 
 // Trailer returns the response trailers the server sent, once the outcome is visible; nil
-// before, or if the call never reached the server.
+// before, if the call never reached the server, or if the method's policy turns response
+// metadata off (reactor.MethodPolicy.NoResponseMetadata).
 func (p *Promise[Resp]) Trailer() metadata.MD {
 	_, t := p.c.VisibleMetadata()
 	return t

@@ -96,6 +96,7 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 		c.Extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
 	}
 	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
+	c.NoMetadata = policy.noMetadata
 	c.Deadline = c.Submitted + int64(timeout)
 	limit := r.cfg.MaxOutstanding
 	if !opts.Critical && !policy.critical {

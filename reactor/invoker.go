@@ -28,7 +28,10 @@ func (r *Reactor) lane(inv int) {
 	defer r.lanes.Done()
 	var header, trailer metadata.MD
 	var p peer.Peer
-	opts := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
+	// The peer is always asked for, for Stats' per-backend counts; the header and trailer
+	// unless the method's policy says nobody reads them.
+	bare := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Peer(&p))
+	withMetadata := append(append([]grpc.CallOption(nil), bare...), grpc.Header(&header), grpc.Trailer(&trailer))
 	frame := new(codec.Frame)
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	load := &r.loads[inv]
@@ -42,6 +45,10 @@ func (r *Reactor) lane(inv int) {
 		}
 		ctx := c.Ctx.(*callCtx)
 		header, trailer, p = nil, nil, peer.Peer{}
+		opts := withMetadata
+		if c.NoMetadata {
+			opts = bare
+		}
 		value, err := r.invoke(c, opts, frame, &reply)
 		if err != nil {
 			err = r.laneError(c, err, trailer)

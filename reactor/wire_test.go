@@ -274,6 +274,45 @@ func TestWireHeadersAndTrailers(t *testing.T) {
 	})
 }
 
+// TestWireNoResponseMetadata: a method whose policy turns response metadata off gets no header
+// or trailer, on success or failure, while its status, message and response are intact; the
+// same server's metadata still reaches a reactor without the policy (TestWireHeadersAndTrailers).
+func TestWireNoResponseMetadata(t *testing.T) {
+	srv := testserver.Start(t)
+	r := newReactor(t, srv, reactor.Config{Policies: []reactor.MethodPolicy{{Method: echo, NoResponseMetadata: true}}})
+	tests := []struct {
+		name string
+		req  *testpb.EchoRequest
+		code codes.Code
+	}{
+		{"success", &testpb.EchoRequest{Message: "h"}, codes.OK},
+		{"failure", &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var header, trailer metadata.MD
+			var resp *testpb.EchoResponse
+			var p *calls.Promise[*testpb.EchoResponse]
+			p = reactor.Call(r, echo, tt.req, nil).
+				Then(func(got *testpb.EchoResponse) { resp = got }).
+				Always(func() { header, trailer = p.Header(), p.Trailer() })
+			waitFor(t, r, wireBound, func() bool { return p.State() != calls.Pending })
+			require.Nil(t, header)
+			require.Nil(t, trailer)
+			if tt.code == codes.OK {
+				require.NoError(t, p.Err())
+				require.Equal(t, "h", resp.GetMessage())
+				return
+			}
+			var ce *calls.Error
+			require.True(t, errors.As(p.Err(), &ce))
+			require.Equal(t, tt.code, ce.Code())
+			require.Equal(t, "no such player", ce.Message())
+			require.Nil(t, ce.Trailer())
+		})
+	}
+}
+
 func TestWireServerStatus(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})

@@ -24,7 +24,8 @@
 // the CPU time includes it. With -baseline-metadata the grpc-go baseline also captures every
 // response's header and trailer, as prpc does for every call (Promise.Header and
 // Promise.Trailer need them, and grpc-go copies both maps to hand them over), so that the two
-// clients do the same work.
+// clients do the same work; -prpc-no-metadata instead turns the capture off in prpc, with
+// GetPlayer's MethodPolicy.NoResponseMetadata.
 //
 // Usage:
 //
@@ -106,6 +107,7 @@ type options struct {
 	warmup                        int
 	inprocess, pin, json          bool
 	baselineMetadata              bool
+	prpcNoMetadata                bool
 	clients                       string
 	cpuprofile, memprofile        string
 }
@@ -125,6 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
 	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
 	fs.BoolVar(&o.baselineMetadata, "baseline-metadata", false, "the grpc-go baseline captures every response's header and trailer (grpc.Header, grpc.Trailer), as prpc does for Promise.Header and Promise.Trailer")
+	fs.BoolVar(&o.prpcNoMetadata, "prpc-no-metadata", false, "prpc's GetPlayer policy turns response metadata off (reactor.MethodPolicy.NoResponseMetadata), so that, like the default baseline, it does not capture each response's header and trailer")
 	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
 	fs.StringVar(&o.clients, "clients", clientPRPC+","+clientBaseline, "comma-separated clients to run: "+clientPRPC+", "+clientBaseline)
@@ -228,6 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		Machine:          machine(),
 		InProcess:        o.inprocess,
 		BaselineMetadata: o.baselineMetadata,
+		PRPCNoMetadata:   o.prpcNoMetadata,
 		Pinned:           o.pin,
 		Timeout:          o.timeout,
 		Budget:           o.budget,
@@ -276,7 +280,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	rn := &runner{
 		addr: be.addr, backend: be, clients: strings.Split(o.clients, ","),
-		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.baselineMetadata,
+		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.baselineMetadata, noMetadata: o.prpcNoMetadata,
 		xuids: xuids, players: players, progress: stderr,
 	}
 

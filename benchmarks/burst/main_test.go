@@ -16,7 +16,9 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/reactor"
 )
 
 // TestMain also serves the backend when the test binary is re-executed as one, as the burst
@@ -395,5 +397,52 @@ func TestBaselineMetadata(t *testing.T) {
 	(&Report{BaselineMetadata: true}).writeSuitesMarkdown(&md)
 	if !strings.Contains(md.String(), "-baseline-metadata") {
 		t.Errorf("the Markdown report does not say that the baseline captured metadata:\n%s", md.String())
+	}
+}
+
+// TestPRPCNoMetadata checks that -prpc-no-metadata turns response metadata off for prpc's
+// GetPlayer calls, and that the report says so.
+func TestPRPCNoMetadata(t *testing.T) {
+	be, err := startBackend(context.Background(), true, -1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.stop()
+	if err := seed(context.Background(), be.addr, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, noMetadata := range []bool{false, true} {
+		c, err := newPRPCClient(be.addr, Shape{Calls: 1, Workers: 1, Batch: 1}, 10*time.Second, 2*time.Millisecond, 1, noMetadata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := reactor.Call(c.r, getPlayer, &networkpb.GetPlayerRequest{Xuid: xuidOf(0)}, nil)
+		deadline := time.After(10 * time.Second)
+		for p.State() == calls.Pending {
+			select {
+			case <-c.r.Ready():
+				c.r.Tick(time.Second)
+			case <-deadline:
+				t.Fatal("the call did not settle")
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if p.Err() != nil {
+			t.Fatalf("noMetadata %v: %v", noMetadata, p.Err())
+		}
+		if got := p.Header() != nil; got == noMetadata {
+			t.Errorf("noMetadata %v: header captured %v", noMetadata, got)
+		}
+	}
+	rep := runJSON(t, "-inprocess", "-prpc-no-metadata", "-calls", "50", "-workers", "1", "-batch", "2", "-trials", "1", "-warmup", "5")
+	if !rep.PRPCNoMD {
+		t.Error("the JSON report does not say that prpc skipped metadata")
+	}
+	var md strings.Builder
+	(&Report{PRPCNoMetadata: true}).writeSuitesMarkdown(&md)
+	if !strings.Contains(md.String(), "-prpc-no-metadata") {
+		t.Errorf("the Markdown report does not say that prpc skipped metadata:\n%s", md.String())
 	}
 }

@@ -21,9 +21,15 @@ type prpcClient struct {
 }
 
 // newPRPCClient returns a reactor for addr with s's Workers and BatchSize, room for maxCalls
-// outstanding calls, and timeout as every call's timeout.
-func newPRPCClient(addr string, s Shape, timeout, budget time.Duration, maxCalls int) (*prpcClient, error) {
+// outstanding calls, and timeout as every call's timeout. With noMetadata, GetPlayer's policy
+// turns response metadata off (reactor.MethodPolicy.NoResponseMetadata).
+func newPRPCClient(addr string, s Shape, timeout, budget time.Duration, maxCalls int, noMetadata bool) (*prpcClient, error) {
+	var policies []reactor.MethodPolicy
+	if noMetadata {
+		policies = []reactor.MethodPolicy{{Method: getPlayer, NoResponseMetadata: true}}
+	}
 	r, err := reactor.New(reactor.Config{
+		Policies:       policies,
 		Target:         addr,
 		Credentials:    reactor.Insecure(),
 		Workers:        s.Workers,

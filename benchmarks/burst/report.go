@@ -21,6 +21,8 @@ type Report struct {
 	// BaselineMetadata is true when the grpc-go baseline captured every response's header
 	// and trailer, as prpc does.
 	BaselineMetadata bool
+	// PRPCNoMetadata is true when prpc's GetPlayer policy turned response metadata off.
+	PRPCNoMetadata bool
 	// Pinned is true when the client ran on CPU 0 and the backend on CPU 1.
 	Pinned                          bool
 	ClientAffinity, BackendAffinity string
@@ -239,6 +241,9 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 		"the trial starts after freed memory is returned to the OS, so they include pages the heap had held before. " +
 		peakRSSNote(r) +
 		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better).\n")
+	if r.PRPCNoMetadata {
+		b.WriteString("prpc's GetPlayer policy turns response metadata off (MethodPolicy.NoResponseMetadata, -prpc-no-metadata): neither client captures each response's header and trailer.\n")
+	}
 	if r.BaselineMetadata {
 		b.WriteString("The grpc-go baseline captures every response's header and trailer (grpc.Header, grpc.Trailer), as prpc does for Promise.Header and Promise.Trailer (-baseline-metadata).\n")
 	}
@@ -341,6 +346,7 @@ type jsonReport struct {
 	Backend         string      `json:"backend"`
 	Pinned          bool        `json:"pinned"`
 	BaselineMD      bool        `json:"baseline_captures_metadata"`
+	PRPCNoMD        bool        `json:"prpc_skips_metadata"`
 	ClientAffinity  string      `json:"client_affinity,omitempty"`
 	BackendAffinity string      `json:"backend_affinity,omitempty"`
 	TimeoutMs       float64     `json:"timeout_ms"`
@@ -406,6 +412,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Percentiles:     "nearest rank: the smallest sample with at least q% of the samples at or below it",
 		Errors:          r.Errors(),
 		BaselineMD:      r.BaselineMetadata,
+		PRPCNoMD:        r.PRPCNoMetadata,
 	}
 	if r.InProcess {
 		jr.Backend = "in process"

@@ -119,6 +119,7 @@ type Call struct {
 	Deadline     int64  // Submitted plus the call's timeout
 	Extra        *Extra // nil unless the call has metadata, a parent context or call options
 	WaitForReady bool
+	NoMetadata   bool // the response header and trailer are not asked for
 	Admitted     bool // holds an admission slot until delivered
 
 	// Scheduling fields: owned by the reactor goroutine, but for Claim and Ctx.
