@@ -114,7 +114,7 @@ func (e *engine) handle(ev *event) {
 // admit schedules a newly submitted call.
 func (e *engine) admit(c *callcore.Call) {
 	if c.Deadline <= e.nowNs {
-		e.drop(c) // new: no lane can have it
+		e.drop(c) // not dispatched yet: no lane can have it
 		e.timeout(c, false)
 		return
 	}
