@@ -49,14 +49,14 @@ func (h *deadlineHeap) push(c *callcore.Call) {
 	h.up(len(h.h) - 1)
 }
 
-// remove counts c, settled by the reactor goroutine, out of the heap if it is there.
+// remove counts c, settled by the reactor goroutine, out of the heap if it is there. Its
+// entry goes at the next prune, like those of calls lanes settled.
 func (h *deadlineHeap) remove(c *callcore.Call) {
 	if !c.InHeap {
 		return
 	}
 	c.InHeap = false
 	h.unsettled.Add(-1)
-	h.prune()
 }
 
 // settledByLane counts out a call in the heap that an invoker lane settled, and returns the
@@ -64,7 +64,8 @@ func (h *deadlineHeap) remove(c *callcore.Call) {
 func (h *deadlineHeap) settledByLane() int64 { return h.unsettled.Add(-1) }
 
 // prune drops every entry once none is live, so that no call outlives its use, and
-// compacts the heap once dead entries are many and outnumber live ones.
+// compacts the heap once dead entries are many and outnumber live ones. The reactor
+// goroutine prunes once per turn.
 func (h *deadlineHeap) prune() {
 	live := h.live()
 	dead := len(h.h) - live // at most the true number of dead entries

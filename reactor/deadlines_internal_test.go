@@ -62,6 +62,7 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 				h.remove(c)
 				require.False(t, c.InHeap)
 				h.remove(c) // removing twice is a no-op
+				h.prune()   // as the engine does after every turn
 			}
 			for i := range tt.ops {
 				switch {
