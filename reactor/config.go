@@ -149,9 +149,8 @@ type Config struct {
 
 	// OnReady, if set, is called when completions are waiting for Tick, at most once until
 	// the next Tick drains them, one call at a time, from one of prpc's goroutines, never the
-	// one that calls Tick. It suits hosts
-	// that schedule work on their own goroutine (for example w.Do(func(…) { r.Tick(b) })). It
-	// must not block. It is not called after Close.
+	// one that calls Tick. It suits hosts that schedule work on their own goroutine (for
+	// example w.Do(func(…) { r.Tick(b) })). It must not block. It is not called after Close.
 	OnReady func()
 
 	// OnCallbackPanic, if set, receives the value of every panic raised by a promise

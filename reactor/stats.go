@@ -23,7 +23,8 @@ type Stats struct {
 	// InFlight is the number of calls a lane has taken whose outcome is not yet queued for
 	// Tick: transport calls running, including calls already settled (timed out or
 	// cancelled) whose transport call has not returned yet. Once a call has left InFlight,
-	// the next Tick delivers it.
+	// the next Tick delivers it, unless another lane is handing a call over at that instant
+	// and its thread has lost its CPU: Tick does not wait for it, and Ready fires again.
 	InFlight int
 	// Invokers has one entry per invoker, in order.
 	Invokers []InvokerStats
