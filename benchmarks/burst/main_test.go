@@ -351,7 +351,7 @@ func TestFaultsColumn(t *testing.T) {
 }
 
 // TestBaselineMetadata checks that -baseline-metadata makes the grpc-go baseline capture each
-// response's header, and that the report says so.
+// response's header.
 func TestBaselineMetadata(t *testing.T) {
 	for _, capture := range []bool{false, true} {
 		be, err := startBackend(context.Background(), true, -1, io.Discard)
@@ -389,19 +389,10 @@ func TestBaselineMetadata(t *testing.T) {
 			t.Errorf("metadata %v: %d of %d calls succeeded, %d captured a header; want %d", capture, rec.ok, n, got, want)
 		}
 	}
-	rep := runJSON(t, "-inprocess", "-baseline-metadata", "-calls", "50", "-workers", "1", "-batch", "2", "-trials", "1", "-warmup", "5")
-	if !rep.BaselineMD {
-		t.Error("the JSON report does not say that the baseline captured metadata")
-	}
-	var md strings.Builder
-	(&Report{BaselineMetadata: true}).writeSuitesMarkdown(&md)
-	if !strings.Contains(md.String(), "-baseline-metadata") {
-		t.Errorf("the Markdown report does not say that the baseline captured metadata:\n%s", md.String())
-	}
 }
 
 // TestPRPCNoMetadata checks that -prpc-no-metadata turns response metadata off for prpc's
-// GetPlayer calls, and that the report says so.
+// GetPlayer calls.
 func TestPRPCNoMetadata(t *testing.T) {
 	be, err := startBackend(context.Background(), true, -1, io.Discard)
 	if err != nil {
@@ -436,13 +427,31 @@ func TestPRPCNoMetadata(t *testing.T) {
 			t.Errorf("noMetadata %v: header captured %v", noMetadata, got)
 		}
 	}
-	rep := runJSON(t, "-inprocess", "-prpc-no-metadata", "-calls", "50", "-workers", "1", "-batch", "2", "-trials", "1", "-warmup", "5")
-	if !rep.PRPCNoMD {
-		t.Error("the JSON report does not say that prpc skipped metadata")
+}
+
+// TestMetadataFlagsReported checks that the JSON and Markdown reports say which client's
+// metadata capture a flag changed.
+func TestMetadataFlagsReported(t *testing.T) {
+	tests := []struct {
+		flag   string
+		inJSON func(jsonReport) bool
+		report Report
+	}{
+		{"-baseline-metadata", func(r jsonReport) bool { return r.BaselineMD }, Report{BaselineMetadata: true}},
+		{"-prpc-no-metadata", func(r jsonReport) bool { return r.PRPCNoMD }, Report{PRPCNoMetadata: true}},
 	}
-	var md strings.Builder
-	(&Report{PRPCNoMetadata: true}).writeSuitesMarkdown(&md)
-	if !strings.Contains(md.String(), "-prpc-no-metadata") {
-		t.Errorf("the Markdown report does not say that prpc skipped metadata:\n%s", md.String())
+	for _, tt := range tests {
+		t.Run(tt.flag, func(t *testing.T) {
+			rep := runJSON(t, "-inprocess", tt.flag, "-calls", "50", "-workers", "1", "-batch", "2", "-trials", "1", "-warmup", "5")
+			if !tt.inJSON(rep) {
+				t.Errorf("the JSON report does not say %s was set", tt.flag)
+			}
+			var with, without strings.Builder
+			tt.report.writeSuitesMarkdown(&with)
+			(&Report{}).writeSuitesMarkdown(&without)
+			if !strings.Contains(with.String(), tt.flag) || strings.Contains(without.String(), tt.flag) {
+				t.Errorf("the Markdown report must mention %s exactly when it was set:\nset:\n%s\nunset:\n%s", tt.flag, with.String(), without.String())
+			}
+		})
 	}
 }
