@@ -128,6 +128,31 @@ func getUsage() usage {
 	}
 }
 
+// threadUsage is the resource usage of the calling OS thread so far. The kernel brings a
+// running thread's user and system times up to date only at its scheduler ticks and context
+// switches, so over a few milliseconds they are coarse: internal/threadcpu reads the exact
+// total.
+type threadUsage struct {
+	sys    time.Duration
+	minFlt int64 // minor page faults the thread took
+	nivcsw int64 // involuntary context switches: the kernel gave the thread's CPU to another
+}
+
+// getThreadUsage returns getrusage(RUSAGE_THREAD) of the calling OS thread; the caller keeps
+// its goroutine on that thread (runtime.LockOSThread) between two readings.
+func getThreadUsage() threadUsage {
+	const rusageThread = 1 // RUSAGE_THREAD, Linux ≥ 2.6.26
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return threadUsage{}
+	}
+	return threadUsage{
+		sys:    time.Duration(ru.Stime.Nano()),
+		minFlt: int64(ru.Minflt),
+		nivcsw: int64(ru.Nivcsw),
+	}
+}
+
 // resetPeakRSS resets this process's peak resident set (ru_maxrss, VmHWM) to its current
 // resident set, by writing 5 to /proc/self/clear_refs (Linux ≥ 4.0).
 func resetPeakRSS() error {

@@ -2,8 +2,8 @@
 
 package main
 
-// Stand-ins for the Linux process facilities: no pinning, no CPU time, peak RSS or
-// page faults.
+// Stand-ins for the Linux process facilities: no pinning, no CPU time, peak RSS,
+// page faults or context switches.
 
 import (
 	"errors"
@@ -23,6 +23,13 @@ type usage struct {
 }
 
 func getUsage() usage { return usage{} }
+
+type threadUsage struct {
+	sys            time.Duration
+	minFlt, nivcsw int64
+}
+
+func getThreadUsage() threadUsage { return threadUsage{} }
 
 func resetPeakRSS() error { return errors.New("peak RSS reset: only supported on Linux") }
 

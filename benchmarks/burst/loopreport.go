@@ -34,6 +34,10 @@ func (lr *LoopResult) median() LoopTrial {
 	m.Delivery = dur(func(t LoopTrial) time.Duration { return t.Delivery })
 	m.Submit = dur(func(t LoopTrial) time.Duration { return t.Submit })
 	m.SubmitFaults = int64(med(func(t LoopTrial) float64 { return float64(t.SubmitFaults) }))
+	m.SubmitThread.CPU = dur(func(t LoopTrial) time.Duration { return t.SubmitThread.CPU })
+	m.SubmitThread.Sys = dur(func(t LoopTrial) time.Duration { return t.SubmitThread.Sys })
+	m.SubmitThread.Faults = int64(med(func(t LoopTrial) float64 { return float64(t.SubmitThread.Faults) }))
+	m.SubmitThread.Preempted = int64(med(func(t LoopTrial) float64 { return float64(t.SubmitThread.Preempted) }))
 	m.Burst = dur(func(t LoopTrial) time.Duration { return t.Burst })
 	for _, t := range ts {
 		m.Failed += t.Failed
@@ -94,15 +98,20 @@ func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 		"Skipped, overruns, tick p99 and max (OnTick plus the reactor's Tick) and delivery (time in the reactor's Tick, in ticks and wake-ups): loop.Stats over the whole run. " +
 		"Submit: submitting every call. Submit faults: minor page faults of the process while submitting every call (getrusage ru_minflt), " +
 		"each a first touch of a fresh page; process-wide, so they include any the reactor's goroutines took meanwhile. " +
+		"Submit CPU, sys, thread faults and preempted: what submitting cost the loop's own OS thread, the goroutine locked to it: " +
+		"its CPU time (CLOCK_THREAD_CPUTIME_ID), and from getrusage(RUSAGE_THREAD) the part in the kernel (to the thread's last scheduler tick, a few ms), " +
+		"the minor page faults it took itself, and its involuntary context switches (the kernel gave its CPU to another thread); " +
+		"submit minus submit CPU is time it waited for a CPU. " +
 		"Burst: first submission to last outcome.\n")
 	fmt.Fprintf(b, "\n#### %s\n\n", suiteLoop)
-	b.WriteString("| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | submit faults | burst | calls ok | errors |\n")
-	b.WriteString("|---:|:-:|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | submit faults | submit CPU | submit sys | submit thread faults | submit preempted | burst | calls ok | errors |\n")
+	b.WriteString("|---:|:-:|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(trial string, t LoopTrial) {
-		fmt.Fprintf(b, "| %s | %d×%d | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %d | %d | %.2f ms | %.2f ms | %.1f ms | %d | %.2f ms | %s | %.3f s | %s | %d |\n",
+		fmt.Fprintf(b, "| %s | %d×%d | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %d | %d | %.2f ms | %.2f ms | %.1f ms | %d | %.2f ms | %s | %.2f ms | %.2f ms | %s | %d | %.3f s | %s | %d |\n",
 			thousands(s.Calls), s.Workers, s.Batch, trial, t.Ticks, t.Interval.N,
 			ms(t.Interval.P50), ms(t.Interval.P99), ms(t.Interval.Max), ms(t.AfterSubmit), t.Skipped, t.Overruns,
-			ms(t.TickP99), ms(t.TickMax), ms(t.Delivery), t.Wakeups, ms(t.Submit), thousands(int(t.SubmitFaults)), t.Burst.Seconds(),
+			ms(t.TickP99), ms(t.TickMax), ms(t.Delivery), t.Wakeups, ms(t.Submit), thousands(int(t.SubmitFaults)),
+			ms(t.SubmitThread.CPU), ms(t.SubmitThread.Sys), thousands(int(t.SubmitThread.Faults)), t.SubmitThread.Preempted, t.Burst.Seconds(),
 			thousands(t.OK), t.Errors())
 	}
 	for _, t := range lr.Trials {
@@ -138,28 +147,32 @@ type jsonLoop struct {
 }
 
 type jsonLoopTrial struct {
-	Trial          int     `json:"trial,omitempty"`
-	Ticks          uint64  `json:"ticks"`
-	BurstIntervals int     `json:"burst_intervals"`
-	IntervalP50Ms  float64 `json:"interval_p50_ms"`
-	IntervalP99Ms  float64 `json:"interval_p99_ms"`
-	IntervalMaxMs  float64 `json:"interval_max_ms"`
-	AfterSubmitMs  float64 `json:"interval_max_after_submit_tick_ms"`
-	Skipped        uint64  `json:"skipped"`
-	Overruns       uint64  `json:"overruns"`
-	TickP99Ms      float64 `json:"tick_p99_ms"`
-	TickMaxMs      float64 `json:"tick_max_ms"`
-	DeliveryMs     float64 `json:"delivery_ms"`
-	Wakeups        uint64  `json:"wakeups"`
-	SubmitMs       float64 `json:"submit_ms"`
-	SubmitFaults   int64   `json:"submit_minor_faults"`
-	BurstS         float64 `json:"burst_s"`
-	Calls          int     `json:"calls"`
-	OK             int     `json:"ok"`
-	Failed         int     `json:"failed"`
-	Wrong          int     `json:"wrong"`
-	FirstError     string  `json:"first_error,omitempty"`
-	MeetsTarget    bool    `json:"meets_target"`
+	Trial              int     `json:"trial,omitempty"`
+	Ticks              uint64  `json:"ticks"`
+	BurstIntervals     int     `json:"burst_intervals"`
+	IntervalP50Ms      float64 `json:"interval_p50_ms"`
+	IntervalP99Ms      float64 `json:"interval_p99_ms"`
+	IntervalMaxMs      float64 `json:"interval_max_ms"`
+	AfterSubmitMs      float64 `json:"interval_max_after_submit_tick_ms"`
+	Skipped            uint64  `json:"skipped"`
+	Overruns           uint64  `json:"overruns"`
+	TickP99Ms          float64 `json:"tick_p99_ms"`
+	TickMaxMs          float64 `json:"tick_max_ms"`
+	DeliveryMs         float64 `json:"delivery_ms"`
+	Wakeups            uint64  `json:"wakeups"`
+	SubmitMs           float64 `json:"submit_ms"`
+	SubmitFaults       int64   `json:"submit_minor_faults"`
+	SubmitCPUMs        float64 `json:"submit_thread_cpu_ms"`
+	SubmitSysMs        float64 `json:"submit_thread_sys_ms"`
+	SubmitThreadFaults int64   `json:"submit_thread_minor_faults"`
+	SubmitPreempted    int64   `json:"submit_thread_preempted"`
+	BurstS             float64 `json:"burst_s"`
+	Calls              int     `json:"calls"`
+	OK                 int     `json:"ok"`
+	Failed             int     `json:"failed"`
+	Wrong              int     `json:"wrong"`
+	FirstError         string  `json:"first_error,omitempty"`
+	MeetsTarget        bool    `json:"meets_target"`
 }
 
 func (t LoopTrial) toJSON() jsonLoopTrial {
@@ -168,8 +181,11 @@ func (t LoopTrial) toJSON() jsonLoopTrial {
 		IntervalP50Ms: ms(t.Interval.P50), IntervalP99Ms: ms(t.Interval.P99), IntervalMaxMs: ms(t.Interval.Max),
 		AfterSubmitMs: ms(t.AfterSubmit),
 		Skipped:       t.Skipped, Overruns: t.Overruns, TickP99Ms: ms(t.TickP99), TickMaxMs: ms(t.TickMax),
-		DeliveryMs: ms(t.Delivery), Wakeups: t.Wakeups, SubmitMs: ms(t.Submit), SubmitFaults: t.SubmitFaults, BurstS: t.Burst.Seconds(),
-		Calls: t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, FirstError: t.FirstErr,
+		DeliveryMs: ms(t.Delivery), Wakeups: t.Wakeups, SubmitMs: ms(t.Submit), SubmitFaults: t.SubmitFaults,
+		SubmitCPUMs: ms(t.SubmitThread.CPU), SubmitSysMs: ms(t.SubmitThread.Sys),
+		SubmitThreadFaults: t.SubmitThread.Faults, SubmitPreempted: t.SubmitThread.Preempted,
+		BurstS: t.Burst.Seconds(),
+		Calls:  t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, FirstError: t.FirstErr,
 		MeetsTarget: t.MeetsTarget(),
 	}
 }

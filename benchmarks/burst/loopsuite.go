@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/internal/threadcpu"
 	"github.com/trixnew/prpc/loop"
 	"github.com/trixnew/prpc/reactor"
 )
@@ -67,6 +69,19 @@ type LoopTrial struct {
 	// submissions touched, together with those touched meanwhile by the reactor's goroutines
 	// (and the backend's, in process).
 	SubmitFaults int64
+	// SubmitThread is what submitting every call cost the loop's own OS thread, the goroutine
+	// locked to it over submitAll; zero if unknown.
+	SubmitThread SubmitThread
+}
+
+// SubmitThread is the loop thread's share of submitting the burst: its CPU time (exact,
+// CLOCK_THREAD_CPUTIME_ID), and from getrusage(RUSAGE_THREAD) the part of it in the kernel
+// (as of the thread's last scheduler tick, so to a few milliseconds), the minor page faults
+// it took itself, and how often the kernel gave its CPU to another thread. Submit minus CPU
+// is time the thread waited for a CPU.
+type SubmitThread struct {
+	CPU, Sys          time.Duration
+	Faults, Preempted int64
 }
 
 // Errors is the number of calls that failed or were answered wrongly.
@@ -109,9 +124,10 @@ func (rn *runner) runLoop(s Shape) (*LoopResult, error) {
 			return res, fmt.Errorf("trial %d: %w", t, err)
 		}
 		res.Trials = append(res.Trials, tr)
-		fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-7s interval p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  skipped %d  overruns %d  submit %6.2f ms (%s faults)  burst %6.3f s  errors %d\n",
+		fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-7s interval p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  skipped %d  overruns %d  submit %6.2f ms (%s faults; thread CPU %5.2f ms, sys %5.2f ms, %s faults, preempted %d)  burst %6.3f s  errors %d\n",
 			suiteLoop, s, t, s.Trials, clientPRPC, ms(tr.Interval.P50), ms(tr.Interval.P99), ms(tr.Interval.Max),
-			tr.Skipped, tr.Overruns, ms(tr.Submit), thousands(int(tr.SubmitFaults)), tr.Burst.Seconds(), tr.Errors())
+			tr.Skipped, tr.Overruns, ms(tr.Submit), thousands(int(tr.SubmitFaults)),
+			ms(tr.SubmitThread.CPU), ms(tr.SubmitThread.Sys), thousands(int(tr.SubmitThread.Faults)), tr.SubmitThread.Preempted, tr.Burst.Seconds(), tr.Errors())
 	}
 	return res, nil
 }
@@ -160,6 +176,7 @@ func (rn *runner) loopTrial(s Shape) (LoopTrial, error) {
 	tr.AfterSubmit = intervalsOf(b.starts[loopSubmitTick+1 : b.doneTick+1]).Max
 	tr.Submit, tr.Burst = b.submit, b.lastAt.Sub(b.submitAt)
 	tr.SubmitFaults = b.submitFaults
+	tr.SubmitThread = b.submitThread
 	return tr, nil
 }
 
@@ -174,7 +191,8 @@ type loopBurst struct {
 	starts       []time.Time // starts[n] is when tick n's OnTick began
 	submitAt     time.Time   // just before the first call was submitted
 	submit       time.Duration
-	submitFaults int64     // the process's minor page faults over submitAll
+	submitFaults int64 // the process's minor page faults over submitAll
+	submitThread SubmitThread
 	lastAt       time.Time // when the last outcome was recorded
 	doneTick     int       // the first tick to start after the last outcome; −1 until then
 	err          error
@@ -191,9 +209,19 @@ func (b *loopBurst) onTick(n uint64) {
 	case tick == loopSubmitTick:
 		b.submitAt = now
 		u0 := getUsage()
+		runtime.LockOSThread() // so that the thread's usage is the submission's
+		t0 := getThreadUsage()
+		c0, _ := threadcpu.Now() // 0 where unknown, as is c1
 		b.submitAll()
+		c1, _ := threadcpu.Now()
+		t1 := getThreadUsage()
+		runtime.UnlockOSThread()
 		b.submit = time.Since(now)
 		b.submitFaults = getUsage().minFlt - u0.minFlt
+		b.submitThread = SubmitThread{
+			CPU: c1 - c0, Sys: t1.sys - t0.sys,
+			Faults: t1.minFlt - t0.minFlt, Preempted: t1.nivcsw - t0.nivcsw,
+		}
 	case tick > loopSubmitTick && b.doneTick < 0 && b.rec.complete():
 		b.doneTick = tick
 	case tick > loopSubmitTick && b.doneTick < 0 && now.Sub(b.submitAt) > b.stuckAfter:

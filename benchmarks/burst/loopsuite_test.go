@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,14 @@ func TestLoopSuiteInProcess(t *testing.T) {
 		t.Errorf("burst %v s, submit %v ms (%d minor faults), delivery %v ms; want all measured",
 			tr.BurstS, tr.SubmitMs, tr.SubmitFaults, tr.DeliveryMs)
 	}
+	// The loop thread's share of the submission: within its wall time (1 ms for the two
+	// clocks' readings) and its window of the process's faults, which encloses the thread's.
+	// Its system time is to a scheduler tick, so only its sign is checked.
+	if runtime.GOOS == "linux" && !(0 < tr.SubmitCPUMs && tr.SubmitCPUMs <= tr.SubmitMs+1 && tr.SubmitSysMs >= 0 &&
+		0 <= tr.SubmitThreadFaults && tr.SubmitThreadFaults <= tr.SubmitFaults && tr.SubmitPreempted >= 0) {
+		t.Errorf("submit %v ms with %d faults; its thread: CPU %v ms, sys %v ms, %d faults, preempted %d",
+			tr.SubmitMs, tr.SubmitFaults, tr.SubmitCPUMs, tr.SubmitSysMs, tr.SubmitThreadFaults, tr.SubmitPreempted)
+	}
 	if tr.MeetsTarget != (tr.IntervalP99Ms <= 52 && tr.Skipped == 0) || lr.TargetMet != tr.MeetsTarget {
 		t.Errorf("meets target %v, target met %v, with p99 %v ms and %d skipped", tr.MeetsTarget, lr.TargetMet, tr.IntervalP99Ms, tr.Skipped)
 	}
@@ -135,6 +144,7 @@ func TestLoopMarkdown(t *testing.T) {
 		AfterSubmit: 50 * time.Millisecond,
 		TickP99:     14 * time.Millisecond, TickMax: 40 * time.Millisecond, Delivery: 300 * time.Millisecond,
 		Submit: 25 * time.Millisecond, SubmitFaults: 1234, Burst: 2 * time.Second,
+		SubmitThread: SubmitThread{CPU: 20 * time.Millisecond, Sys: 8 * time.Millisecond, Faults: 1001, Preempted: 17},
 	}
 	slow, skipped, failed := good, good, good
 	slow.Interval.P99, slow.Interval.Max = 53*time.Millisecond, 53*time.Millisecond
@@ -148,7 +158,7 @@ func TestLoopMarkdown(t *testing.T) {
 		want      []string
 	}{
 		{"all met", []LoopTrial{good, good, good}, loopShape, false, []string{
-			"| 20,000 | 6×16 | 1 | 60 | 50 | 50.00 ms | 51.00 ms | 51.00 ms | 50.00 ms | 0 | 0 | 14.00 ms | 40.00 ms | 300.0 ms | 0 | 25.00 ms | 1,234 | 2.000 s | 20,000 | 0 |",
+			"| 20,000 | 6×16 | 1 | 60 | 50 | 50.00 ms | 51.00 ms | 51.00 ms | 50.00 ms | 0 | 0 | 14.00 ms | 40.00 ms | 300.0 ms | 0 | 25.00 ms | 1,234 | 20.00 ms | 8.00 ms | 1,001 | 17 | 2.000 s | 20,000 | 0 |",
 			"| 20,000 | 6×16 | **median** |",
 			"tick interval p99 ≤ 52 ms and 0 skipped ticks, in every trial: **met** (3 of 3 trials).",
 		}},
@@ -170,10 +180,16 @@ func TestLoopMarkdown(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range append(c.want, "#### loop", "| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped |",
-			"| submit | submit faults | burst |", "Submit faults: minor page faults of the process while submitting every call (getrusage ru_minflt)") {
+			"| submit | submit faults | submit CPU | submit sys | submit thread faults | submit preempted | burst |",
+			"Submit faults: minor page faults of the process while submitting every call (getrusage ru_minflt)",
+			"Submit CPU, sys, thread faults and preempted: what submitting cost the loop's own OS thread, the goroutine locked to it: its CPU time (CLOCK_THREAD_CPUTIME_ID)") {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%s: Markdown lacks %q:\n%s", c.name, want, out.String())
 			}
+		}
+		// Every trial of "all met" is good, so its median row repeats their submission figures.
+		if n := strings.Count(out.String(), "| 25.00 ms | 1,234 | 20.00 ms | 8.00 ms | 1,001 | 17 | 2.000 s |"); c.name == "all met" && n != 4 {
+			t.Errorf("%s: %d rows with good's submission figures, want 3 trials and the median:\n%s", c.name, n, out.String())
 		}
 		if strings.Contains(out.String(), "Ratios:") {
 			t.Errorf("%s: the burst suites' notes are in a loop-only report:\n%s", c.name, out.String())
