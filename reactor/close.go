@@ -41,7 +41,7 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 		case <-ctxDone:
 			ctxErr = ctx.Err()
 			ctxDone = nil
-			r.in.push(event{kind: evAbort, err: ctxErr})
+			r.in.pushAbort(ctxErr)
 		case <-r.ready:
 			r.tick(0, true)
 		}

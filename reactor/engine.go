@@ -105,7 +105,7 @@ func (e *engine) handle(ev *event) {
 	case evClose:
 		e.closing = true
 	case evAbort:
-		e.abort(ev.err)
+		e.abort(e.r.in.abortErr())
 	case evNotify:
 		e.r.callOnReady()
 	}

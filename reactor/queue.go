@@ -20,10 +20,12 @@ const (
 	evNotify                     // call OnReady: Tick left completions behind
 )
 
+// event is 16 bytes: in a burst the host appends one per call, and the inbox's buffers grow
+// to the backlog the reactor goroutine has not taken yet. The rare evAbort carries its cause
+// in the inbox instead (pushAbort).
 type event struct {
 	kind eventKind
 	c    *callcore.Call
-	err  error // evAbort: the context error
 }
 
 // completion is an invoker lane's report that it has finished with c, which the reactor
@@ -42,6 +44,8 @@ type inbox struct {
 	done   []completion
 	closed bool
 	wake   chan struct{} // capacity 1
+	// abortCause is the context error of the Close that pushed evAbort.
+	abortCause error
 }
 
 func newInbox() *inbox { return &inbox{wake: make(chan struct{}, 1)} }
@@ -60,6 +64,21 @@ func (q *inbox) push(e event) bool {
 		q.signal()
 	}
 	return true
+}
+
+// pushAbort pushes evAbort with its cause, the error of the context Close gave up on.
+func (q *inbox) pushAbort(cause error) {
+	q.mu.Lock()
+	q.abortCause = cause
+	q.mu.Unlock()
+	q.push(event{kind: evAbort})
+}
+
+// abortErr returns the cause pushAbort recorded.
+func (q *inbox) abortErr() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.abortCause
 }
 
 // complete queues a completion. Lanes finish before the inbox closes, so it is always taken,
