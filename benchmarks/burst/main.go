@@ -156,6 +156,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-workers and -batch shape a -calls run; give -calls too")
 	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
+	case o.baselineMetadata && o.prpcNoMetadata:
+		return o, errors.New("-baseline-metadata and -prpc-no-metadata each make the two clients do the same metadata work, from opposite sides; together prpc would skip what the baseline captures: give one")
 	case o.pin && o.inprocess:
 		return o, errors.New("-pin puts the backend on its own CPU, which needs it in a separate process: drop -inprocess")
 	case o.pin && !pinSupported:

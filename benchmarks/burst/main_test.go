@@ -163,6 +163,7 @@ func TestFlagErrors(t *testing.T) {
 		{"-calls", "-1"},
 		{"-clients", "prpc,curl"},
 		{"-inprocess", "-pin"},
+		{"-baseline-metadata", "-prpc-no-metadata"},
 		{"-timeout", "0s"},
 		{"extra"},
 	} {
