@@ -78,25 +78,15 @@ func BenchmarkRoundTrip(b *testing.B) {
 			)
 			then := func(resp *networkpb.GetPlayerResponse) { got = resp }
 			fail := func(err error) { gotErr = err }
-			var lat latencies
-			b.ReportAllocs()
-			for b.Loop() {
-				got = nil
-				start := time.Now()
+			roundTrips(b, xuid, func() (*networkpb.GetPlayerResponse, error) {
+				got, gotErr = nil, nil
 				p := reactor.Call(r, getPlayer, req, nil).Then(then).OnError(fail)
 				for p.State() == calls.Pending {
 					<-r.Ready()
 					r.Tick(2 * time.Millisecond)
 				}
-				if gotErr != nil {
-					b.Fatal(gotErr)
-				}
-				if !got.GetFound() {
-					b.Fatalf("player %s not found", xuid)
-				}
-				lat.add(time.Since(start))
-			}
-			lat.report(b)
+				return got, gotErr
+			})
 		}
 	}
 	b.Run("prpc", prpcRoundTrip(nil))
@@ -109,23 +99,31 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 		defer cc.Close()
 		stub := networkpb.NewDataServiceClient(cc)
-		var lat latencies
-		b.ReportAllocs()
-		for b.Loop() {
-			start := time.Now()
+		roundTrips(b, xuid, func() (*networkpb.GetPlayerResponse, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), roundTripTimeout)
-			resp, err := stub.GetPlayer(ctx, req)
-			cancel()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if !resp.GetFound() {
-				b.Fatalf("player %s not found", xuid)
-			}
-			lat.add(time.Since(start))
-		}
-		lat.report(b)
+			defer cancel()
+			return stub.GetPlayer(ctx, req)
+		})
 	})
+}
+
+// roundTrips runs call once per benchmark iteration, one call at a time, checks that each
+// found player xuid, and reports the latencies.
+func roundTrips(b *testing.B, xuid string, call func() (*networkpb.GetPlayerResponse, error)) {
+	var lat latencies
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		resp, err := call()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !resp.GetFound() {
+			b.Fatalf("player %s not found", xuid)
+		}
+		lat.add(time.Since(start))
+	}
+	lat.report(b)
 }
 
 // latencyRing is the number of most recent calls whose latencies BenchmarkRoundTrip keeps.
