@@ -50,5 +50,8 @@ type Options struct {
 	// Critical lets the call use the share of MaxOutstanding the reactor reserves for
 	// critical calls (reactor.Config.CriticalReserve), as a method's policy may do for all its
 	// calls: under overload, a player's save is then not rejected along with cosmetic reads.
+	// The reactor reserves room only when its CriticalReserve is set, or some method policy
+	// is critical; otherwise a critical call is rejected like any other, with an ErrOverloaded
+	// error that names CriticalReserve.
 	Critical bool
 }

@@ -19,8 +19,9 @@ import (
 // The request is encoded before Call returns, so later changes to req change nothing sent.
 // Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods), a
 // request or metadata over its limit, overload (MaxOutstanding reached) and a closed reactor
-// all fail the call at once: the promise is Failed when Call returns, and its callbacks still
-// run only at the next Tick.
+// all fail the call at once: the promise is Failed when Call returns, and its callbacks run at
+// the first Tick that starts after Call returns (never inside Call), after the outcomes that
+// were already waiting for that Tick, unless its budget runs out first.
 //
 // A nil r or m is a programming error and panics.
 func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req, opts *calls.Options) *calls.Promise[Resp] {
@@ -98,8 +99,9 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
 	c.NoMetadata = policy.noMetadata
 	c.Deadline = c.Submitted + int64(timeout)
+	critical := opts.Critical || policy.critical
 	limit := r.cfg.MaxOutstanding
-	if !opts.Critical && !policy.critical {
+	if !critical {
 		limit -= r.cfg.CriticalReserve
 	}
 
@@ -113,7 +115,7 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 	case r.counts.pending >= limit:
 		r.mu.Unlock()
 		releaseRequest(c)
-		r.reject(c, calls.ErrOverloaded, r.overloadMessage(limit), nil)
+		r.reject(c, calls.ErrOverloaded, r.overloadMessage(limit, critical), nil)
 		return
 	}
 	r.counts.pending++
@@ -125,7 +127,7 @@ func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Option
 		releaseRequest(c)
 		c.Err = calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call was sent", nil)
 		c.Reason = callcore.ReasonClosed
-		r.deliverDirect(c)
+		r.deliverNext(c)
 	}
 }
 
@@ -142,7 +144,8 @@ func (r *Reactor) rejectLimit(c *callcore.Call, err error) {
 }
 
 // reject fails c at submission: the failure is visible at once, counted at once, and the
-// callbacks run at the next Tick. A rejected call holds no admission slot.
+// callbacks run at the first Tick that starts after Call returns. A rejected call holds no
+// admission slot.
 func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) {
 	err := calls.NewError(kind, c.Ops.Path, msg, cause)
 	reason := callcore.ReasonInvalid
@@ -157,15 +160,23 @@ func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) 
 	r.counts.fail(c.Ops.Path, err.Code(), reason, -1)
 	r.mu.Unlock()
 	c.Reject(err, reason)
-	if !r.in.push(event{kind: evForward, c: c}) {
-		r.deliverDirect(c)
-	}
+	r.deliverNext(c)
 }
 
-func (r *Reactor) overloadMessage(limit int) string {
-	if limit < r.cfg.MaxOutstanding {
+// overloadMessage says which limit an overloaded call met. A critical call that met
+// MaxOutstanding with no reserve is told why being critical gave it no room.
+func (r *Reactor) overloadMessage(limit int, critical bool) string {
+	switch {
+	case limit < r.cfg.MaxOutstanding:
 		return fmt.Sprintf("%d calls outstanding, the limit for calls that are not critical (MaxOutstanding %d less CriticalReserve %d)",
 			limit, r.cfg.MaxOutstanding, r.cfg.CriticalReserve)
+	case critical && r.cfg.CriticalReserve == 0:
+		return fmt.Sprintf("%d calls outstanding, the MaxOutstanding limit; the call is critical, but Config.CriticalReserve is 0, "+
+			"so no room is reserved for critical calls (set Config.CriticalReserve, or mark the method Critical in a MethodPolicy, "+
+			"which reserves MaxOutstanding/10 by default)", limit)
+	case critical:
+		return fmt.Sprintf("%d calls outstanding, the MaxOutstanding limit, including the %d reserved for critical calls (Config.CriticalReserve)",
+			limit, r.cfg.CriticalReserve)
 	}
 	return fmt.Sprintf("%d calls outstanding, the MaxOutstanding limit", limit)
 }

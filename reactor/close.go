@@ -2,8 +2,9 @@ package reactor
 
 import "context"
 
-// Close shuts the reactor down. Call it on the goroutine that calls Tick, not from inside a
-// callback.
+// Close shuts the reactor down. Call it on the goroutine that calls Tick, never from inside a
+// callback: there it panics, and the panic, isolated like any callback's, reaches only
+// Config.OnCallbackPanic, so the reactor is not closed.
 //
 // Close stops admitting calls (later calls fail with ErrClosed), lets admitted calls finish
 // until ctx is done, then cuts off the rest: they fail with ErrClosed wrapping ctx.Err() and

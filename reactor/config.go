@@ -129,6 +129,12 @@ type Config struct {
 	// ErrOverloaded once MaxOutstanding − CriticalReserve calls are outstanding, while
 	// critical ones are admitted up to MaxOutstanding. Default: MaxOutstanding/10 if a
 	// policy is Critical, none otherwise; -1 means none; at most MaxOutstanding − 1.
+	//
+	// A reactor whose policies mark no method Critical reserves nothing by default, so that
+	// its other calls keep all of MaxOutstanding: a call marked only by calls.Options.Critical
+	// then has no more room than any other, and when it is rejected for overload its error
+	// says that CriticalReserve is zero and how to set it. Set CriticalReserve when calls are
+	// marked critical one by one.
 	CriticalReserve int
 
 	// Backoff is the reconnect backoff of the connection; zero fields mean their defaults.
@@ -148,13 +154,22 @@ type Config struct {
 	Methods []calls.Descriptor
 
 	// OnReady, if set, is called when completions are waiting for Tick, at most once until
-	// the next Tick drains them, one call at a time, from one of prpc's goroutines, never the
-	// one that calls Tick. It suits hosts that schedule work on their own goroutine (for
-	// example w.Do(func(…) { r.Tick(b) })). It must not block. It is not called after Close.
+	// the next Tick drains them, one call at a time, from one of prpc's goroutines (an invoker
+	// lane that just completed a call, or the reactor goroutine), never the one that calls
+	// Tick and never inside Call. It suits hosts that schedule work on their own goroutine
+	// (for example w.Do(func(…) { r.Tick(b) })). It is not called after Close.
+	//
+	// It must not block: while it runs, the lane that called it starts no new call, and
+	// since calls of OnReady are serialised, every other lane or the reactor goroutine that
+	// needs it waits too, which delays sending, deadlines and cancels. Hand the work to your
+	// host's own queue and return.
 	OnReady func()
 
 	// OnCallbackPanic, if set, receives the value of every panic raised by a promise
-	// callback, on the Tick goroutine. Default: log it through Logger with its stack.
+	// callback, on the Tick goroutine. Default: log it through Logger with its stack. This
+	// includes the panics of misuse inside a callback: a callback that calls Tick or Close
+	// panics, and, like any other callback panic, that panic is recovered and reaches only
+	// OnCallbackPanic; the Tick that ran the callback goes on.
 	OnCallbackPanic func(recovered any)
 
 	// Logger receives prpc's log records. Default slog.Default().

@@ -84,8 +84,6 @@ func (e *engine) handle(ev *event) {
 	switch ev.kind {
 	case evSubmit:
 		e.admit(c)
-	case evForward, evRedeliver:
-		e.settled = append(e.settled, c)
 	case evCancel:
 		if !c.Admitted {
 			return
@@ -314,8 +312,6 @@ func (e *engine) shutdown() {
 			releaseRequest(ev.c)
 			ev.c.Err = calls.NewError(calls.ErrClosed, ev.c.Ops.Path, "reactor closed before the call was sent", nil)
 			ev.c.Reason = callcore.ReasonClosed
-			e.settled = append(e.settled, ev.c)
-		case evForward, evRedeliver:
 			e.settled = append(e.settled, ev.c)
 		}
 	}

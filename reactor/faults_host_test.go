@@ -82,7 +82,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	perCall := float64(grown) / rejectedN
 	t.Logf("heap grew by %d bytes for %d rejected calls: %.0f bytes per rejected call", grown, rejectedN, perCall)
 	// The records are a callcore.Call inside the promise (about 500 bytes), a *calls.Error
-	// with its status and message (about 250), and a pointer in the queue for Tick: about
+	// with its status and message (about 250), and its node in the queue for Tick: about
 	// 800 bytes. 2 KiB leaves room for allocator size classes and for -race; a rejected call
 	// that kept its encoded request or anything per call beyond these would exceed it.
 	require.Less(t, perCall, 2048.0)

@@ -12,8 +12,6 @@ type eventKind uint8
 
 const (
 	evSubmit    eventKind = iota // an admitted call to schedule
-	evForward                    // a call rejected at submission, to queue for delivery
-	evRedeliver                  // a delivered call with new callbacks, to queue for delivery
 	evCancel                     // a call to cancel
 	evClose                      // stop admitting; exit once every call has settled
 	evAbort                      // settle every remaining call with ErrClosed

@@ -51,7 +51,8 @@ type Reactor struct {
 	owner    owner
 
 	in        *inbox
-	out       outbox
+	out       outbox    // settled by the lanes and the reactor goroutine
+	hostq     hostQueue // rejected at submission or redelivered: never waits on a lane
 	ready     chan struct{}
 	armed     atomic.Bool // a wake-up was sent and Tick has not drained since
 	onReadyMu sync.Mutex  // OnReady runs one call at a time
@@ -124,6 +125,7 @@ func New(cfg Config) (*Reactor, error) {
 		done:  make(chan struct{}),
 	}
 	r.owner.r = r
+	r.hostq.init()
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
 	r.counts.failed = make(map[codes.Code]uint64)
@@ -211,17 +213,20 @@ func (o *owner) Cancel(c *callcore.Call) {
 }
 
 // Redeliver implements callcore.Owner.
-func (o *owner) Redeliver(c *callcore.Call) {
-	if !o.r.in.push(event{kind: evRedeliver, c: c}) {
-		o.r.deliverDirect(c)
-	}
-}
+func (o *owner) Redeliver(c *callcore.Call) { o.r.deliverNext(c) }
 
-// deliverDirect queues c for Tick when the reactor goroutine has exited.
-func (r *Reactor) deliverDirect(c *callcore.Call) {
-	r.out.push(c)
-	select {
-	case r.ready <- struct{}{}:
-	default:
+// deliverNext queues c, settled already, for the next Tick through the host queue, which no
+// lane touches, and wakes the host unless a wake-up is pending already. Safe from any
+// goroutine; it never blocks.
+func (r *Reactor) deliverNext(c *callcore.Call) {
+	r.hostq.push(c)
+	if r.armed.CompareAndSwap(false, true) {
+		select {
+		case r.ready <- struct{}{}:
+		default:
+		}
+		if r.cfg.OnReady != nil {
+			r.in.push(event{kind: evNotify}) // OnReady runs on prpc's goroutines, never in Call
+		}
 	}
 }

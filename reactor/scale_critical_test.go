@@ -95,8 +95,8 @@ func TestScaleCriticalReserve(t *testing.T) {
 		opts *calls.Options
 		msg  string
 	}{
-		{echo, &calls.Options{Critical: true}, "the MaxOutstanding limit"},
-		{echoOther, nil, "the MaxOutstanding limit"},
+		{echo, &calls.Options{Critical: true}, "including the 5 reserved for critical calls"},
+		{echoOther, nil, "including the 5 reserved for critical calls"},
 		{echo, nil, "CriticalReserve 5"},
 	} {
 		ok, err := admitted(t, tr, r, c.m, "beyond", c.opts)
@@ -122,7 +122,9 @@ func TestScaleCriticalReserve(t *testing.T) {
 }
 
 // TestScaleCriticalReserveDefault checks CriticalReserve's default: 10% of MaxOutstanding
-// when a method policy is Critical, none otherwise or with -1.
+// when a method policy is Critical, none otherwise or with -1. A critical call rejected with
+// no reserve is told that CriticalReserve is zero, never left to guess why Critical did not
+// help; a critical call with room is never rejected.
 func TestScaleCriticalReserveDefault(t *testing.T) {
 	srv := testserver.Start(t)
 	critical := []reactor.MethodPolicy{{Method: echoOther, Critical: true}}
@@ -130,11 +132,12 @@ func TestScaleCriticalReserveDefault(t *testing.T) {
 		name     string
 		policies []reactor.MethodPolicy
 		reserve  int
-		ordinary int // ordinary calls admitted of MaxOutstanding 100
+		ordinary int    // ordinary calls admitted of MaxOutstanding 100
+		beyond   string // in the error of a critical call beyond MaxOutstanding
 	}{
-		{"critical policy", critical, 0, 90},
-		{"no critical policy", nil, 0, 100},
-		{"critical policy, reserve -1", critical, -1, 100},
+		{"critical policy", critical, 0, 90, "including the 10 reserved for critical calls"},
+		{"no critical policy", nil, 0, 100, "Config.CriticalReserve is 0"},
+		{"critical policy, reserve -1", critical, -1, 100, "Config.CriticalReserve is 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
@@ -162,6 +165,7 @@ func TestScaleCriticalReserveDefault(t *testing.T) {
 			ok, err = admitted(t, tr, r, echo, "critical beyond", &calls.Options{Critical: true})
 			require.False(t, ok, "critical call 101 is admitted")
 			requireOverloaded(t, err, "the MaxOutstanding limit")
+			requireOverloaded(t, err, tc.beyond)
 			require.Equal(t, 100, r.Stats().Pending)
 
 			releaseAll()

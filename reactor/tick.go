@@ -11,14 +11,21 @@ import (
 // until budget is spent. It delivers only calls that were settled when it started, so
 // callbacks that submit new calls cannot stretch it; it delivers at least one waiting call
 // (a budget ≤ 0 delivers exactly one) and keeps the rest, in order, for the next Tick,
-// signalling Ready again. Tick never waits for prpc's other goroutines: if an invoker lane is
-// appending to the delivery queue at that instant and its thread has lost its CPU, Tick
-// delivers only what it already holds, possibly nothing, and Ready fires again once the lane
-// is done. An idle Tick costs tens of nanoseconds (BenchmarkIdleTick) and
+// signalling Ready again.
+//
+// Calls that Call rejected at submission, and callbacks registered on a promise already
+// delivered, always run at the first Tick that starts after Call (or Then, OnError, Always)
+// returned, after the outcomes that were already waiting when that Tick started, unless the
+// budget runs out first.
+//
+// Tick never waits for prpc's other goroutines: if an invoker lane is appending to the
+// delivery queue at that instant and its thread has lost its CPU, Tick delivers only what it
+// already holds, and Ready fires again once the lane is done. An idle Tick costs tens of nanoseconds (BenchmarkIdleTick) and
 // allocates nothing.
 //
 // Tick is for one goroutine at a time: calling it concurrently, or from inside a callback,
-// panics.
+// panics. A callback's panic is isolated like any other: it goes to Config.OnCallbackPanic,
+// and the outer Tick goes on.
 func (r *Reactor) Tick(budget time.Duration) TickReport {
 	r.enterHost("Tick")
 	defer r.ticking.Store(false)
@@ -36,18 +43,23 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	// Disarm before looking, even when idle: a wake-up whose calls an earlier Tick already
 	// took must not leave armed set, or the next completion would not wake the host.
 	r.armed.Store(false)
-	if r.head == len(r.delivery) && r.out.n.Load() == 0 {
+	if r.head == len(r.delivery) && r.out.n.Load() == 0 && r.hostq.idle() {
 		return TickReport{}
 	}
 	start := r.now()
 	// This Tick may deliver the calls settled before it started: the rest of the batch in
-	// hand (delivery[head:]), then the first fresh calls of the outbox. The outbox's batch is
-	// taken by swapping slices, never copied, so that what a Tick costs beyond its callbacks
-	// does not grow with the backlog left by a host that stopped ticking.
+	// hand (delivery[head:]), then the first fresh calls of the outbox, then the calls of the
+	// host queue. The outbox's batch is taken by swapping slices, never copied, so that what a
+	// Tick costs beyond its callbacks does not grow with the backlog left by a host that
+	// stopped ticking.
 	end := len(r.delivery)
 	fresh := int(r.out.n.Load())
+	mark := r.hostq.mark()
 	now, delivered := start, 0
 	busy := false // a lane was appending to the outbox; its wake-up brings the host back
+	spent := func() bool {
+		return !all && (budget <= 0 || time.Duration(now-start) >= budget)
+	}
 	for {
 		if r.head == end {
 			if fresh == 0 {
@@ -70,11 +82,22 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 		r.deliver(c, now)
 		delivered++
 		now = r.now()
-		if !all && (budget <= 0 || time.Duration(now-start) >= budget) {
+		if spent() {
 			break
 		}
 	}
-	remaining := end - r.head + fresh
+	// The host queue comes last, and never depends on another goroutine: a lane holding the
+	// outbox cannot hold these back.
+	for delivered == 0 || !spent() {
+		c := r.hostq.next(mark)
+		if c == nil {
+			break
+		}
+		r.deliver(c, now)
+		delivered++
+		now = r.now()
+	}
+	remaining := end - r.head + fresh + r.hostq.waiting()
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
 	}

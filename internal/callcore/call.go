@@ -78,7 +78,8 @@ type Ops struct {
 type Owner interface {
 	// Cancel asks the owner to settle the call with ErrCancelled unless it is settled already.
 	Cancel(c *Call)
-	// Redeliver asks the owner to run callbacks added after delivery, at the next Tick.
+	// Redeliver asks the owner to run callbacks added after delivery, at the next Tick that
+	// starts after Redeliver returns.
 	Redeliver(c *Call)
 }
 

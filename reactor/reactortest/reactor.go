@@ -32,9 +32,10 @@ func NewReactor(t testing.TB, b *Backend, cfg reactor.Config) *reactor.Reactor {
 }
 
 // Flush ticks r on the calling goroutine, woken by Ready, until every admitted call has been
-// delivered, and fails the test if that takes longer than FlushTimeout. Use it when every
-// submitted call is expected to settle by itself; for calls that wait on a manual clock,
-// advance the clock first.
+// delivered and every callback waiting for a Tick has run — including those of calls that
+// Call rejected at submission — and fails the test if that takes longer than FlushTimeout.
+// Use it when every submitted call is expected to settle by itself; for calls that wait on a
+// manual clock, advance the clock first.
 func Flush(t testing.TB, r *reactor.Reactor) {
 	t.Helper()
 	if err := Drain(r, FlushTimeout); err != nil {
@@ -43,15 +44,25 @@ func Flush(t testing.TB, r *reactor.Reactor) {
 }
 
 // Drain ticks r on the calling goroutine, woken by Ready, until every admitted call has been
-// delivered (Stats().Pending is zero) and nothing waits for delivery, or until timeout.
+// delivered (Stats().Pending is zero) and a Tick finds nothing left to run, or until timeout.
+// Callbacks that submit further calls keep it going until those are delivered too.
 func Drain(r *reactor.Reactor, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		r.Tick(time.Hour)
-		if r.Stats().Pending == 0 {
-			r.Tick(time.Hour) // calls rejected at submission hold no slot but wait for delivery
+		report := r.Tick(time.Hour)
+		pending := r.Stats().Pending
+		if pending == 0 && report.Delivered == 0 && report.Remaining == 0 {
 			return nil
+		}
+		if pending == 0 || report.Remaining > 0 {
+			// More may be waiting already: callbacks that ran may have queued some.
+			select {
+			case <-deadline.C:
+				return fmt.Errorf("reactortest: callbacks still queued after %v", timeout)
+			default:
+			}
+			continue
 		}
 		select {
 		case <-r.Ready():

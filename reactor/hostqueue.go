@@ -1,0 +1,88 @@
+package reactor
+
+import (
+	"sync/atomic"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// hostQueue holds the calls whose callbacks must run at the next Tick without passing through
+// another goroutine: calls that Call rejected at submission, and delivered calls that got new
+// callbacks. Any goroutine pushes; only the Tick goroutine takes. Lanes never touch it, so a
+// Tick never finds it held by a goroutine that lost its CPU, and it has no lock at all.
+//
+// It is a linked list, oldest first, with a node per push, and nodes are never reused, so a
+// late write by a pusher can never land on a recycled node. A pusher publishes its node with
+// one compare-and-swap on top, having linked it to the node below (older); only then does it
+// link that node forward to its own (newer). Every push that has returned is therefore
+// reachable from top through the older links, whatever the other pushers are doing; the
+// forward links, which make taking the oldest call cheap, may lag for a moment behind a pusher
+// that lost its CPU between its two steps, and the Tick then finds the next node from top.
+type hostQueue struct {
+	top    atomic.Pointer[hostNode] // the newest node; never nil
+	pushed atomic.Int64             // pushes published
+	// Owned by the Tick goroutine: the last node taken (at first a stub) and how many nodes
+	// were taken.
+	last  *hostNode
+	taken int64
+}
+
+// hostNode is one push: a call and its links.
+type hostNode struct {
+	c     *callcore.Call
+	older *hostNode                // written before the node is published; cleared once taken
+	newer atomic.Pointer[hostNode] // written by the pusher of the next node, after publishing it
+}
+
+func (q *hostQueue) init() {
+	stub := new(hostNode)
+	q.top.Store(stub)
+	q.last = stub
+}
+
+// push adds c. Safe from any goroutine; it never blocks.
+func (q *hostQueue) push(c *callcore.Call) {
+	n := &hostNode{c: c}
+	for {
+		t := q.top.Load()
+		n.older = t
+		if q.top.CompareAndSwap(t, n) {
+			q.pushed.Add(1)
+			t.newer.Store(n)
+			return
+		}
+	}
+}
+
+// idle reports whether nothing waits. Tick goroutine only.
+func (q *hostQueue) idle() bool { return q.top.Load() == q.last }
+
+// mark returns the newest node now: a Tick delivers up to it, and never the calls pushed by
+// the callbacks it runs. Tick goroutine only.
+func (q *hostQueue) mark() *hostNode { return q.top.Load() }
+
+// waiting returns how many pushed calls have not been taken. Tick goroutine only.
+func (q *hostQueue) waiting() int { return int(q.pushed.Load() - q.taken) }
+
+// next takes the oldest call not yet taken, provided it is no newer than mark; it returns nil
+// when the calls up to mark are all taken. Tick goroutine only.
+func (q *hostQueue) next(mark *hostNode) *callcore.Call {
+	if q.last == mark {
+		return nil
+	}
+	n := q.last.newer.Load()
+	if n == nil {
+		// The pusher of the next node published it but has not linked it forward yet: find
+		// it from mark, which is newer, through the older links.
+		n = mark
+		for n.older != q.last {
+			n = n.older
+		}
+	}
+	q.last.older = nil // nothing walks below the last node taken; let the GC have the rest
+	q.last = n
+	q.taken++
+	c := n.c
+	n.c = nil
+	return c
+}

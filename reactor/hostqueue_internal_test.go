@@ -1,0 +1,111 @@
+package reactor
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+func newHostQueue() *hostQueue {
+	q := new(hostQueue)
+	q.init()
+	return q
+}
+
+// takeAll takes every call up to the current mark.
+func takeAll(q *hostQueue) []*callcore.Call {
+	var out []*callcore.Call
+	mark := q.mark()
+	for c := q.next(mark); c != nil; c = q.next(mark) {
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestHostQueueOrderAndMark(t *testing.T) {
+	q := newHostQueue()
+	require.True(t, q.idle())
+	require.Nil(t, q.next(q.mark()))
+	a, b, c := new(callcore.Call), new(callcore.Call), new(callcore.Call)
+	q.push(a)
+	q.push(b)
+	require.False(t, q.idle())
+	require.Equal(t, 2, q.waiting())
+	mark := q.mark()
+	q.push(c) // after the mark: not taken by this round
+	require.Same(t, a, q.next(mark))
+	require.Same(t, b, q.next(mark))
+	require.Nil(t, q.next(mark))
+	require.Equal(t, 1, q.waiting())
+	require.Equal(t, []*callcore.Call{c}, takeAll(q))
+	require.True(t, q.idle())
+	require.Zero(t, q.waiting())
+}
+
+// TestHostQueueForwardLinkLag checks that a call whose pusher has published it but not yet
+// linked the node below to it is still taken, in order: the Tick finds it from the top.
+func TestHostQueueForwardLinkLag(t *testing.T) {
+	q := newHostQueue()
+	calls := make([]*callcore.Call, 5)
+	for i := range calls {
+		calls[i] = new(callcore.Call)
+		q.push(calls[i])
+	}
+	// The pushers of the second and fourth nodes lost their CPU before their forward links.
+	second := q.mark().older.older.older
+	second.older.newer.Store(nil)
+	fourth := q.mark().older
+	fourth.older.newer.Store(nil)
+	require.Equal(t, calls, takeAll(q))
+	require.True(t, q.idle())
+}
+
+// TestHostQueueConcurrentPushers checks that with many pushers racing, every call is taken
+// exactly once, each pusher's calls in the order it pushed them, and nothing pushed before a
+// mark is left behind by the round that uses it.
+func TestHostQueueConcurrentPushers(t *testing.T) {
+	const pushers, each = 8, 2000
+	q := newHostQueue()
+	owner := make(map[*callcore.Call][2]int, pushers*each)
+	all := make([][]*callcore.Call, pushers)
+	for p := range all {
+		all[p] = make([]*callcore.Call, each)
+		for i := range all[p] {
+			c := new(callcore.Call)
+			all[p][i] = c
+			owner[c] = [2]int{p, i}
+		}
+	}
+	var wg sync.WaitGroup
+	for p := range pushers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, c := range all[p] {
+				q.push(c)
+			}
+		}()
+	}
+	nextIndex := make([]int, pushers)
+	seen := 0
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		for _, c := range takeAll(q) {
+			o := owner[c]
+			require.Equal(t, nextIndex[o[0]], o[1], "pusher %d's calls out of order", o[0])
+			nextIndex[o[0]]++
+			seen++
+		}
+	}
+	require.Equal(t, pushers*each, seen)
+	require.True(t, q.idle())
+}
