@@ -11,11 +11,11 @@ import (
 type eventKind uint8
 
 const (
-	evSubmit    eventKind = iota // an admitted call to schedule
-	evCancel                     // a call to cancel
-	evClose                      // stop admitting; exit once every call has settled
-	evAbort                      // settle every remaining call with ErrClosed
-	evNotify                     // call OnReady: Tick left completions behind
+	evSubmit eventKind = iota // an admitted call to schedule
+	evCancel                  // a call to cancel
+	evClose                   // stop admitting; exit once every call has settled
+	evAbort                   // settle every remaining call with ErrClosed
+	evNotify                  // call OnReady: Tick left completions behind
 )
 
 // event is 16 bytes: in a burst the host appends one per call, and the inbox's buffers grow
