@@ -26,9 +26,9 @@ const (
 // move in one unary call, and HTTP/2 peers and proxies commonly refuse header blocks well
 // below 1 MiB. Received header blocks are bounded at grpc-go's own default of 16 MiB.
 const (
-	MaxMessageLimit        = 1 << 30 // upper bound of MaxRequestBytes and MaxResponseBytes
-	MaxMetadataLimit       = 1 << 20 // upper bound of MaxMetadataBytes
-	MaxReceivedHeaderLimit = 16 << 20
+	MaxMessageLimit        = 1 << 30  // upper bound of MaxRequestBytes and MaxResponseBytes
+	MaxMetadataLimit       = 1 << 20  // upper bound of MaxMetadataBytes
+	MaxReceivedHeaderLimit = 16 << 20 // upper bound of MaxReceivedHeaderBytes
 )
 
 // HeaderListSlack is the least MaxReceivedHeaderBytes must exceed MaxMetadataBytes by: room
@@ -67,9 +67,10 @@ type Limits struct {
 	// Internal; its real status is lost.)
 	//
 	// Each invoker lane may hold a header and a trailer of up to this size while a call
-	// runs, so received metadata costs at most Workers × BatchSize × 2 × MaxReceivedHeaderBytes
-	// of memory. With reactor.Config.Conn, the caller's connection enforces its own limit (set
-	// it with grpc.WithMaxHeaderListSize); prpc still drops metadata over MaxMetadataBytes.
+	// runs, so received metadata is bounded by Workers × BatchSize × 2 ×
+	// MaxReceivedHeaderBytes, counted as HPACK counts, plus the per-entry overhead of Go's
+	// maps. With reactor.Config.Conn, the caller's connection enforces its own limit (set it
+	// with grpc.WithMaxHeaderListSize); prpc still drops metadata over MaxMetadataBytes.
 	// Default 1 MiB; at least MaxMetadataBytes + HeaderListSlack, at most 16 MiB.
 	MaxReceivedHeaderBytes int
 }
@@ -102,7 +103,6 @@ func (l Limits) Validate() error {
 		{"MaxRequestBytes", l.MaxRequestBytes, MaxMessageLimit, DefaultMaxRequestBytes},
 		{"MaxResponseBytes", l.MaxResponseBytes, MaxMessageLimit, DefaultMaxResponseBytes},
 		{"MaxMetadataBytes", l.MaxMetadataBytes, MaxMetadataLimit, DefaultMaxMetadataBytes},
-		{"MaxReceivedHeaderBytes", l.MaxReceivedHeaderBytes, MaxReceivedHeaderLimit, DefaultMaxReceivedHeaderBytes},
 	}
 	for _, c := range checks {
 		if c.value < 0 || c.value > c.max {
@@ -110,15 +110,14 @@ func (l Limits) Validate() error {
 				c.name, c.value, c.max, c.d)
 		}
 	}
-	d := l.WithDefaults()
-	least := d.MaxMetadataBytes + HeaderListSlack
-	switch {
-	case l.MaxReceivedHeaderBytes == 0 && d.MaxReceivedHeaderBytes < least:
+	least := l.WithDefaults().MaxMetadataBytes + HeaderListSlack
+	switch v := l.MaxReceivedHeaderBytes; {
+	case v == 0 && DefaultMaxReceivedHeaderBytes < least:
 		return fmt.Errorf("prpc: Limits.MaxReceivedHeaderBytes is unset; its default, %d, is below MaxMetadataBytes + %d, %d; set it",
 			DefaultMaxReceivedHeaderBytes, HeaderListSlack, least)
-	case d.MaxReceivedHeaderBytes < least:
-		return fmt.Errorf("prpc: Limits.MaxReceivedHeaderBytes is %d; must be at least MaxMetadataBytes + %d, %d, and at most %d",
-			l.MaxReceivedHeaderBytes, HeaderListSlack, least, MaxReceivedHeaderLimit)
+	case v < 0 || v > MaxReceivedHeaderLimit || v != 0 && v < least:
+		return fmt.Errorf("prpc: Limits.MaxReceivedHeaderBytes is %d; must be between MaxMetadataBytes + %d, %d, and %d (0 means the default, %d)",
+			v, HeaderListSlack, least, MaxReceivedHeaderLimit, DefaultMaxReceivedHeaderBytes)
 	}
 	return nil
 }
