@@ -133,7 +133,8 @@ func (e *Error) Method() string { return e.method }
 func (e *Error) GRPCStatus() *status.Status { return e.st }
 
 // Trailer returns the trailers the server sent with a failure; nil for local failures and for
-// methods whose policy turns response metadata off (reactor.MethodPolicy.NoResponseMetadata).
+// methods whose policy turns response metadata off (reactor.MethodPolicy.NoResponseMetadata);
+// empty if they were larger than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (e *Error) Trailer() metadata.MD { return e.trailer }
 
 // Is reports whether e matches target: the sentinel of its condition, or the same error.

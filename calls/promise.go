@@ -60,7 +60,8 @@ func (p *Promise[Resp]) Err() error { return p.c.VisibleErr() }
 
 // Header returns the response headers the server sent, once the outcome is visible; nil
 // before, if the call never reached the server, or if the method's policy turns response
-// metadata off (reactor.MethodPolicy.NoResponseMetadata).
+// metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the headers were larger
+// than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Header() metadata.MD {
 	h, _ := p.c.VisibleMetadata()
 	return h
@@ -68,7 +69,8 @@ func (p *Promise[Resp]) Header() metadata.MD {
 
 // Trailer returns the response trailers the server sent, once the outcome is visible; nil
 // before, if the call never reached the server, or if the method's policy turns response
-// metadata off (reactor.MethodPolicy.NoResponseMetadata).
+// metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the trailers were larger
+// than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Trailer() metadata.MD {
 	_, t := p.c.VisibleMetadata()
 	return t

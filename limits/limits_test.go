@@ -1,12 +1,17 @@
 package limits_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/trixnew/prpc/limits"
 )
@@ -15,6 +20,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 4<<20, limits.DefaultMaxRequestBytes)
 	require.Equal(t, 4<<20, limits.DefaultMaxResponseBytes)
 	require.Equal(t, 32<<10, limits.DefaultMaxMetadataBytes)
+	require.Equal(t, 1<<20, limits.DefaultMaxReceivedHeaderBytes)
 
 	tests := []struct {
 		name string
@@ -22,26 +28,36 @@ func TestDefaults(t *testing.T) {
 		want limits.Limits
 	}{
 		{"all zero", limits.Limits{}, limits.Limits{
-			MaxRequestBytes:  limits.DefaultMaxRequestBytes,
-			MaxResponseBytes: limits.DefaultMaxResponseBytes,
-			MaxMetadataBytes: limits.DefaultMaxMetadataBytes,
+			MaxRequestBytes:        limits.DefaultMaxRequestBytes,
+			MaxResponseBytes:       limits.DefaultMaxResponseBytes,
+			MaxMetadataBytes:       limits.DefaultMaxMetadataBytes,
+			MaxReceivedHeaderBytes: limits.DefaultMaxReceivedHeaderBytes,
 		}},
-		{"all set", limits.Limits{MaxRequestBytes: 1, MaxResponseBytes: 2, MaxMetadataBytes: 3},
-			limits.Limits{MaxRequestBytes: 1, MaxResponseBytes: 2, MaxMetadataBytes: 3}},
+		{"all set", limits.Limits{MaxRequestBytes: 1, MaxResponseBytes: 2, MaxMetadataBytes: 3, MaxReceivedHeaderBytes: 9000},
+			limits.Limits{MaxRequestBytes: 1, MaxResponseBytes: 2, MaxMetadataBytes: 3, MaxReceivedHeaderBytes: 9000}},
 		{"request set", limits.Limits{MaxRequestBytes: 10}, limits.Limits{
-			MaxRequestBytes:  10,
-			MaxResponseBytes: limits.DefaultMaxResponseBytes,
-			MaxMetadataBytes: limits.DefaultMaxMetadataBytes,
+			MaxRequestBytes:        10,
+			MaxResponseBytes:       limits.DefaultMaxResponseBytes,
+			MaxMetadataBytes:       limits.DefaultMaxMetadataBytes,
+			MaxReceivedHeaderBytes: limits.DefaultMaxReceivedHeaderBytes,
 		}},
 		{"response set", limits.Limits{MaxResponseBytes: 10}, limits.Limits{
-			MaxRequestBytes:  limits.DefaultMaxRequestBytes,
-			MaxResponseBytes: 10,
-			MaxMetadataBytes: limits.DefaultMaxMetadataBytes,
+			MaxRequestBytes:        limits.DefaultMaxRequestBytes,
+			MaxResponseBytes:       10,
+			MaxMetadataBytes:       limits.DefaultMaxMetadataBytes,
+			MaxReceivedHeaderBytes: limits.DefaultMaxReceivedHeaderBytes,
 		}},
 		{"metadata set", limits.Limits{MaxMetadataBytes: 10}, limits.Limits{
-			MaxRequestBytes:  limits.DefaultMaxRequestBytes,
-			MaxResponseBytes: limits.DefaultMaxResponseBytes,
-			MaxMetadataBytes: 10,
+			MaxRequestBytes:        limits.DefaultMaxRequestBytes,
+			MaxResponseBytes:       limits.DefaultMaxResponseBytes,
+			MaxMetadataBytes:       10,
+			MaxReceivedHeaderBytes: limits.DefaultMaxReceivedHeaderBytes,
+		}},
+		{"received headers set", limits.Limits{MaxReceivedHeaderBytes: 2 << 20}, limits.Limits{
+			MaxRequestBytes:        limits.DefaultMaxRequestBytes,
+			MaxResponseBytes:       limits.DefaultMaxResponseBytes,
+			MaxMetadataBytes:       limits.DefaultMaxMetadataBytes,
+			MaxReceivedHeaderBytes: 2 << 20,
 		}},
 	}
 	for _, tt := range tests {
@@ -62,13 +78,21 @@ func TestValidate(t *testing.T) {
 	}{
 		{"zero", limits.Limits{}, "", 0},
 		{"ones", limits.Limits{MaxRequestBytes: 1, MaxResponseBytes: 1, MaxMetadataBytes: 1}, "", 0},
-		{"at max", limits.Limits{MaxRequestBytes: limits.MaxMessageLimit, MaxResponseBytes: limits.MaxMessageLimit, MaxMetadataBytes: limits.MaxMetadataLimit}, "", 0},
+		{"at max", limits.Limits{MaxRequestBytes: limits.MaxMessageLimit, MaxResponseBytes: limits.MaxMessageLimit, MaxMetadataBytes: limits.MaxMetadataLimit, MaxReceivedHeaderBytes: limits.MaxReceivedHeaderLimit}, "", 0},
 		{"request negative", limits.Limits{MaxRequestBytes: -1}, "MaxRequestBytes", limits.MaxMessageLimit},
 		{"request over max", limits.Limits{MaxRequestBytes: limits.MaxMessageLimit + 1}, "MaxRequestBytes", limits.MaxMessageLimit},
 		{"response negative", limits.Limits{MaxResponseBytes: -1}, "MaxResponseBytes", limits.MaxMessageLimit},
 		{"response over max", limits.Limits{MaxResponseBytes: limits.MaxMessageLimit + 1}, "MaxResponseBytes", limits.MaxMessageLimit},
 		{"metadata negative", limits.Limits{MaxMetadataBytes: -5}, "MaxMetadataBytes", limits.MaxMetadataLimit},
 		{"metadata over max", limits.Limits{MaxMetadataBytes: limits.MaxMetadataLimit + 1}, "MaxMetadataBytes", limits.MaxMetadataLimit},
+		{"received headers negative", limits.Limits{MaxReceivedHeaderBytes: -1}, "MaxReceivedHeaderBytes", limits.MaxReceivedHeaderLimit},
+		{"received headers over max", limits.Limits{MaxReceivedHeaderBytes: limits.MaxReceivedHeaderLimit + 1}, "MaxReceivedHeaderBytes", limits.MaxReceivedHeaderLimit},
+		// The lower bound is MaxMetadataBytes (its default if unset) + HeaderListSlack.
+		{"received headers at the lower bound", limits.Limits{MaxMetadataBytes: 1000, MaxReceivedHeaderBytes: 1000 + limits.HeaderListSlack}, "", 0},
+		{"received headers below MaxMetadataBytes + slack", limits.Limits{MaxMetadataBytes: 1000, MaxReceivedHeaderBytes: 1000 + limits.HeaderListSlack - 1}, "MaxReceivedHeaderBytes", 1000 + limits.HeaderListSlack},
+		{"received headers below the default metadata + slack", limits.Limits{MaxReceivedHeaderBytes: limits.DefaultMaxMetadataBytes + limits.HeaderListSlack - 1}, "MaxReceivedHeaderBytes", limits.DefaultMaxMetadataBytes + limits.HeaderListSlack},
+		{"received headers one", limits.Limits{MaxReceivedHeaderBytes: 1}, "MaxReceivedHeaderBytes", limits.DefaultMaxMetadataBytes + limits.HeaderListSlack},
+		{"received headers unset, default below the bound", limits.Limits{MaxMetadataBytes: limits.MaxMetadataLimit}, "MaxReceivedHeaderBytes", limits.MaxMetadataLimit + limits.HeaderListSlack},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,5 +150,68 @@ func TestCallOptionsCapLimits(t *testing.T) {
 	}
 	require.Equal(t, 123, send)
 	require.Equal(t, 456, recv)
-	require.Len(t, l.DialOptions(), 1)
+}
+
+// TestDialOptionsAdvertiseReceivedHeaderLimit reads the HTTP/2 SETTINGS frame a client dialled
+// with DialOptions sends: it advertises MaxReceivedHeaderBytes, its default when unset, as
+// SETTINGS_MAX_HEADER_LIST_SIZE, so that gRPC's own default never applies.
+func TestDialOptionsAdvertiseReceivedHeaderLimit(t *testing.T) {
+	tests := []struct {
+		name string
+		l    limits.Limits
+		want uint32
+	}{
+		{"default", limits.Limits{}, limits.DefaultMaxReceivedHeaderBytes},
+		{"defaults applied", limits.Limits{}.WithDefaults(), limits.DefaultMaxReceivedHeaderBytes},
+		{"set", limits.Limits{MaxReceivedHeaderBytes: 123456}, 123456},
+		{"max", limits.Limits{MaxReceivedHeaderBytes: limits.MaxReceivedHeaderLimit}, limits.MaxReceivedHeaderLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Len(t, tt.l.DialOptions(), 1)
+			got, ok := advertisedHeaderListSize(t, tt.l.DialOptions())
+			require.True(t, ok, "no SETTINGS_MAX_HEADER_LIST_SIZE in the client's SETTINGS")
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// advertisedHeaderListSize dials a loopback listener with opts, reads the client's connection
+// preface and first SETTINGS frame, and returns its SETTINGS_MAX_HEADER_LIST_SIZE, if any.
+func advertisedHeaderListSize(t *testing.T, opts []grpc.DialOption) (uint32, bool) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer lis.Close()
+	cc, err := grpc.NewClient("passthrough:///"+lis.Addr().String(),
+		append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+	require.NoError(t, err)
+	defer cc.Close()
+	cc.Connect()
+	conn, err := lis.Accept()
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+
+	const (
+		frameSettings            = 0x4
+		settingMaxHeaderListSize = 0x6
+	)
+	preface := make([]byte, len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+	_, err = io.ReadFull(conn, preface)
+	require.NoError(t, err)
+	require.Equal(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", string(preface))
+	head := make([]byte, 9) // length (24 bits), type, flags, stream id
+	_, err = io.ReadFull(conn, head)
+	require.NoError(t, err)
+	require.Equal(t, byte(frameSettings), head[3], "the client's first frame is SETTINGS")
+	payload := make([]byte, int(head[0])<<16|int(head[1])<<8|int(head[2]))
+	_, err = io.ReadFull(conn, payload)
+	require.NoError(t, err)
+	for p := payload; len(p) >= 6; p = p[6:] {
+		if binary.BigEndian.Uint16(p) == settingMaxHeaderListSize {
+			return binary.BigEndian.Uint32(p[2:]), true
+		}
+	}
+	return 0, false
 }

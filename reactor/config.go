@@ -67,8 +67,10 @@ type Config struct {
 	// Conn, instead of Target, is a connection the caller owns, for example a
 	// *grpc.ClientConn dialled with options prpc does not offer, or an in-memory fake. The
 	// caller owns its transport settings and closes it after the reactor; prpc still applies
-	// its limits and codec to every call. Credentials, DialOptions, ServiceConfig and Backoff
-	// must be unset with Conn.
+	// its limits and codec to every call, except Limits.MaxReceivedHeaderBytes, a setting of
+	// the connection: set it on a *grpc.ClientConn with grpc.WithMaxHeaderListSize (its
+	// default, grpc-go's, may change between releases). Credentials, DialOptions,
+	// ServiceConfig and Backoff must be unset with Conn.
 	Conn grpc.ClientConnInterface
 
 	// Credentials secure the connection dialled for Target: Insecure(), TLS(…),

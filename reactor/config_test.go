@@ -134,6 +134,11 @@ func TestConfigInvalid(t *testing.T) {
 		{"Limits.MaxResponseBytes over", conn(reactor.Config{Limits: limits.Limits{MaxResponseBytes: 1<<30 + 1}}), []string{"Config.Limits.MaxResponseBytes", "1073741824"}},
 		{"Limits.MaxMetadataBytes -1", conn(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: -1}}), []string{"Config.Limits.MaxMetadataBytes", "-1", "1048576"}},
 		{"Limits.MaxMetadataBytes over", conn(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 1<<20 + 1}}), []string{"Config.Limits.MaxMetadataBytes", "1048577", "1048576"}},
+		{"Limits.MaxReceivedHeaderBytes -1", conn(reactor.Config{Limits: limits.Limits{MaxReceivedHeaderBytes: -1}}), []string{"Config.Limits.MaxReceivedHeaderBytes", "-1", "16777216"}},
+		{"Limits.MaxReceivedHeaderBytes over", conn(reactor.Config{Limits: limits.Limits{MaxReceivedHeaderBytes: 16<<20 + 1}}), []string{"Config.Limits.MaxReceivedHeaderBytes", "16777217", "16777216"}},
+		{"Limits.MaxReceivedHeaderBytes below default MaxMetadataBytes + 8 KiB", conn(reactor.Config{Limits: limits.Limits{MaxReceivedHeaderBytes: 40959}}), []string{"Config.Limits.MaxReceivedHeaderBytes", "40959", "MaxMetadataBytes + 8192", "40960"}},
+		{"Limits.MaxReceivedHeaderBytes below MaxMetadataBytes + 8 KiB", target(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 100 << 10, MaxReceivedHeaderBytes: 100 << 10}}), []string{"Config.Limits.MaxReceivedHeaderBytes", "102400", "MaxMetadataBytes + 8192", "110592"}},
+		{"Limits.MaxReceivedHeaderBytes unset, default below MaxMetadataBytes + 8 KiB", conn(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 1 << 20}}), []string{"Config.Limits.MaxReceivedHeaderBytes", "unset", "1048576", "1056768", "set it"}},
 
 		{"Backoff.BaseDelay -1", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: -1}}), []string{"Config.Backoff.BaseDelay", "-1ns", "1h0m0s"}},
 		{"Backoff.BaseDelay over 1h", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: 2 * time.Hour}}), []string{"Config.Backoff.BaseDelay", "2h0m0s", "1h0m0s"}},
@@ -180,7 +185,8 @@ func TestConfigBoundsAccepted(t *testing.T) {
 		{"maxima", reactor.Config{Workers: 256, BatchSize: 1, MaxOutstanding: 1 << 20, MaxTimeout: time.Hour, DefaultTimeout: time.Hour}},
 		{"DefaultTimeout equal to MaxTimeout", reactor.Config{MaxTimeout: 2 * time.Second, DefaultTimeout: 2 * time.Second}},
 		{"MaxTimeout 1s with DefaultTimeout set", reactor.Config{MaxTimeout: time.Second, DefaultTimeout: time.Second}},
-		{"limits at max", reactor.Config{Limits: limits.Limits{MaxRequestBytes: 1 << 30, MaxResponseBytes: 1 << 30, MaxMetadataBytes: 1 << 20}}},
+		{"limits at max", reactor.Config{Limits: limits.Limits{MaxRequestBytes: 1 << 30, MaxResponseBytes: 1 << 30, MaxMetadataBytes: 1 << 20, MaxReceivedHeaderBytes: 16 << 20}}},
+		{"MaxReceivedHeaderBytes at MaxMetadataBytes + 8 KiB", reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 1 << 20, MaxReceivedHeaderBytes: 1<<20 + 8<<10}}},
 		{"Methods", reactor.Config{Methods: []calls.Descriptor{echo, otherMethod}}},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,7 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/limits"
 )
 
 // lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
@@ -50,6 +51,7 @@ func (r *Reactor) lane(inv int) {
 			opts = bare
 		}
 		value, err := r.invoke(c, opts, frame, &reply)
+		header, trailer = r.keepMetadata(c, "header", header), r.keepMetadata(c, "trailer", trailer)
 		if err != nil {
 			err = r.laneError(c, err, trailer)
 		}
@@ -161,6 +163,23 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 		return nil, err
 	}
 	return reply.Msg, nil
+}
+
+// keepMetadata returns md, the response header or trailer (what) of c, if its size counted as
+// limits.MetadataSize counts it is within MaxMetadataBytes. A larger one is dropped whole: it
+// returns an empty MD and logs a warning naming the method, the block and the sizes, never the
+// values. A nil md stays nil. It costs one pass over md's keys and values.
+func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) metadata.MD {
+	if len(md) == 0 {
+		return md
+	}
+	size, limit := limits.MetadataSize(md), r.cfg.Limits.MaxMetadataBytes
+	if size <= limit {
+		return md
+	}
+	r.cfg.Logger.Warn("prpc: response metadata over Limits.MaxMetadataBytes dropped",
+		"method", c.Ops.Path, "block", what, "bytes", size, "limit", limit)
+	return metadata.MD{}
 }
 
 // laneError turns the error of a transport call into the call's *calls.Error.
