@@ -5,7 +5,10 @@
 // program declares its methods once, at package level:
 //
 //	var getPlayer = calls.MustMethod[*pb.GetPlayerRequest, *pb.GetPlayerResponse](
-//		"/network.DataService/GetPlayer")
+//		pb.DataService_GetPlayer_FullMethodName)
+//
+// When the service's generated package is linked in, the declaration is checked against the
+// service: the method must exist, be unary, and take and return those types.
 //
 // and submits calls with reactor.Call, which returns a *Promise at once. Callbacks
 // registered on the promise run on the goroutine that calls the reactor's Tick, never on

@@ -11,9 +11,10 @@ import (
 	"github.com/trixnew/prpc/internal/testpb"
 )
 
-// Methods are declared once, at package level, with their request and response types.
+// Methods are declared once, at package level, with their request and response types and
+// the path constant the gRPC code generator writes.
 func ExampleMustMethod() {
-	echo := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Echo")
+	echo := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse](testpb.TestService_Echo_FullMethodName)
 	fmt.Println(echo.Path())
 	fmt.Println(echo.Service(), echo.Name())
 	// Output:
@@ -26,6 +27,14 @@ func ExampleNewMethod() {
 	_, err := calls.NewMethod[*testpb.EchoRequest, *testpb.EchoResponse]("prpctest.TestService.Echo")
 	fmt.Println(err)
 	// Output: prpc: invalid gRPC method path "prpctest.TestService.Echo": expected /package.Service/Method
+}
+
+// When the service is linked into the program, the types are checked against its
+// declaration: here the response type is wrong.
+func ExampleNewMethod_typeMismatch() {
+	_, err := calls.NewMethod[*testpb.EchoRequest, *testpb.EchoRequest](testpb.TestService_Echo_FullMethodName)
+	fmt.Println(err)
+	// Output: prpc: method /prpctest.TestService/Echo: response type is prpctest.EchoRequest, the service declares prpctest.EchoResponse
 }
 
 // A call's error matches the sentinel of its condition with errors.Is and carries the gRPC
