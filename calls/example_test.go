@@ -46,8 +46,14 @@ func ExampleError() {
 	remote := calls.StatusError("/network.DataService/GetPlayer", status.Error(codes.NotFound, "no such player"), nil)
 	fmt.Println(status.Code(remote), remote.Message())
 	fmt.Println(remote)
+
+	// Every Unavailable outcome matches ErrUnavailable: the server's own, or gRPC's when the
+	// backend cannot be reached.
+	down := calls.StatusError("/network.DataService/GetPlayer", status.Error(codes.Unavailable, "connection refused"), nil)
+	fmt.Println(errors.Is(down, calls.ErrUnavailable), status.Code(down))
 	// Output:
 	// true DeadlineExceeded
 	// NotFound no such player
 	// prpc: /network.DataService/GetPlayer: NotFound: no such player
+	// true Unavailable
 }
