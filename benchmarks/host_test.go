@@ -18,7 +18,7 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-var getPlayer = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse]("/network.DataService/GetPlayer")
+var getPlayer = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse](networkpb.DataService_GetPlayer_FullMethodName)
 
 // instantConn is an in-memory transport stub: a grpc.ClientConnInterface whose Invoke returns
 // nil at once and leaves the reply message empty, so that a benchmark over it counts only

@@ -9,9 +9,13 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Sentinel errors. Every failed call's error matches exactly one of them with errors.Is, or
-// none for a plain gRPC status from the server (other than DeadlineExceeded, which always
-// matches ErrTimeout). status.Code works on each sentinel and on every *Error.
+// Sentinel errors. Every failed call's error matches at most one of them with errors.Is. A
+// call that prpc failed itself (NewError) matches exactly one. A call that failed with a
+// status from gRPC or from the server (StatusError) matches ErrTimeout if the code is
+// DeadlineExceeded, ErrUnavailable if it is Unavailable, ErrTooLarge if it is
+// ResourceExhausted raised by gRPC's own message size limits, and none otherwise: a server's
+// InvalidArgument, for example, does not match ErrInvalidArgument. status.Code works on each
+// sentinel and on every *Error.
 var (
 	// ErrClosed: the reactor was closed before the call completed, or the call was submitted
 	// after Close. Code Canceled.
@@ -31,6 +35,12 @@ var (
 	// ErrInvalidArgument: the call was invalid (a nil request, a bad timeout or bad metadata,
 	// a method not in the reactor's allowlist) and was never sent. Code InvalidArgument.
 	ErrInvalidArgument error = &sentinel{codes.InvalidArgument, "invalid argument"}
+	// ErrUnavailable: the call failed with Unavailable, whoever raised it: gRPC could not
+	// connect (connection refused, no address resolved, a failed security handshake, whose
+	// cause is a *HandshakeError), the connection was lost with the call in flight, or the
+	// server returned Unavailable itself. The call may or may not have run on the server.
+	// Code Unavailable.
+	ErrUnavailable error = &sentinel{codes.Unavailable, "unavailable"}
 )
 
 // MaxStatusMessageBytes is the longest status message a call's error carries; a longer one
@@ -72,8 +82,9 @@ func NewError(kind error, method, message string, cause error) *Error {
 // StatusError returns the error of a call of method that failed with err as returned by gRPC,
 // and the trailers received with it. The code and message are kept except that a code outside
 // 0–16 becomes Unknown and a message longer than MaxStatusMessageBytes is cut; the status
-// details are kept. A DeadlineExceeded status matches ErrTimeout; a ResourceExhausted status
-// raised by gRPC's own message size limits matches ErrTooLarge.
+// details are kept. A DeadlineExceeded status matches ErrTimeout; an Unavailable status
+// matches ErrUnavailable; a ResourceExhausted status raised by gRPC's own message size limits
+// matches ErrTooLarge.
 func StatusError(method string, err error, trailer metadata.MD) *Error {
 	st, _ := status.FromError(err)
 	p := st.Proto()
@@ -86,6 +97,8 @@ func StatusError(method string, err error, trailer metadata.MD) *Error {
 	switch codes.Code(p.Code) {
 	case codes.DeadlineExceeded:
 		e.kind = ErrTimeout
+	case codes.Unavailable:
+		e.kind = ErrUnavailable
 	case codes.ResourceExhausted:
 		if isGRPCSizeLimit(p.Message) {
 			e.kind = ErrTooLarge
@@ -159,7 +172,8 @@ func (e *Error) Kind() error { return e.kind }
 //	var he *calls.HandshakeError
 //	if errors.As(err, &he) && he.Kind == calls.HandshakeUnknownAuthority { … }
 //
-// The call's error keeps code Unavailable; its message starts with the classification. Package
+// The call's error keeps code Unavailable and matches ErrUnavailable; its message starts with
+// the classification. Package
 // reactor attaches a HandshakeError to a failed call only when it recorded the failure itself
 // (see reactor.Stats.LastConnError); it never carries key material.
 type HandshakeError struct {
@@ -253,8 +267,8 @@ func (k HandshakeErrorKind) String() string {
 }
 
 // HandshakeStatusError is StatusError for a call that failed because a security handshake
-// failed: the code is err's (Unavailable), the message is prefixed with he.Summary(), and
-// Unwrap returns he, which must not be nil. Package reactor uses it; it is exported for fakes
+// failed: the code is err's (Unavailable, so the error matches ErrUnavailable), the message is
+// prefixed with he.Summary(), and Unwrap returns he, which must not be nil. Package reactor uses it; it is exported for fakes
 // and test doubles.
 func HandshakeStatusError(method string, err error, trailer metadata.MD, he *HandshakeError) *Error {
 	e := StatusError(method, err, trailer)

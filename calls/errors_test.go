@@ -30,6 +30,7 @@ var sentinels = []struct {
 	{"ErrCancelled", calls.ErrCancelled, codes.Canceled},
 	{"ErrTooLarge", calls.ErrTooLarge, codes.ResourceExhausted},
 	{"ErrInvalidArgument", calls.ErrInvalidArgument, codes.InvalidArgument},
+	{"ErrUnavailable", calls.ErrUnavailable, codes.Unavailable},
 }
 
 // requireMatchesOnly asserts that err matches want (nil: no sentinel) and no other sentinel.
@@ -218,6 +219,47 @@ func TestStatusErrorDeadlineExceededMatchesErrTimeout(t *testing.T) {
 	requireMatchesOnly(t, e, calls.ErrTimeout)
 	require.Equal(t, codes.DeadlineExceeded, e.Code())
 	require.Equal(t, "context deadline exceeded", e.Message(), "the server's message is kept")
+}
+
+// Every Unavailable status matches ErrUnavailable, whoever raised it, with its message kept.
+func TestStatusErrorUnavailableMatchesErrUnavailable(t *testing.T) {
+	tests := []struct {
+		name, msg string
+	}{
+		{"connection refused", `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`},
+		{"connection lost", "error reading from server: EOF"},
+		{"handshake failed", `connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`},
+		{"server's own status", "backend draining"},
+		{"empty message", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trailer := metadata.Pairs("k", "v")
+			e := calls.StatusError("/S/M", status.Error(codes.Unavailable, tt.msg), trailer)
+			require.Equal(t, calls.ErrUnavailable, e.Kind())
+			requireMatchesOnly(t, e, calls.ErrUnavailable)
+			require.Equal(t, codes.Unavailable, e.Code())
+			require.Equal(t, tt.msg, e.Message())
+			require.Equal(t, trailer, e.Trailer())
+			require.Nil(t, errors.Unwrap(e))
+		})
+	}
+}
+
+// Of the server's statuses, only DeadlineExceeded and Unavailable match a sentinel by code:
+// the codes the local sentinels share (InvalidArgument, Canceled, ResourceExhausted) do not.
+func TestStatusErrorCodesMatchingSentinels(t *testing.T) {
+	want := map[codes.Code]error{
+		codes.DeadlineExceeded: calls.ErrTimeout,
+		codes.Unavailable:      calls.ErrUnavailable,
+	}
+	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
+		t.Run(c.String(), func(t *testing.T) {
+			e := calls.StatusError("/S/M", status.Error(c, "from the server"), nil)
+			require.Equal(t, want[c], e.Kind())
+			requireMatchesOnly(t, e, want[c])
+		})
+	}
 }
 
 func TestStatusErrorResourceExhausted(t *testing.T) {

@@ -54,8 +54,8 @@ func TestHandshakeStatusError(t *testing.T) {
 	require.Equal(t, "prpc: /s/M: Unavailable: "+e.Message(), e.Error())
 	require.Len(t, e.GRPCStatus().Details(), 1, "details kept")
 	require.Equal(t, trailer, e.Trailer())
-	require.Nil(t, e.Kind(), "no sentinel matches")
-	requireMatchesOnly(t, e, nil)
+	require.Equal(t, calls.ErrUnavailable, e.Kind())
+	requireMatchesOnly(t, e, calls.ErrUnavailable)
 	var got *calls.HandshakeError
 	require.ErrorAs(t, e, &got)
 	require.Same(t, he, got)

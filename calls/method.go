@@ -28,8 +28,22 @@ type Method[Req, Resp proto.Message] struct {
 // NewMethod returns the descriptor of the method at path, which must have the form
 // "/Service/Method" or "/package.Service/Method": the service segment starts with a letter or
 // '_' and continues with letters, digits, '_' or '.'; the method segment starts with a letter
-// or '_' and continues with letters, digits or '_'. Resp must be a concrete generated message
-// type, since prpc makes a new one for every response.
+// or '_' and continues with letters, digits or '_'. Name the path with the constant the gRPC
+// code generator writes for it, <Service>_<Method>_FullMethodName. Resp must be a concrete
+// generated message type, since prpc makes a new one for every response.
+//
+// When the path's service is registered in protoregistry.GlobalFiles, as it is whenever its
+// generated package is linked into the program, NewMethod checks the method against it: the
+// method must exist, be unary (neither client- nor server-streaming), take Req and return
+// Resp, compared by full message name. A mismatch is an error that names the path, the type
+// the service declares and the type given; unchecked, a response would be decoded into the
+// wrong type by field number and come out silently wrong. A service segment that names a
+// registered declaration other than a service (a message, say) is an error too. A request type
+// without a descriptor of its own (proto.Message, *dynamicpb.Message) is not checked. A
+// service that is not registered is accepted unchecked, and
+// so is a descriptor declared at package level inside the service's own generated package,
+// whose variables are initialised before that package registers its file. The check costs
+// one registry lookup, once per declaration.
 func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error) {
 	if err := ValidatePath(path); err != nil {
 		return nil, err
@@ -37,6 +51,9 @@ func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error)
 	var zero Resp
 	if any(zero) == nil {
 		return nil, fmt.Errorf("prpc: method %s: response type must be a concrete generated message type, not an interface", path)
+	}
+	if err := checkRegistered[Req, Resp](path); err != nil {
+		return nil, err
 	}
 	respType := zero.ProtoReflect().Type()
 	m := &Method[Req, Resp]{ops: callcore.Ops{
@@ -47,8 +64,8 @@ func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error)
 	return m, nil
 }
 
-// MustMethod is like NewMethod but panics if path is invalid. It suits package-level
-// declarations.
+// MustMethod is like NewMethod but panics with NewMethod's error if path is invalid or does
+// not match the registered service's declaration. It suits package-level declarations.
 func MustMethod[Req, Resp proto.Message](path string) *Method[Req, Resp] {
 	m, err := NewMethod[Req, Resp](path)
 	if err != nil {

@@ -87,7 +87,9 @@ func (f *cfgFakeConn) recorded() []cfgFakeCall {
 	return append([]cfgFakeCall(nil), f.calls...)
 }
 
-var otherMethod = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Other")
+// otherMethod is a method outside the allowlists under test. Its service is not registered,
+// so MustMethod accepts it unchecked.
+var otherMethod = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Unlisted/Other")
 
 func TestConfigInvalid(t *testing.T) {
 	fake := &cfgFakeConn{}

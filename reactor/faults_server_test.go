@@ -93,6 +93,7 @@ func TestFaultServerKilled(t *testing.T) {
 					succeeded++
 					require.True(t, seen.has(c.msg), "call %d succeeded without reaching the server", c.seq)
 				case codes.Unavailable:
+					require.ErrorIs(t, c.err, calls.ErrUnavailable, "call %d", c.seq)
 				default:
 					t.Fatalf("call %d: want success or Unavailable, got %v", c.seq, c.err)
 				}
@@ -159,6 +160,7 @@ func TestFaultServerRestart(t *testing.T) {
 		c := h.submit(&testpb.EchoRequest{Message: fmt.Sprint("down", i)}, nil)
 		h.settle(faultBound, c)
 		require.Equal(t, codes.Unavailable, c.code(), "call %d while down: %v", i, c.err)
+		require.ErrorIs(t, c.err, calls.ErrUnavailable, "a refused connection matches ErrUnavailable")
 		worst = max(worst, c.latency())
 		h.pause(5 * time.Millisecond)
 	}

@@ -239,6 +239,7 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 			require.Error(t, err)
 			t.Log(err)
 			require.Equal(t, codes.Unavailable, status.Code(err), "the code stays Unavailable")
+			require.ErrorIs(t, err, calls.ErrUnavailable, "a failed handshake matches ErrUnavailable")
 			var he *calls.HandshakeError
 			require.ErrorAs(t, err, &he, "the call's error carries the handshake failure")
 			require.Equal(t, tt.kind, he.Kind, "kind of %v", he)
@@ -276,6 +277,7 @@ func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	require.Error(t, err)
 	t.Log(err)
 	require.Equal(t, codes.Unavailable, status.Code(err))
+	require.ErrorIs(t, err, calls.ErrUnavailable, "a connection the server closed matches ErrUnavailable")
 	var he *calls.HandshakeError
 	require.False(t, errors.As(err, &he), "nothing recorded for Insecure credentials")
 	require.Empty(t, r.Stats().LastConnError)
@@ -313,6 +315,7 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Log(err)
+	require.ErrorIs(t, err, calls.ErrUnavailable, "a refused connection matches ErrUnavailable")
 	require.False(t, errors.As(err, &he), "an outage is not blamed on the old handshake failure: %v", err)
 	require.Contains(t, r.Stats().LastConnError, "unknown authority", "kept until a handshake succeeds")
 	require.Equal(t, calls.HandshakeUnknownAuthority, r.Stats().LastConnErrorKind)
@@ -350,6 +353,7 @@ func TestHandshakeFailureOfAnotherBackend(t *testing.T) {
 	waitFor(t, r, failTimeout+10*time.Second, func() bool { return p.State() != calls.Pending })
 	t.Log(p.Err())
 	require.Equal(t, codes.Unavailable, status.Code(p.Err()))
+	require.ErrorIs(t, p.Err(), calls.ErrUnavailable, "the server's own Unavailable matches ErrUnavailable")
 	var he *calls.HandshakeError
 	require.False(t, errors.As(p.Err(), &he), "the server's own Unavailable is not a handshake failure: %v", p.Err())
 	require.Equal(t, "prpc: /prpctest.TestService/Echo: Unavailable: maintenance", p.Err().Error())

@@ -313,6 +313,21 @@ func TestWireNoResponseMetadata(t *testing.T) {
 	}
 }
 
+// A request over the server's own receive limit is refused by the server's gRPC with
+// ResourceExhausted and gRPC's size-limit message: it matches ErrTooLarge, as the client's
+// limits do, while a server's own ResourceExhausted does not (TestWireServerStatus).
+func TestWireServerSizeLimitMatchesErrTooLarge(t *testing.T) {
+	const serverMax = 1 << 10
+	srv := testserver.Start(t, grpc.MaxRecvMsgSize(serverMax))
+	r := newReactor(t, srv, reactor.Config{})
+
+	_, _, err := wireCall(t, r, &testpb.EchoRequest{Payload: make([]byte, 2*serverMax)}, nil)
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "got %v", err)
+	require.Contains(t, err.Error(), "grpc: received message larger than max")
+	require.ErrorIs(t, err, calls.ErrTooLarge)
+	require.Zero(t, srv.Calls(), "the handler never ran")
+}
+
 func TestWireServerStatus(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})
@@ -331,7 +346,10 @@ func TestWireServerStatus(t *testing.T) {
 			long[:calls.MaxStatusMessageBytes] + fmt.Sprintf("…[%d bytes cut]", len(long)-calls.MaxStatusMessageBytes), nil},
 		{"message at the cap", int32(codes.Internal), long[:calls.MaxStatusMessageBytes], codes.Internal, long[:calls.MaxStatusMessageBytes], nil},
 		{"server DeadlineExceeded", int32(codes.DeadlineExceeded), "slow db", codes.DeadlineExceeded, "slow db", calls.ErrTimeout},
+		{"server Unavailable", int32(codes.Unavailable), "draining", codes.Unavailable, "draining", calls.ErrUnavailable},
 		{"server ResourceExhausted", int32(codes.ResourceExhausted), "quota", codes.ResourceExhausted, "quota", nil},
+		{"server InvalidArgument", int32(codes.InvalidArgument), "bad xuid", codes.InvalidArgument, "bad xuid", nil},
+		{"server Canceled", int32(codes.Canceled), "gone", codes.Canceled, "gone", nil},
 		{"server PermissionDenied", int32(codes.PermissionDenied), "no", codes.PermissionDenied, "no", nil},
 	}
 	for _, tt := range tests {
@@ -343,6 +361,10 @@ func TestWireServerStatus(t *testing.T) {
 			require.Equal(t, tt.wantCode, status.Code(err))
 			require.Equal(t, tt.wantMsg, ce.Message())
 			require.Equal(t, tt.wantKind, ce.Kind())
+			for _, s := range []error{calls.ErrTimeout, calls.ErrUnavailable, calls.ErrTooLarge, calls.ErrInvalidArgument,
+				calls.ErrCancelled, calls.ErrClosed, calls.ErrOverloaded} {
+				require.Equal(t, s == tt.wantKind, errors.Is(err, s), "errors.Is(err, %v)", s)
+			}
 			require.Equal(t, echo.Path(), ce.Method())
 		})
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-var getPlayer = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse]("/network.DataService/GetPlayer")
+var getPlayer = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse](networkpb.DataService_GetPlayer_FullMethodName)
 
 // prpcClient runs the burst through a prpc reactor, as a game server would: calls submitted
 // from the loop goroutine, callbacks run by Tick on the same goroutine, woken by Ready.

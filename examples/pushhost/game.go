@@ -13,8 +13,8 @@ import (
 
 // The DataService methods the game calls.
 var (
-	getPlayer  = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse]("/network.DataService/GetPlayer")
-	savePlayer = calls.MustMethod[*networkpb.SavePlayerRequest, *networkpb.SavePlayerResponse]("/network.DataService/SavePlayer")
+	getPlayer  = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse](networkpb.DataService_GetPlayer_FullMethodName)
+	savePlayer = calls.MustMethod[*networkpb.SavePlayerRequest, *networkpb.SavePlayerResponse](networkpb.DataService_SavePlayer_FullMethodName)
 )
 
 // maxErrors is the number of call errors a game keeps for its summary.
