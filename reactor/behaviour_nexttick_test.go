@@ -60,7 +60,7 @@ func keepBusy(t *testing.T, r *reactor.Reactor, depth int) {
 // callbacks run by the first Tick after Call returns, for every kind of rejection, while lanes
 // deliver other calls at the same time.
 func TestRejectedCallRunsAtTheNextTick(t *testing.T) {
-	other := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/NotAllowed")
+	other := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Unlisted/NotAllowed")
 	big := &testpb.EchoRequest{Message: strings.Repeat("x", 1024)}
 	tests := []struct {
 		name   string
