@@ -6,6 +6,7 @@ require (
 	github.com/trixnew/prpc v0.0.0-00010101000000-000000000000
 	github.com/trixnew/prpc/examples v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.25.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
