@@ -8,9 +8,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -289,7 +289,8 @@ func checkResponse(i int, want *networkpb.Player, resp *networkpb.GetPlayerRespo
 	return nil
 }
 
-// seed saves players 0…n−1 in the backend at addr and checks that the last one reads back.
+// seed saves players 0…n−1 in the backend at addr, 16 at a time, and checks that the last one
+// reads back. The first save that fails cancels the others, and seed returns its error.
 func seed(ctx context.Context, addr string, n int) error {
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -299,31 +300,21 @@ func seed(ctx context.Context, addr string, n int) error {
 	stub := networkpb.NewDataServiceClient(cc)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	const parallel = 16
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	next := make(chan int)
-	for range parallel {
-		wg.Go(func() {
-			for i := range next {
-				if _, err := stub.SavePlayer(ctx, &networkpb.SavePlayerRequest{Player: playerOf(i)}); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("saving player %d: %w", i, err))
-					mu.Unlock()
-				}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range n {
+		if gctx.Err() != nil {
+			break // a save failed or ctx is done: Wait reports why
+		}
+		g.Go(func() error {
+			if _, err := stub.SavePlayer(gctx, &networkpb.SavePlayerRequest{Player: playerOf(i)}); err != nil {
+				return fmt.Errorf("saving player %d: %w", i, err)
 			}
+			return nil
 		})
 	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
-		return errors.Join(errs[0], fmt.Errorf("%d of %d saves failed", len(errs), n))
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	resp, err := stub.GetPlayer(ctx, &networkpb.GetPlayerRequest{Xuid: xuidOf(n - 1)})
 	if err != nil {

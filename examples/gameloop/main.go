@@ -17,7 +17,8 @@
 //
 // Ctrl-C (SIGINT) or SIGTERM stops gracefully, like -duration elapsing: every online player
 // leaves, the loop keeps ticking until their final saves have completed, and only then does
-// it stop and close the reactor. A second Ctrl-C kills the process.
+// it stop and close the reactor. A second Ctrl-C kills the process. If the in-process data
+// service stops serving during the game, the game stops the same way and exits 1.
 //
 // Usage:
 //
@@ -68,6 +69,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/examples/dataservice/server"
 	"github.com/trixnew/prpc/loop"
@@ -89,15 +92,7 @@ const drainTimeout = 2*reactor.DefaultTimeout + time.Second
 const verifyTimeout = 10 * time.Second
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first signal, restore the default behaviour: a second Ctrl-C kills.
-		<-ctx.Done()
-		stop()
-	}()
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // config holds the parsed flags.
@@ -218,9 +213,9 @@ func (c *config) reactorConfig(target string, stderr io.Writer) reactor.Config {
 	}
 }
 
-// run runs the demo with the command-line arguments args until the duration elapses or ctx
-// is done, and returns the exit status. Status lines and the summary go to stdout, logs and
-// errors to stderr.
+// run runs the demo with the command-line arguments args until the duration elapses, ctx is
+// done or SIGINT or SIGTERM arrives, and returns the exit status. Status lines and the summary
+// go to stdout, logs and errors to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stderr = &lockedWriter{w: stderr} // the reactors' loggers write from their own goroutines
 	cfg, err := parseFlags(args, stderr)
@@ -231,22 +226,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gameloop:", err)
 		return 2
 	}
-	logErr := newErrLog(stderr)
 
-	target, backend := cfg.target, "external"
+	// The first signal stops the game gracefully, as ctx being done does.
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
 	var srv *server.Server
-	if target == "" {
+	if cfg.target == "" {
 		srv, err = server.Start(ctx, server.Options{})
 		if err != nil {
-			logErr.fatal("starting the data service: %v", err)
+			newErrLog(stderr).fatal("starting the data service: %v", err)
 			return 1
 		}
 		defer srv.Stop()
+	}
+	return play(ctx, stopSignals, &cfg, srv, stdout, stderr)
+}
+
+// play plays the game cfg describes against srv, the in-process backend, or against
+// cfg.target when srv is nil, and returns the exit status. It stops playing when the duration
+// has elapsed, when ctx is done or when srv stops serving. Once ctx is done, play calls
+// stopSignals, which restores the default signal behaviour (a second Ctrl-C kills). The
+// caller owns srv and stops it. stderr must be safe for concurrent writes.
+func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Server, stdout, stderr io.Writer) int {
+	logErr := newErrLog(stderr)
+	target, backend := cfg.target, "external"
+	if srv != nil {
 		target, backend = srv.Addr(), "in-process data service, in-memory SQLite"
 	}
 
 	rcfg := cfg.reactorConfig(target, stderr)
-	w := newWorld(&cfg, logErr)
+	w := newWorld(cfg, logErr)
 	rcfg.OnCallbackPanic = func(v any) { // on the loop goroutine, like every callback
 		w.c.panics++
 		logErr.printf("a promise callback panicked: %v", v)
@@ -258,9 +268,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	w.rx = r
 
-	// The game stops playing when the duration has elapsed or ctx is done (a signal); it
-	// then stops the loop itself, through loopCtx, once the players' final saves have
-	// settled. See world.stopAll for why the loop keeps ticking meanwhile.
+	// The main job's goroutines are supervised as one group: the game (the loop, then the
+	// read-back), the watch on the in-process backend and the watch on signals. gctx is done
+	// when ctx is or when the backend stops serving, and either makes the game stop playing.
+	g, gctx := errgroup.WithContext(ctx)
+
+	// The game stops playing when the duration has elapsed or gctx is done; it then stops the
+	// loop itself, through loopCtx, once the players' final saves have settled. See
+	// world.stopAll for why the loop keeps ticking meanwhile.
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoop()
 
@@ -270,10 +285,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var drainTimedOut bool
 	onTick := func(n uint64) {
 		now := rep.tickAt(n)
-		if !w.stopping && (ctx.Err() != nil || cfg.duration > 0 && now.Sub(rep.start) >= cfg.duration) {
+		if !w.stopping && (gctx.Err() != nil || cfg.duration > 0 && now.Sub(rep.start) >= cfg.duration) {
 			reason := "duration elapsed"
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				reason = "interrupted"
+			case gctx.Err() != nil:
+				reason = context.Cause(gctx).Error()
 			}
 			fmt.Fprintf(stderr, "gameloop: stopping (%s): %d players leaving, waiting for their final saves\n", reason, w.online)
 			rep.stopAt = now
@@ -307,33 +325,59 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	fmt.Fprintf(stdout, "gameloop: %d players at %d TPS %s against %s (%s), seed %d\n",
 		cfg.players, cfg.tps, durationText(cfg.duration), target, backend, cfg.seed)
-	rep.start = time.Now()
-	runErr := l.Run(loopCtx)
-	end := time.Now()
 
-	s := summary{
-		cfg:           &cfg,
-		target:        target,
-		start:         rep.start,
-		stopAt:        rep.stopAt,
-		end:           end,
-		first:         rep.first,
-		last:          rep.last,
-		loop:          l.Stats(),
-		calls:         r.Stats(),
-		world:         w.c,
-		online:        w.online,
-		runErr:        runErr,
-		drainTimedOut: drainTimedOut,
-	}
+	over := make(chan struct{}) // closed when the game, read-back included, is over
+	// Signals: after the first, restore the default behaviour, so that a second one kills.
+	g.Go(func() error {
+		select {
+		case <-ctx.Done():
+			stopSignals()
+		case <-over:
+		}
+		return nil
+	})
 	if srv != nil {
-		st := srv.Stats()
-		s.backend = &st
+		// The backend: stopping during the game cancels gctx, which stops the game.
+		g.Go(func() error {
+			select {
+			case <-srv.Done():
+				return backendStopped(srv.Err())
+			case <-over:
+				return nil
+			}
+		})
 	}
-
-	vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
-	defer vcancel()
-	s.verify = verify(vctx, cfg.reactorConfig(target, stderr), cfg.budget, w)
+	// The game: the loop, then the read-back, on one goroutine (it reads the world unlocked).
+	var s summary
+	g.Go(func() error {
+		defer close(over)
+		rep.start = time.Now()
+		runErr := l.Run(loopCtx)
+		s = summary{
+			cfg:           cfg,
+			target:        target,
+			start:         rep.start,
+			stopAt:        rep.stopAt,
+			end:           time.Now(),
+			first:         rep.first,
+			last:          rep.last,
+			loop:          l.Stats(),
+			calls:         r.Stats(),
+			world:         w.c,
+			online:        w.online,
+			runErr:        runErr,
+			drainTimedOut: drainTimedOut,
+		}
+		if srv != nil {
+			st := srv.Stats()
+			s.backend = &st
+		}
+		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+		defer vcancel()
+		s.verify = verify(vctx, cfg.reactorConfig(target, stderr), cfg.budget, w)
+		return nil
+	})
+	s.backendErr = g.Wait()
 
 	s.print(stdout)
 	if reasons := s.failures(); len(reasons) > 0 {
@@ -341,6 +385,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// backendStopped is the error of an in-process backend that stopped serving during the game,
+// with err, the reason it gave, if any.
+func backendStopped(err error) error {
+	if err == nil {
+		return errors.New("the in-process data service stopped serving")
+	}
+	return fmt.Errorf("the in-process data service stopped serving: %w", err)
 }
 
 // lockedWriter serialises writes to w.

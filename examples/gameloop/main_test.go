@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"io"
 	"net"
 	"regexp"
 	"strconv"
@@ -163,6 +164,54 @@ func TestRunCancelledSavesBeforeExit(t *testing.T) {
 	assert.Positive(t, counter(t, res.stdout, "final saves queued behind a save:"))
 	assert.Positive(t, counter(t, res.stdout, "autosaves skipped:"))
 	assert.Contains(t, res.stdout, "final saves")
+}
+
+// playGame plays the game of args against srv, the in-process backend, until it ends, and
+// reports whether play called stopSignals.
+func playGame(t *testing.T, ctx context.Context, srv *server.Server, args ...string) (res result, signalsStopped bool) {
+	t.Helper()
+	cfg, err := parseFlags(args, io.Discard)
+	require.NoError(t, err)
+	var stdout, stderr bytes.Buffer
+	res.code = play(ctx, func() { signalsStopped = true }, &cfg, srv, &stdout, &lockedWriter{w: &stderr})
+	res.stdout, res.stderr = stdout.String(), stderr.String()
+	return res, signalsStopped
+}
+
+// The in-process backend stopping during the game stops the game, which then fails and says
+// why; it is not mistaken for an interruption.
+func TestPlayStopsWhenBackendStops(t *testing.T) {
+	t.Parallel()
+	srv, err := server.Start(t.Context(), server.Options{})
+	require.NoError(t, err)
+	defer srv.Stop()
+	timer := time.AfterFunc(500*time.Millisecond, srv.Stop)
+	defer timer.Stop()
+	// Without the watch on the backend, the game would play on until this deadline.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+
+	res, signalsStopped := playGame(t, ctx, srv, "-duration", "0", "-players", "5")
+	require.Equal(t, 1, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	assert.Contains(t, res.stderr, "gameloop: stopping (the in-process data service stopped serving)")
+	assert.Contains(t, res.stderr, "gameloop: FAILED: the in-process data service stopped serving")
+	assert.False(t, signalsStopped, "the default signal behaviour is restored only after a signal")
+}
+
+// Once ctx is done (the first Ctrl-C), play restores the default signal behaviour, so that a
+// second Ctrl-C kills the process, and still stops the game gracefully.
+func TestPlayRestoresSignalsWhenInterrupted(t *testing.T) {
+	t.Parallel()
+	srv, err := server.Start(t.Context(), server.Options{})
+	require.NoError(t, err)
+	defer srv.Stop()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	res, signalsStopped := playGame(t, ctx, srv, "-duration", "0", "-players", "5")
+	requirePassed(t, res)
+	assert.Contains(t, res.stderr, "gameloop: stopping (interrupted)")
+	assert.True(t, signalsStopped)
 }
 
 func TestRunMutualTLS(t *testing.T) {

@@ -145,6 +145,7 @@ type summary struct {
 	drainTimedOut      bool          // the loop stopped with calls of the game still in flight
 	runErr             error         // from loop.Run: the reactor's Close had to cut calls off
 	backend            *server.Stats // the in-process backend's counts, if there is one
+	backendErr         error         // the in-process backend stopped serving during the game
 	verify             *verifyResult
 }
 
@@ -200,6 +201,9 @@ func (s *summary) print(out io.Writer) {
 func (s *summary) failures() []string {
 	var r []string
 	add := func(format string, a ...any) { r = append(r, fmt.Sprintf(format, a...)) }
+	if s.backendErr != nil {
+		add("%v", s.backendErr)
+	}
 	if s.runErr != nil {
 		add("closing the reactor cut calls off: %v", s.runErr)
 	}
