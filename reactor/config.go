@@ -69,22 +69,26 @@ type Config struct {
 	// caller owns its transport settings and closes it after the reactor; prpc still applies
 	// its limits and codec to every call, except Limits.MaxReceivedHeaderBytes, a setting of
 	// the connection: set it on a *grpc.ClientConn with grpc.WithMaxHeaderListSize (its
-	// default, grpc-go's, may change between releases). Credentials, DialOptions,
-	// ServiceConfig and Backoff must be unset with Conn.
+	// default, grpc-go's, may change between releases). The fields that configure a
+	// connection prpc dials (Credentials, DialOptions, ServiceConfig, ServiceConfigLookup,
+	// Backoff, Keepalive, LoadBalancing, HealthCheck, HealthCheckService) must be unset with
+	// Conn, and no policy may be Idempotent, since retries live in the connection's service
+	// config; New rejects them. Close never closes a Conn.
 	Conn grpc.ClientConnInterface
 
-	// Credentials secure the connection dialled for Target: Insecure(), TLS(…),
-	// MutualTLS(…), their file variants, or FromTransport(…). Required with Target; there is
-	// no default, so that plaintext is always a choice.
+	// Credentials secure the connection dialled for Target or Targets: Insecure(), TLS(…),
+	// MutualTLS(…), their file variants, or FromTransport(…). Required with Target and
+	// Targets; there is no default, so that plaintext is always a choice.
 	Credentials Credentials
 
-	// Workers is the number of invokers. Default 4, from 1 to 256.
+	// Workers is the number of invokers, each a group of BatchSize lanes whose load Stats
+	// reports. Default 4, from 1 to 256.
 	Workers int
 
 	// BatchSize is the number of calls each invoker keeps in flight: each invoker has
 	// BatchSize lanes, goroutines that run one transport call at a time. Workers × BatchSize
 	// calls run at once at most; more wait, in submission order, for the next free lane.
-	// Stats reports the load of each invoker. Default 8, from 1 to 1024.
+	// New starts all Workers × BatchSize lanes at once. Default 8, from 1 to 1024.
 	BatchSize int
 
 	// DefaultTimeout is the timeout of a call whose Options give none. Default 1.5 s; more
@@ -104,8 +108,8 @@ type Config struct {
 	// Limits bounds the bytes of each call; zero fields mean their defaults.
 	Limits limits.Limits
 
-	// DialOptions are added when dialling Target, before prpc's own options, so they cannot
-	// raise the configured limits or replace the credentials.
+	// DialOptions are added when dialling Target or Targets, before prpc's own options, so
+	// they cannot raise the configured limits or replace the credentials.
 	DialOptions []grpc.DialOption
 
 	// ServiceConfig, if set, is the JSON default service config of the connection (see
