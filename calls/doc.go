@@ -1,18 +1,26 @@
 // Package calls describes unary gRPC calls as prpc runs them: method descriptors, per-call
 // options, the promise a call returns, call states and the errors a call can fail with.
+// Package calls knows nothing of how calls are run; package reactor runs them.
 //
-// Package calls knows nothing of how calls are run; package reactor runs them. A typical
-// program declares its methods once, at package level:
+// # Methods
+//
+// A program declares each method once, at package level, with its request and response
+// types and the path constant the gRPC code generator writes:
 //
 //	var getPlayer = calls.MustMethod[*pb.GetPlayerRequest, *pb.GetPlayerResponse](
 //		pb.DataService_GetPlayer_FullMethodName)
 //
 // When the service's generated package is linked in, the declaration is checked against the
-// service: the method must exist, be unary, and take and return those types.
+// service: the method must exist, be unary, and take and return those types. A *Method is
+// immutable and shared by every call of the method.
 //
-// and submits calls with reactor.Call, which returns a *Promise at once. Callbacks
-// registered on the promise run on the goroutine that calls the reactor's Tick, never on
-// another goroutine and never inside the call that registers them.
+// # Calls and promises
+//
+// reactor.Call submits a call with optional *Options and returns a *Promise at once.
+// Callbacks registered on the promise (Then, OnError, Always) run on the goroutine that calls
+// the reactor's Tick or Close, never on another goroutine and never inside the call that
+// registers them. State, Err, Header and Trailer report the outcome once Tick has delivered
+// it (at once for a call rejected at submission); Cancel gives up on the call.
 //
 // # Errors
 //

@@ -20,8 +20,9 @@ var (
 	// ErrClosed: the reactor was closed before the call completed, or the call was submitted
 	// after Close. Code Canceled.
 	ErrClosed error = &sentinel{codes.Canceled, "reactor closed"}
-	// ErrOverloaded: MaxOutstanding calls were already admitted and not yet delivered. Code
-	// ResourceExhausted.
+	// ErrOverloaded: as many calls as the reactor admits were already admitted and not yet
+	// delivered: MaxOutstanding, or for a call that is not critical, MaxOutstanding less
+	// CriticalReserve. Code ResourceExhausted.
 	ErrOverloaded error = &sentinel{codes.ResourceExhausted, "too many outstanding calls"}
 	// ErrTimeout: the call's deadline passed, whether the reactor, gRPC or the server noticed
 	// first. Code DeadlineExceeded.
@@ -32,8 +33,9 @@ var (
 	// ErrTooLarge: the request, its metadata or the response exceeded a size limit. Code
 	// ResourceExhausted.
 	ErrTooLarge error = &sentinel{codes.ResourceExhausted, "message too large"}
-	// ErrInvalidArgument: the call was invalid (a nil request, a bad timeout or bad metadata,
-	// a method not in the reactor's allowlist) and was never sent. Code InvalidArgument.
+	// ErrInvalidArgument: the call was invalid (a nil request, a request that cannot be
+	// encoded, a bad timeout, bad metadata, WaitForReady with FailFast, a method not in the
+	// reactor's allowlist) and was never sent. Code InvalidArgument.
 	ErrInvalidArgument error = &sentinel{codes.InvalidArgument, "invalid argument"}
 	// ErrUnavailable: the call failed with Unavailable, whoever raised it: gRPC could not
 	// connect (connection refused, no address resolved, a failed security handshake, whose
@@ -58,7 +60,10 @@ func (s *sentinel) Error() string { return "prpc: " + s.msg }
 // GRPCStatus returns the status with the sentinel's code, so status.Code works on it.
 func (s *sentinel) GRPCStatus() *status.Status { return status.New(s.code, s.Error()) }
 
-// Error is the error of a failed call.
+// Error is the error of a failed call: every failed call's error is a *Error. It holds the
+// method's path, the gRPC status with its details, the trailers the server sent with it, if
+// any, the sentinel it matches (Kind) and, for some local failures, a cause (Unwrap). Package
+// reactor makes them with NewError and StatusError; an *Error is immutable.
 type Error struct {
 	kind    error // the sentinel it matches, or nil
 	method  string
@@ -173,9 +178,9 @@ func (e *Error) Kind() error { return e.kind }
 //	if errors.As(err, &he) && he.Kind == calls.HandshakeUnknownAuthority { … }
 //
 // The call's error keeps code Unavailable and matches ErrUnavailable; its message starts with
-// the classification. Package
-// reactor attaches a HandshakeError to a failed call only when it recorded the failure itself
-// (see reactor.Stats.LastConnError); it never carries key material.
+// the classification. Package reactor attaches a HandshakeError to a failed call only when it
+// recorded the failure itself (see reactor.Stats.LastConnError); it never carries key
+// material.
 type HandshakeError struct {
 	// Kind classifies the failure.
 	Kind HandshakeErrorKind
@@ -268,8 +273,8 @@ func (k HandshakeErrorKind) String() string {
 
 // HandshakeStatusError is StatusError for a call that failed because a security handshake
 // failed: the code is err's (Unavailable, so the error matches ErrUnavailable), the message is
-// prefixed with he.Summary(), and Unwrap returns he, which must not be nil. Package reactor uses it; it is exported for fakes
-// and test doubles.
+// prefixed with he.Summary(), and Unwrap returns he, which must not be nil. Package reactor
+// uses it; it is exported for fakes and test doubles.
 func HandshakeStatusError(method string, err error, trailer metadata.MD, he *HandshakeError) *Error {
 	e := StatusError(method, err, trailer)
 	p := e.st.Proto()

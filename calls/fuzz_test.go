@@ -20,8 +20,8 @@ var pathRE = regexp.MustCompile(`^/[A-Za-z_][A-Za-z0-9_.]*/[A-Za-z_][A-Za-z0-9_]
 // reference regexp matches; that its error quotes the path; that NewMethod refuses what it
 // refuses, with the same error, and accepts the rest unless the service segment names a
 // registered declaration; and that NewMethod splits an accepted path into its service and
-// method. The seed corpus (f.Add below and
-// testdata/fuzz/FuzzValidatePath) runs in every go test.
+// method. The seed corpus (f.Add below and testdata/fuzz/FuzzValidatePath) runs in every go
+// test.
 func FuzzValidatePath(f *testing.F) {
 	for _, s := range []string{
 		"/S/M",

@@ -40,10 +40,10 @@ type Method[Req, Resp proto.Message] struct {
 // wrong type by field number and come out silently wrong. A service segment that names a
 // registered declaration other than a service (a message, say) is an error too. A request type
 // without a descriptor of its own (proto.Message, *dynamicpb.Message) is not checked. A
-// service that is not registered is accepted unchecked, and
-// so is a descriptor declared at package level inside the service's own generated package,
-// whose variables are initialised before that package registers its file. The check costs
-// one registry lookup, once per declaration.
+// service that is not registered is accepted unchecked, and so is a descriptor declared at
+// package level inside the service's own generated package, whose variables are initialised
+// before that package registers its file. The check costs one registry lookup, once per
+// declaration.
 func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error) {
 	if err := ValidatePath(path); err != nil {
 		return nil, err

@@ -8,14 +8,16 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// Options are per-call options. A nil *Options means all defaults. The reactor reads them
-// during the call that submits them and keeps no reference to them afterwards, so they may be
-// reused.
+// Options are per-call options. A nil *Options means all defaults. The reactor reads an
+// Options during the call that submits it and keeps no reference to the struct, nor to its
+// Metadata map, which it copies: the same Options may be reused for the next call at once.
+// It does keep Context and the CallOptions slice until the call completes, so the elements
+// of that slice must not change meanwhile.
 type Options struct {
 	// Timeout bounds the call from submission to settlement. Zero means the method's policy
-	// timeout, else the reactor's DefaultTimeout; a negative value, or one above the reactor's MaxTimeout, fails the call
-	// with ErrInvalidArgument. The deadline travels to the server (grpc-timeout) and is also
-	// enforced locally.
+	// timeout, else the reactor's DefaultTimeout; a negative value, or one above the
+	// reactor's MaxTimeout, fails the call with ErrInvalidArgument. The deadline travels to
+	// the server (grpc-timeout) and is also enforced locally.
 	Timeout time.Duration
 
 	// Metadata is sent as request headers. Keys are case-insensitive and sent in lowercase;

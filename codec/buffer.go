@@ -12,9 +12,10 @@ const maxPooledBuffer = 64 << 10
 
 var buffers = sync.Pool{New: func() any { return new(Buffer) }}
 
-// Buffer is a pooled encode buffer.
+// Buffer is a pooled encode buffer, owned by whoever Encode returned it to until Release.
+// Buffers up to 64 KiB are reused; larger ones are left to the garbage collector.
 type Buffer struct {
-	B []byte
+	B []byte // the encoded message
 }
 
 // Size returns the encoded size of m, caching sizes inside m so that Encode does not compute

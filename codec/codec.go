@@ -1,7 +1,8 @@
 // Package codec is prpc's raw-bytes gRPC codec. A request is encoded once, on the goroutine
-// that submits it, into a pooled buffer; the codec hands those bytes to gRPC without a second
-// marshal, and decodes a response straight from gRPC's receive buffers into a new message, on
-// the invoker goroutine that ran the call.
+// that submits it, into a pooled Buffer (Size, then Encode); the codec hands those bytes to
+// gRPC in a Frame without a second marshal or a copy, and decodes a response straight from
+// gRPC's receive buffers into the message a Reply names, on the invoker lane that ran the
+// call, refusing one larger than the Reply's bound.
 //
 // The codec's name is "proto", so the wire content-type stays application/grpc+proto and any
 // gRPC server understands it. It is passed per call with grpc.ForceCodecV2 and never
@@ -31,6 +32,7 @@ var _ encoding.CodecV2 = Codec{}
 // over — after a failed call even later, from its write queue — so a caller that reuses a
 // Frame must take a new one after a failed call.
 type Frame struct {
+	// Bytes is the encoded request; the caller sets it before the call.
 	Bytes []byte
 
 	// What Marshal hands to gRPC: a *SliceBuffer in an interface is a pointer, where a
@@ -51,8 +53,9 @@ type Reply struct {
 // Name returns "proto".
 func (Codec) Name() string { return Name }
 
-// Marshal returns the bytes of a *Frame without copying them. gRPC may hold them until the
-// call returns (for retries), so the caller keeps them unchanged until then.
+// Marshal returns the bytes of a *Frame without copying them and without allocating. gRPC may
+// read them until the call returns (for retries), and after a failed call even later (see
+// Frame), so the caller keeps them unchanged until then.
 func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	f, ok := v.(*Frame)
 	if !ok {

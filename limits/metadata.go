@@ -29,8 +29,8 @@ var reserved = map[string]bool{
 // MetadataError reports metadata that breaks a rule. It names the key, never the value, since
 // values may be secrets.
 type MetadataError struct {
-	Key    string
-	Reason string
+	Key    string // the key as given, before lowercasing
+	Reason string // the rule it breaks, for example "is reserved for gRPC and HTTP/2"
 }
 
 // Error returns a message naming the key and the rule.
@@ -44,7 +44,8 @@ func (e *MetadataError) Error() string {
 // with "grpc-" and the HTTP/2 connection and transport headers); each key has at least one
 // value; values of keys not ending in "-bin" are printable ASCII (0x20–0x7E); "-bin" values
 // may hold any bytes. A rule broken gives a *MetadataError; a total size (see MetadataSize)
-// over maxBytes gives a *SizeError.
+// over maxBytes gives a *SizeError. It costs one pass over md and allocates the copy: a map,
+// and a slice per key.
 func NormalizeMetadata(md metadata.MD, maxBytes int) (metadata.MD, error) {
 	if len(md) == 0 {
 		return nil, nil

@@ -5,10 +5,10 @@
 // Config.TPS ticks per second. Between ticks it waits on the reactors' Ready channels and
 // drains a reactor as soon as it signals, so a reply does not wait up to a whole tick for its
 // callback (Config.TickOnly turns that off); such a drain never runs into the next tick's
-// time. A tick that runs late never causes a burst of
-// catch-up ticks: the ticks whose time has passed are skipped and counted, as Minecraft
-// servers do. When the context is done, the Loop runs Config.OnStop, closes the reactors
-// (which runs the callbacks of the last calls) and returns.
+// time. A tick that runs late never causes a burst of catch-up ticks: the ticks whose time
+// has passed are skipped and counted, as Minecraft servers do. When the context is done, the
+// Loop runs Config.OnStop, closes the reactors (which runs the callbacks of the last calls)
+// and returns.
 //
 // Everything the Loop runs, OnTick, OnStop, and the reactors' Tick and Close, runs on the
 // goroutine that calls Run, so game state needs no locks:

@@ -10,12 +10,13 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// Reactor is what a Loop drives: any *reactor.Reactor, or a fake in tests. Tick runs
-// completed calls' callbacks on the calling goroutine under a budget; Ready receives a value
-// when completions wait for Tick. If a Reactor also has a method Close(context.Context)
-// error, as *reactor.Reactor does, the Loop closes it when Run stops.
+// Reactor is what a Loop drives: any *reactor.Reactor, or a fake in tests. If a Reactor also
+// has a method Close(context.Context) error, as *reactor.Reactor does, the Loop closes it
+// when Run stops.
 type Reactor interface {
+	// Tick runs completed calls' callbacks on the calling goroutine under budget.
 	Tick(budget time.Duration) reactor.TickReport
+	// Ready returns a channel that receives a value when completions wait for Tick.
 	Ready() <-chan struct{}
 }
 

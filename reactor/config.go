@@ -18,10 +18,10 @@ import (
 )
 
 // Defaults of Config. The timeouts and MaxOutstanding are pRPC's. Workers × BatchSize is 32
-// calls in flight, not pRPC's 2 × 4: measured with the burst suite (README, "Choosing Workers
-// and BatchSize"), a 5,000-call burst drained 25–60% faster with 32 lanes than with 8 at the
-// same client CPU per call, while 32 stays well under the 100 concurrent streams that HTTP/2
-// servers and proxies commonly allow per connection. A lane is a parked goroutine when idle.
+// calls in flight, not pRPC's 2 × 4: in the burst suite (its report is benchmarks/README.md)
+// a large burst drains markedly faster with 32 lanes than with 8, at the same client CPU per
+// call, and 32 stays well under the 100 concurrent streams that HTTP/2 servers and proxies
+// commonly allow per connection. An idle lane is a parked goroutine and costs only its stack.
 const (
 	DefaultWorkers        = 4
 	DefaultBatchSize      = 8
@@ -69,22 +69,26 @@ type Config struct {
 	// caller owns its transport settings and closes it after the reactor; prpc still applies
 	// its limits and codec to every call, except Limits.MaxReceivedHeaderBytes, a setting of
 	// the connection: set it on a *grpc.ClientConn with grpc.WithMaxHeaderListSize (its
-	// default, grpc-go's, may change between releases). Credentials, DialOptions,
-	// ServiceConfig and Backoff must be unset with Conn.
+	// default, grpc-go's, may change between releases). The fields that configure a
+	// connection prpc dials (Credentials, DialOptions, ServiceConfig, ServiceConfigLookup,
+	// Backoff, Keepalive, LoadBalancing, HealthCheck, HealthCheckService) must be unset with
+	// Conn, and no policy may be Idempotent, since retries live in the connection's service
+	// config; New rejects them. Close never closes a Conn.
 	Conn grpc.ClientConnInterface
 
-	// Credentials secure the connection dialled for Target: Insecure(), TLS(…),
-	// MutualTLS(…), their file variants, or FromTransport(…). Required with Target; there is
-	// no default, so that plaintext is always a choice.
+	// Credentials secure the connection dialled for Target or Targets: Insecure(), TLS(…),
+	// MutualTLS(…), their file variants, or FromTransport(…). Required with Target and
+	// Targets; there is no default, so that plaintext is always a choice.
 	Credentials Credentials
 
-	// Workers is the number of invokers. Default 4, from 1 to 256.
+	// Workers is the number of invokers, each a group of BatchSize lanes whose load Stats
+	// reports. Default 4, from 1 to 256.
 	Workers int
 
 	// BatchSize is the number of calls each invoker keeps in flight: each invoker has
 	// BatchSize lanes, goroutines that run one transport call at a time. Workers × BatchSize
 	// calls run at once at most; more wait, in submission order, for the next free lane.
-	// Stats reports the load of each invoker. Default 8, from 1 to 1024.
+	// New starts all Workers × BatchSize lanes at once. Default 8, from 1 to 1024.
 	BatchSize int
 
 	// DefaultTimeout is the timeout of a call whose Options give none. Default 1.5 s; more
@@ -104,8 +108,8 @@ type Config struct {
 	// Limits bounds the bytes of each call; zero fields mean their defaults.
 	Limits limits.Limits
 
-	// DialOptions are added when dialling Target, before prpc's own options, so they cannot
-	// raise the configured limits or replace the credentials.
+	// DialOptions are added when dialling Target or Targets, before prpc's own options, so
+	// they cannot raise the configured limits or replace the credentials.
 	DialOptions []grpc.DialOption
 
 	// ServiceConfig, if set, is the JSON default service config of the connection (see

@@ -23,8 +23,10 @@ import (
 // reports as Unavailable like an outage: see Stats.LastConnError and calls.HandshakeError.
 // No formatting of Credentials (String, any fmt verb, %#v included) shows key material.
 type Credentials interface {
-	transport() (credentials.TransportCredentials, error)
+	// String names the kind of credentials ("insecure", "TLS", "mutual TLS", "transport
+	// credentials"), never their content.
 	String() string
+	transport() (credentials.TransportCredentials, error)
 }
 
 // Insecure returns credentials for a plaintext connection, for a backend on loopback or a

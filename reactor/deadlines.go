@@ -12,14 +12,14 @@ import (
 //
 // A call settled before its deadline leaves the heap lazily: its entry stays, dead (the call
 // is no longer Unsettled), until it reaches the top or until dead entries outnumber live ones,
-// when the heap is compacted in O(n). Eager removal from the middle of a heap of 20,000 calls
-// cost a quarter of the reactor goroutine's time in the extreme burst, in cache-missing
-// compares; lazily, a removal costs O(1) amortised. The reactor goroutine prunes on each of
-// its turns, and lanes wake it every compactAfter settlements, so the heap holds at most about
-// twice the live calls or compactAfter dead entries, whichever is more, plus the up to
-// compactAfter calls lanes settled since its last turn; a dead entry keeps its settled call
-// (and the response) reachable until then. Each entry keeps its deadline beside the call, so
-// compares touch only the heap.
+// when the heap is compacted in O(n). Eager removal from the middle of a large heap costs
+// O(log n) cache-missing compares per settled call, paid by the reactor goroutine for nearly
+// every call in a burst; lazily, a removal costs O(1) amortised. The reactor goroutine prunes
+// on each of its turns, and lanes wake it every compactAfter settlements, so the heap holds
+// at most about twice the live calls or compactAfter dead entries, whichever is more, plus
+// the up to compactAfter calls lanes settled since its last turn; a dead entry keeps its
+// settled call (and the response) reachable until then. Each entry keeps its deadline beside
+// the call, so compares touch only the heap.
 type deadlineHeap struct {
 	h []deadlineEntry
 	// unsettled counts the calls pushed and not yet settled: the reactor goroutine counts its

@@ -164,8 +164,8 @@ func (w *watchedConn) Read(b []byte) (int, error) {
 }
 
 // refusalWait bounds how long a failed write before the server's first bytes waits for the
-// first read to say why. The read returns as soon as the broken connection is seen, normally
-// within microseconds; the bound only keeps an unexpected case from stalling gRPC.
+// first read to say why. The read normally returns at once, as soon as the broken connection
+// is seen; the bound only keeps an unexpected case from stalling gRPC.
 const refusalWait = 250 * time.Millisecond
 
 // Write returns the error of a write as it is, except for one that fails before the server's

@@ -12,8 +12,10 @@ import (
 	"github.com/trixnew/prpc/calls"
 )
 
-// MethodPolicy sets the defaults of one method's calls. Per-call Options override Timeout and
-// turn WaitForReady on; the other properties belong to the method.
+// MethodPolicy sets the defaults of one method's calls. A call's Options may override
+// Timeout, turn WaitForReady on (or off, with FailFast) and make the call Critical;
+// Idempotent and NoResponseMetadata belong to the method. New resolves the policies once; a
+// call costs one map lookup for its method's policy.
 type MethodPolicy struct {
 	// Method is the method the policy applies to. Required; one policy per method.
 	Method calls.Descriptor

@@ -128,8 +128,8 @@ type outbox struct {
 	n     atomic.Int32 // len(calls), readable without the lock
 }
 
-// tryLock takes the lock if it can within a few attempts: an append holds it for well under
-// a microsecond, unless the appending thread has lost its CPU.
+// tryLock takes the lock if it can within a few attempts: an append holds it only for one
+// append of at most outboxChunk calls, unless the appending thread has lost its CPU.
 func (q *outbox) tryLock() bool {
 	for range 64 {
 		if q.mu.TryLock() {

@@ -1,12 +1,13 @@
 // Package reactor runs unary gRPC calls for a game loop without ever blocking it.
 //
-// Game code submits calls with Call from any goroutine and gets a *calls.Promise at once. One
-// reactor goroutine queues admitted calls for a fixed set of invoker goroutines (lanes), which
-// take them as they free up, and enforces deadlines from a timer heap. Each call settles
-// exactly once, whichever of the response (settled by its lane), the deadline, a cancel or
-// Close (settled by the reactor goroutine) comes first. Settled calls wait in one queue until
-// the host calls Tick on its own goroutine, where their callbacks run in completion order
-// under a time budget.
+// New checks a Config, dials the connection (or takes the caller's, Config.Conn) and starts
+// the reactor's goroutines. Game code submits calls with Call from any goroutine and gets a
+// *calls.Promise at once. One reactor goroutine queues admitted calls for a fixed set of
+// invoker goroutines (lanes), which take them as they free up, and enforces deadlines from a
+// timer heap. Each call settles exactly once, whichever of the response (settled by its
+// lane), the deadline, a cancel or Close (settled by the reactor goroutine) comes first.
+// Settled calls wait until the host calls Tick on its own goroutine, where their callbacks
+// run in completion order under a time budget.
 //
 //	r, err := reactor.New(reactor.Config{Target: "127.0.0.1:50051", Credentials: reactor.Insecure()})
 //	…
@@ -18,7 +19,16 @@
 //	r.Tick(2 * time.Millisecond)
 //
 // Between ticks a host may wait on Ready, or set Config.OnReady, to deliver replies without
-// waiting for the next tick.
+// waiting for the next tick. Close stops admitting calls, lets those admitted finish within
+// a context, runs their callbacks and stops every goroutine the reactor started. Stats
+// reports counters, latencies, lane load and each backend's state from any goroutine.
+//
+// Admission is bounded (Config.MaxOutstanding) and every call has a deadline, so memory stays
+// bounded when the backend is slow or down. Every failure is a *calls.Error, which carries
+// the gRPC status and matches the sentinel of its condition, if any (see package calls).
+// Per-method policies (MethodPolicy) set timeouts, wait-for-ready, retries of idempotent
+// methods and a reserve for critical calls. Package loop drives Tick for hosts without a game
+// loop; package reactortest has an in-memory backend and a manual clock for tests.
 package reactor
 
 import (
@@ -37,7 +47,8 @@ import (
 
 // Reactor runs unary gRPC calls for one host goroutine. Create it with New; call Tick from
 // one goroutine at a time (normally the game loop), and Close it on that goroutine when done.
-// Call, Ready and Stats are safe from any goroutine.
+// Call, Ready and Stats are safe from any goroutine. A Reactor owns the connection New
+// dialled and closes it in Close; a Config.Conn stays its caller's.
 type Reactor struct {
 	cfg      Config
 	conn     grpc.ClientConnInterface

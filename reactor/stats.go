@@ -78,9 +78,12 @@ type Stats struct {
 // MethodStats are the statistics of one method. Submitted = Succeeded + Σ Failed + the
 // method's pending calls.
 type MethodStats struct {
+	// Submitted counts the method's calls submitted, rejected ones included.
 	Submitted uint64
+	// Succeeded counts the method's calls delivered with a response.
 	Succeeded uint64
-	Failed    map[codes.Code]uint64
+	// Failed counts the method's failed calls by gRPC code, as Stats.Failed does.
+	Failed map[codes.Code]uint64
 	// Latency covers the method's most recent admitted calls, up to LatencyWindow.
 	Latency Latency
 }
@@ -124,11 +127,14 @@ func (s InvokerState) String() string {
 const LatencyWindow = 1024
 
 // Latency holds percentiles of recent latencies, by nearest rank: Pq is the smallest sample
-// such that at least q% of the samples are at or below it.
+// such that at least q% of the samples are at or below it. All are zero without samples.
 type Latency struct {
-	Samples       int
+	// Samples is the number of latencies summarised, at most LatencyWindow.
+	Samples int
+	// P50, P95 and P99 are the 50th, 95th and 99th percentiles.
 	P50, P95, P99 time.Duration
-	Max           time.Duration
+	// Max is the largest sample.
+	Max time.Duration
 }
 
 type counters struct {
@@ -221,8 +227,11 @@ func summarize(s []time.Duration) Latency {
 	return Latency{Samples: len(s), P50: rank(50), P95: rank(95), P99: rank(99), Max: s[len(s)-1]}
 }
 
-// Stats returns a snapshot. It is safe from any goroutine and does not block on the reactor
-// goroutine.
+// Stats returns a snapshot. It is safe from any goroutine and never waits for the reactor
+// goroutine or the lanes. It copies the counters and latency windows under the lock that Call
+// and Tick take to count calls, then sorts the windows outside it: a snapshot costs
+// O(m · LatencyWindow · log LatencyWindow) for m methods and allocates, so it suits
+// monitoring, not a per-call path.
 func (r *Reactor) Stats() Stats {
 	r.mu.Lock()
 	s := Stats{

@@ -9,7 +9,8 @@
 //  2. The reactor goroutine owns the scheduling fields. It settles the calls that time out,
 //     are cancelled or are cut off by Close.
 //  3. An invoker lane runs the transport call and settles the call with its result.
-//  4. The Tick goroutine makes the outcome visible and runs the callbacks, under mu.
+//  4. The Tick goroutine makes the outcome visible and takes the callbacks, under mu, then
+//     runs them outside it.
 //
 // The settler is whoever moves Claim to a settled state first, by compare-and-swap: it alone
 // writes the outcome fields, once, then appends the call to the delivery queue. Hand-offs go
@@ -95,8 +96,8 @@ const (
 
 // Callback is one registered callback.
 type Callback struct {
-	Kind CallbackKind
-	Fn   any
+	Kind CallbackKind // when it runs
+	Fn   any          // a func(Resp), func(error) or func(), as Kind says
 }
 
 // NewPromise makes the typed promise of a method descriptor and returns it with its call.
@@ -116,12 +117,12 @@ type Call struct {
 	// Times are nanoseconds on the owner's clock since the owner's epoch.
 	Owner        Owner
 	Request      *codec.Buffer // the encoded request; released once the transport is done with it
-	Submitted    int64
-	Deadline     int64  // Submitted plus the call's timeout
-	Extra        *Extra // nil unless the call has metadata, a parent context or call options
-	WaitForReady bool
-	NoMetadata   bool // the response header and trailer are not asked for
-	Admitted     bool // holds an admission slot until delivered
+	Submitted    int64         // when Call ran
+	Deadline     int64         // Submitted plus the call's timeout
+	Extra        *Extra        // nil unless the call has metadata, a parent context or call options
+	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
+	NoMetadata   bool          // the response header and trailer are not asked for
+	Admitted     bool          // holds an admission slot until delivered
 
 	// Scheduling fields: owned by the reactor goroutine, but for Claim and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
@@ -139,11 +140,11 @@ type Call struct {
 	Ctx context.Context
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
-	Value   proto.Message
-	Err     error
-	Header  metadata.MD
-	Trailer metadata.MD
-	Reason  Reason
+	Value   proto.Message // the response; nil on failure
+	Err     error         // the *calls.Error of a failure; nil on success
+	Header  metadata.MD   // the response header, if asked for and kept
+	Trailer metadata.MD   // the response trailer, if asked for and kept
+	Reason  Reason        // how the call ended, for statistics
 
 	// Delivery state, guarded by mu.
 	visible         bool
@@ -160,10 +161,10 @@ type Call struct {
 // Extra holds the request fields that most calls do not use, written with the request fields.
 // StopParent is a scheduling field, owned by the reactor goroutine.
 type Extra struct {
-	MD         metadata.MD
-	Parent     context.Context
-	CallOpts   []grpc.CallOption
-	StopParent func() bool // stops the watch on Parent; nil when none
+	MD         metadata.MD       // the request metadata, normalised
+	Parent     context.Context   // calls.Options.Context
+	CallOpts   []grpc.CallOption // calls.Options.CallOptions
+	StopParent func() bool       // stops the watch on Parent; nil when none
 }
 
 // Parent returns the call's parent context, or nil.

@@ -1,11 +1,14 @@
 // Package testserver provides an in-process gRPC backend implementing
 // prpctest.TestService (see package testpb) for prpc's own tests.
 //
-// A Server listens on 127.0.0.1 with an ephemeral port. Its Echo handler can
-// be steered per request (delay, block until cancelled, fail with any status
-// code, large responses) and records what it saw (call count, cancellations,
-// incoming metadata) so tests can assert on server-side behaviour without
-// sleeping.
+// A Server listens on 127.0.0.1 with an ephemeral port (StartOn takes another
+// loopback address). Its Echo handler can be steered per request (delay, block
+// until cancelled, fail with any status code, large responses) and records what
+// it saw (call count, cancellations, incoming metadata) so tests can assert on
+// server-side behaviour without sleeping. WithServices serves more services
+// next to TestService. A Proxy (StartProxy) sits in front of a server and can
+// blackhole its traffic, for fault tests. Everything is stopped by the test's
+// cleanup.
 package testserver
 
 import (

@@ -19,12 +19,13 @@ import (
 // reactor.Config.Conn, whose unary methods are Go funcs registered with Handle. Calls go
 // through the same codec, limits and reactor machinery as on a network, without one.
 //
-// A handler runs on the reactor's invoker goroutine, with the call's context: it carries the
-// deadline, is cancelled when the call is (timeout, Promise.Cancel, Close), and has the call's
-// metadata as incoming metadata (metadata.FromIncomingContext), as on a gRPC server. A
-// handler's error is returned as its gRPC status (status.Error for a code; any other error
-// becomes Unknown). Unregistered methods fail with Unimplemented. A Backend is safe for
-// concurrent use; handlers may be registered at any time.
+// A handler runs on the invoker lane (goroutine) that runs the call, so a handler that
+// blocks holds that lane. Its context carries the call's deadline, is cancelled when the call
+// is (timeout, Promise.Cancel, Close), and has the call's metadata as incoming metadata
+// (metadata.FromIncomingContext), as on a gRPC server. A handler's error is returned as its
+// gRPC status (status.Error for a code; any other error becomes Unknown). Unregistered
+// methods fail with Unimplemented. A Backend is safe for concurrent use; handlers may be
+// registered at any time.
 type Backend struct {
 	mu       sync.Mutex
 	handlers map[string]func(ctx context.Context, req []byte) (proto.Message, error)
@@ -140,12 +141,12 @@ type sentMetadata struct {
 	header, trailer metadata.MD
 }
 
-// SetHeader sets response headers from inside a Backend handler, like grpc.SetHeader on a
-// server.
+// SetHeader adds response headers from inside a Backend handler, like grpc.SetHeader on a
+// server; headers set more than once are joined. Outside a handler it returns an error.
 func SetHeader(ctx context.Context, md metadata.MD) error { return setSent(ctx, md, false) }
 
-// SetTrailer sets response trailers from inside a Backend handler, like grpc.SetTrailer on a
-// server.
+// SetTrailer adds response trailers from inside a Backend handler, like grpc.SetTrailer on a
+// server; trailers set more than once are joined. Outside a handler it returns an error.
 func SetTrailer(ctx context.Context, md metadata.MD) error { return setSent(ctx, md, true) }
 
 func setSent(ctx context.Context, md metadata.MD, trailer bool) error {

@@ -250,7 +250,7 @@ func TestManualClockNotifiesEveryChange(t *testing.T) {
 
 func TestManualClockWaitTimers(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	// Bounds: each wait below ends as soon as another goroutine acts, within microseconds;
+	// Bounds: each wait below ends as soon as another goroutine acts;
 	// the 10 s contexts only stop a broken WaitTimers from hanging the test.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,7 +1,14 @@
 // Package reactortest helps users test game logic that makes prpc calls, without a network,
 // in the spirit of net/http/httptest.
 //
-// Its helpers plug into reactor.Config. For example, ManualClock is a reactor.Clock whose
-// time moves only when the test says so: passed as Config.Clock, it makes call deadlines and
-// Tick budgets deterministic.
+// A Backend is an in-memory gRPC backend: register a Go func per method with Handle and pass
+// the Backend as reactor.Config.Conn (NewReactor does, and closes the reactor when the test
+// ends). Calls go through the same codec, limits and reactor machinery as on a network. Flush
+// and Drain tick a reactor until every call has been delivered and every callback has run, so
+// a test can assert on what the callbacks did.
+//
+// A ManualClock is a reactor.Clock whose time moves only when the test says so: passed as
+// Config.Clock, it makes call deadlines and Tick budgets deterministic, with no real time
+// passing. WaitTimers lets a test wait, without polling, until the reactor has armed the
+// timer of a deadline before it advances the clock past it.
 package reactortest

@@ -13,7 +13,9 @@ import (
 const FlushTimeout = 10 * time.Second
 
 // NewReactor returns a reactor whose calls go to b, configured by cfg (Conn is set to b), and
-// closes it when the test ends. Set cfg.Clock to a *ManualClock to control deadlines.
+// closes it when the test ends, failing the test if Close has to cut calls off after
+// FlushTimeout. A bad cfg fails the test at once. Set cfg.Clock to a *ManualClock to control
+// deadlines.
 func NewReactor(t testing.TB, b *Backend, cfg reactor.Config) *reactor.Reactor {
 	t.Helper()
 	cfg.Conn = b
