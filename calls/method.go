@@ -21,9 +21,7 @@ type Descriptor interface {
 // Method describes one unary gRPC method whose request type is Req and response type is
 // Resp, both generated protobuf message pointer types. A Method is immutable and safe for
 // concurrent use; declare each one once and share it.
-type Method[Req, Resp proto.Message] struct {
-	ops callcore.Ops
-}
+type Method[Req, Resp proto.Message] callcore.Method[Req, Resp]
 
 // NewMethod returns the descriptor of the method at path, which must have the form
 // "/Service/Method" or "/package.Service/Method": the service segment starts with a letter or
@@ -56,11 +54,10 @@ func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error)
 		return nil, err
 	}
 	respType := zero.ProtoReflect().Type()
-	m := &Method[Req, Resp]{ops: callcore.Ops{
+	m := (*Method[Req, Resp])(callcore.NewMethod[Req, Resp](callcore.Ops{
 		Path:        path,
 		NewResponse: func() proto.Message { return respType.New().Interface() },
-		RunThen:     func(fn any, v proto.Message) { fn.(func(Resp))(v.(Resp)) },
-	}}
+	}))
 	return m, nil
 }
 
@@ -75,37 +72,27 @@ func MustMethod[Req, Resp proto.Message](path string) *Method[Req, Resp] {
 }
 
 // Path returns the full method path, "/package.Service/Method".
-func (m *Method[Req, Resp]) Path() string { return m.ops.Path }
+func (m *Method[Req, Resp]) Path() string { return m.core().Ops().Path }
 
 // Service returns the fully qualified service name, "package.Service".
 func (m *Method[Req, Resp]) Service() string {
-	p := m.ops.Path[1:]
+	p := m.core().Ops().Path[1:]
 	return p[:strings.IndexByte(p, '/')]
 }
 
 // Name returns the method name, the part after the last '/'.
 func (m *Method[Req, Resp]) Name() string {
-	return m.ops.Path[strings.LastIndexByte(m.ops.Path, '/')+1:]
+	return m.core().Ops().Path[strings.LastIndexByte(m.core().Ops().Path, '/')+1:]
 }
 
 // String returns the method path.
-func (m *Method[Req, Resp]) String() string { return m.ops.Path }
+func (m *Method[Req, Resp]) String() string { return m.core().Ops().Path }
 
-func (m *Method[Req, Resp]) descriptor() *callcore.Ops { return &m.ops }
+func (m *Method[Req, Resp]) descriptor() *callcore.Ops { return m.core().Ops() }
 
-// newPromise allocates the promise of one call of m together with its call state, in one
-// allocation.
-func (m *Method[Req, Resp]) newPromise() (any, *callcore.Call) {
-	p := &Promise[Resp]{}
-	p.c.Ops = &m.ops
-	return p, &p.c
-}
+// core returns the descriptor's state.
+func (m *Method[Req, Resp]) core() *callcore.Method[Req, Resp] { return (*callcore.Method[Req, Resp])(m) }
 
-func init() {
-	callcore.NewPromise = func(d any) (any, *callcore.Call) {
-		return d.(interface{ newPromise() (any, *callcore.Call) }).newPromise()
-	}
-}
 
 // ValidatePath reports whether path is a valid gRPC method path, "/[package.]Service/Method",
 // with an error that quotes it.

@@ -17,16 +17,17 @@ import (
 // reactor's OnCallbackPanic.
 //
 // All methods are safe for concurrent use.
-type Promise[Resp proto.Message] struct {
-	c callcore.Call
-}
+type Promise[Resp proto.Message] callcore.Promise[Resp]
+
+// core returns the promise's state.
+func (p *Promise[Resp]) core() *callcore.Promise[Resp] { return (*callcore.Promise[Resp])(p) }
 
 // Then registers fn to run with the response if the call succeeds, and returns p.
 func (p *Promise[Resp]) Then(fn func(Resp)) *Promise[Resp] {
 	if fn == nil {
 		panic("prpc: Promise.Then called with a nil func")
 	}
-	p.c.Add(callcore.OnSuccess, fn)
+	p.core().Then(fn)
 	return p
 }
 
@@ -36,7 +37,7 @@ func (p *Promise[Resp]) OnError(fn func(error)) *Promise[Resp] {
 	if fn == nil {
 		panic("prpc: Promise.OnError called with a nil func")
 	}
-	p.c.Add(callcore.OnError, fn)
+	p.core().OnError(fn)
 	return p
 }
 
@@ -45,25 +46,25 @@ func (p *Promise[Resp]) Always(fn func()) *Promise[Resp] {
 	if fn == nil {
 		panic("prpc: Promise.Always called with a nil func")
 	}
-	p.c.Add(callcore.OnAlways, fn)
+	p.core().Always(fn)
 	return p
 }
 
 // State returns Pending until Tick has delivered the outcome, then Succeeded or Failed. A
 // call rejected at submission is Failed at once.
-func (p *Promise[Resp]) State() State { return State(p.c.State()) }
+func (p *Promise[Resp]) State() State { return State(p.core().Call().State()) }
 
 // Err returns nil while the call is pending or if it succeeded, and its *Error once a failure
 // is visible (at once for a call rejected at submission, otherwise once Tick has delivered
 // it).
-func (p *Promise[Resp]) Err() error { return p.c.VisibleErr() }
+func (p *Promise[Resp]) Err() error { return p.core().Call().VisibleErr() }
 
 // Header returns the response headers the server sent, once the outcome is visible; nil
 // before, if the call never reached the server, or if the method's policy turns response
 // metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the headers were larger
 // than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Header() metadata.MD {
-	h, _ := p.c.VisibleMetadata()
+	h, _ := p.core().Call().VisibleMetadata()
 	return h
 }
 
@@ -72,11 +73,11 @@ func (p *Promise[Resp]) Header() metadata.MD {
 // metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the trailers were larger
 // than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Trailer() metadata.MD {
-	_, t := p.c.VisibleMetadata()
+	_, t := p.core().Call().VisibleMetadata()
 	return t
 }
 
 // Cancel gives up on the call: unless it has settled already, it settles with ErrCancelled
 // and its transport call is cancelled (the server sees its context cancelled). The callbacks
 // still run, at a later Tick. Cancel never blocks and may be called more than once.
-func (p *Promise[Resp]) Cancel() { p.c.RequestCancel() }
+func (p *Promise[Resp]) Cancel() { p.core().Call().RequestCancel() }

@@ -34,9 +34,9 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 	if m == nil {
 		panic("prpc: reactor.Call with a nil *calls.Method")
 	}
-	p, c := callcore.NewPromise(m)
-	r.submit(c, req, opts)
-	return p.(*calls.Promise[Resp])
+	p := callcore.NewPromise((*callcore.Method[Req, Resp])(m))
+	r.submit(p.Call(), req, opts)
+	return (*calls.Promise[Resp])(p)
 }
 
 // submit validates, encodes and admits c, or rejects it.

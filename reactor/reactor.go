@@ -101,7 +101,8 @@ type Reactor struct {
 	ticking   atomic.Bool
 	delivery  []*callcore.Call
 	head      int
-	cbBuf     []callcore.Callback
+	host        host
+	deliveredAt int64 // the time of the delivery in progress, for its latency
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -136,6 +137,7 @@ func New(cfg Config) (*Reactor, error) {
 		done:  make(chan struct{}),
 	}
 	r.owner.r = r
+	r.host.r = r
 	r.hostq.init()
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve

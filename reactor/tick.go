@@ -118,46 +118,40 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	return TickReport{Delivered: delivered, Remaining: remaining, Elapsed: time.Duration(now - start)}
 }
 
-// deliver makes c's outcome visible, accounts for it on its first delivery, and runs its
-// callbacks, each isolated from the others' panics.
+// deliver makes c's outcome visible, accounts for it on its first delivery (Delivered), and
+// runs its callbacks, each isolated from the others' panics (Recover).
 func (r *Reactor) deliver(c *callcore.Call, now int64) {
-	var first bool
-	r.cbBuf, first = c.TakeCallbacks(r.cbBuf[:0])
-	if first && c.Admitted {
-		r.mu.Lock()
-		r.counts.pending--
-		latency := time.Duration(now - c.Submitted)
-		if c.Err == nil {
-			r.counts.succeed(c.Ops.Path, latency)
-		} else {
-			r.counts.fail(c.Ops.Path, errCode(c.Err), c.Reason, latency)
-		}
-		r.latency.add(latency)
-		r.mu.Unlock()
-	}
-	for _, cb := range r.cbBuf {
-		r.runCallback(c, cb)
-	}
-	clear(r.cbBuf)
+	r.deliveredAt = now
+	c.Target.Deliver(&r.host)
 }
 
-func (r *Reactor) runCallback(c *callcore.Call, cb callcore.Callback) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.callbackPanicked(p, debug.Stack())
-		}
-	}()
-	switch cb.Kind {
-	case callcore.OnSuccess:
-		if c.Err == nil {
-			c.Ops.RunThen(cb.Fn, c.Value)
-		}
-	case callcore.OnError:
-		if c.Err != nil {
-			cb.Fn.(func(error))(c.Err)
-		}
-	case callcore.OnAlways:
-		cb.Fn.(func())()
+// host is the reactor as delivering a call sees it (callcore.Host): it runs on the Tick
+// goroutine only.
+type host struct{ r *Reactor }
+
+// Delivered implements callcore.Host: it releases an admitted call's slot and counts its
+// outcome.
+func (h *host) Delivered(c *callcore.Call) {
+	if !c.Admitted {
+		return // rejected at submission: counted then
+	}
+	r := h.r
+	r.mu.Lock()
+	r.counts.pending--
+	latency := time.Duration(r.deliveredAt - c.Submitted)
+	if c.Err == nil {
+		r.counts.succeed(c.Ops.Path, latency)
+	} else {
+		r.counts.fail(c.Ops.Path, errCode(c.Err), c.Reason, latency)
+	}
+	r.latency.add(latency)
+	r.mu.Unlock()
+}
+
+// Recover implements callcore.Host.
+func (h *host) Recover() {
+	if p := recover(); p != nil {
+		h.r.callbackPanicked(p, debug.Stack())
 	}
 }
 

@@ -70,8 +70,6 @@ type Ops struct {
 	Path string
 	// NewResponse returns a new, empty response message.
 	NewResponse func() proto.Message
-	// RunThen calls fn, a func(Resp), with v, a Resp.
-	RunThen func(fn any, v proto.Message)
 }
 
 // Owner is what a call asks of the reactor that runs it. Both methods may be called from any
@@ -84,26 +82,22 @@ type Owner interface {
 	Redeliver(c *Call)
 }
 
-// CallbackKind says when a callback runs.
-type CallbackKind uint8
-
-// Kinds of callbacks.
-const (
-	OnSuccess CallbackKind = iota // func(Resp)
-	OnError                       // func(error)
-	OnAlways                      // func()
-)
-
-// Callback is one registered callback.
-type Callback struct {
-	Kind CallbackKind // when it runs
-	Fn   any          // a func(Resp), func(error) or func(), as Kind says
+// Target is the typed side of a call: its promise, which holds the callbacks. The owner
+// delivers a call by calling its Target's Deliver on the Tick goroutine.
+type Target interface {
+	// Deliver makes the outcome visible, tells h about a first delivery before any callback
+	// runs, and runs the callbacks registered since the last delivery, each isolated by h.
+	Deliver(h Host)
 }
 
-// NewPromise makes the typed promise of a method descriptor and returns it with its call.
-// Package calls sets it at init; it is how package reactor creates a promise without calls
-// having to export a constructor.
-var NewPromise func(descriptor any) (promise any, c *Call)
+// Host is what delivering a call asks of the goroutine that runs Tick.
+type Host interface {
+	// Delivered accounts for c's first delivery, before its callbacks run.
+	Delivered(c *Call)
+	// Recover is deferred around each callback: it recovers the callback's panic, if any,
+	// and reports it. It must be called directly by defer.
+	Recover()
+}
 
 // Call is the state of one submitted call. It is allocated with its promise and lives as long
 // as the user holds either, so it is kept small: in a burst every outstanding call holds one,
@@ -111,7 +105,8 @@ var NewPromise func(descriptor any) (promise any, c *Call)
 // live in Extra.
 type Call struct {
 	// Set at creation; read-only afterwards.
-	Ops *Ops
+	Ops    *Ops
+	Target Target // the promise
 
 	// Request fields: written by the submitting goroutine before hand-off; read-only after.
 	// Times are nanoseconds on the owner's clock since the owner's epoch.
@@ -146,16 +141,12 @@ type Call struct {
 	Trailer metadata.MD   // the response trailer, if asked for and kept
 	Reason  Reason        // how the call ended, for statistics
 
-	// Delivery state, guarded by mu.
+	// Delivery state, guarded by mu; the promise's callbacks are guarded by it too.
+	mu              sync.Mutex
 	visible         bool
 	delivered       bool
 	redeliverQueued bool
 	cancelRequested bool
-	ninline         uint8
-	kinds           [2]CallbackKind // of the inline callbacks
-	mu              sync.Mutex
-	fns             [2]any      // the first callbacks, inline: most calls have one or two
-	more            *[]Callback // any after those
 }
 
 // Extra holds the request fields that most calls do not use, written with the request fields.
@@ -219,29 +210,6 @@ func (c *Call) VisibleMetadata() (header, trailer metadata.MD) {
 	return c.Header, c.Trailer
 }
 
-// Add registers a callback. If the call was delivered already, it asks the owner to run it at
-// the next Tick.
-func (c *Call) Add(kind CallbackKind, fn any) {
-	c.mu.Lock()
-	if int(c.ninline) < len(c.fns) && c.more == nil {
-		c.kinds[c.ninline], c.fns[c.ninline] = kind, fn
-		c.ninline++
-	} else {
-		if c.more == nil {
-			c.more = new([]Callback)
-		}
-		*c.more = append(*c.more, Callback{Kind: kind, Fn: fn})
-	}
-	redeliver := c.delivered && !c.redeliverQueued
-	if redeliver {
-		c.redeliverQueued = true
-	}
-	c.mu.Unlock()
-	if redeliver {
-		c.Owner.Redeliver(c)
-	}
-}
-
 // RequestCancel asks the owner to cancel the call, once.
 func (c *Call) RequestCancel() {
 	c.mu.Lock()
@@ -253,24 +221,22 @@ func (c *Call) RequestCancel() {
 	}
 }
 
-// TakeCallbacks makes the outcome visible and removes the registered callbacks, appending
-// them to buf, so that the call holds no reference to them once they have run. first reports
-// whether this is the call's first delivery.
-func (c *Call) TakeCallbacks(buf []Callback) (cbs []Callback, first bool) {
-	c.mu.Lock()
+// markDelivered makes the outcome visible and records that the call is delivered; first
+// reports whether this is its first delivery. Call with mu held.
+func (c *Call) markDelivered() (first bool) {
 	first = !c.delivered
 	c.visible = true
 	c.delivered = true
 	c.redeliverQueued = false
-	for i := range c.ninline {
-		buf = append(buf, Callback{Kind: c.kinds[i], Fn: c.fns[i]})
+	return first
+}
+
+// registered notes a new callback, with mu held, and reports whether the owner must be asked
+// to run it because the call was delivered already.
+func (c *Call) registered() (redeliver bool) {
+	redeliver = c.delivered && !c.redeliverQueued
+	if redeliver {
+		c.redeliverQueued = true
 	}
-	if c.more != nil {
-		buf = append(buf, *c.more...)
-	}
-	c.fns = [2]any{}
-	c.ninline = 0
-	c.more = nil
-	c.mu.Unlock()
-	return buf, first
+	return redeliver
 }

@@ -3,6 +3,8 @@ package callcore
 import (
 	"testing"
 	"unsafe"
+
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // TestCallRecordSize guards the size of the call record. Every outstanding call holds one, so
@@ -12,5 +14,13 @@ import (
 func TestCallRecordSize(t *testing.T) {
 	if got, limit := unsafe.Sizeof(Call{}), uintptr(192); got > limit {
 		t.Fatalf("callcore.Call is %d bytes, over its budget of %d: move rarely used fields to Extra", got, limit)
+	}
+}
+
+// TestPromiseSize guards the size of a promise, the one allocation Call makes per call: the
+// call record and the inline callbacks.
+func TestPromiseSize(t *testing.T) {
+	if got, limit := unsafe.Sizeof(Promise[*emptypb.Empty]{}), uintptr(192); got > limit {
+		t.Fatalf("callcore.Promise is %d bytes, over its budget of %d", got, limit)
 	}
 }
