@@ -91,8 +91,9 @@ func (m *Method[Req, Resp]) String() string { return m.core().Ops().Path }
 func (m *Method[Req, Resp]) descriptor() *callcore.Ops { return m.core().Ops() }
 
 // core returns the descriptor's state.
-func (m *Method[Req, Resp]) core() *callcore.Method[Req, Resp] { return (*callcore.Method[Req, Resp])(m) }
-
+func (m *Method[Req, Resp]) core() *callcore.Method[Req, Resp] {
+	return (*callcore.Method[Req, Resp])(m)
+}
 
 // ValidatePath reports whether path is a valid gRPC method path, "/[package.]Service/Method",
 // with an error that quotes it.

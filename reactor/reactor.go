@@ -98,13 +98,13 @@ type Reactor struct {
 	cut   int           // calls cut off by Close; written before done is closed
 
 	// Host goroutine (Tick and Close).
-	ticking   atomic.Bool
-	delivery  []*callcore.Call
-	head      int
+	ticking     atomic.Bool
+	delivery    []*callcore.Call
+	head        int
 	host        host
 	deliveredAt int64 // the time of the delivery in progress, for its latency
-	closeOnce sync.Once
-	closeErr  error
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // TickReport says what one Tick did.
