@@ -52,19 +52,19 @@ func (p *Promise[Resp]) Always(fn func()) *Promise[Resp] {
 
 // State returns Pending until Tick has delivered the outcome, then Succeeded or Failed. A
 // call rejected at submission is Failed at once.
-func (p *Promise[Resp]) State() State { return State(p.core().Call().State()) }
+func (p *Promise[Resp]) State() State { return State(p.core().State()) }
 
 // Err returns nil while the call is pending or if it succeeded, and its *Error once a failure
 // is visible (at once for a call rejected at submission, otherwise once Tick has delivered
 // it).
-func (p *Promise[Resp]) Err() error { return p.core().Call().VisibleErr() }
+func (p *Promise[Resp]) Err() error { return p.core().Err() }
 
 // Header returns the response headers the server sent, once the outcome is visible; nil
 // before, if the call never reached the server, or if the method's policy turns response
 // metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the headers were larger
 // than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Header() metadata.MD {
-	h, _ := p.core().Call().VisibleMetadata()
+	h, _ := p.core().Metadata()
 	return h
 }
 
@@ -73,11 +73,11 @@ func (p *Promise[Resp]) Header() metadata.MD {
 // metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the trailers were larger
 // than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Trailer() metadata.MD {
-	_, t := p.core().Call().VisibleMetadata()
+	_, t := p.core().Metadata()
 	return t
 }
 
 // Cancel gives up on the call: unless it has settled already, it settles with ErrCancelled
 // and its transport call is cancelled (the server sees its context cancelled). The callbacks
 // still run, at a later Tick. Cancel never blocks and may be called more than once.
-func (p *Promise[Resp]) Cancel() { p.core().Call().RequestCancel() }
+func (p *Promise[Resp]) Cancel() { p.core().Cancel() }

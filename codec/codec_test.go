@@ -179,6 +179,7 @@ func TestEncodeRelease(t *testing.T) {
 		&testpb.EchoRequest{FailCode: 5, FailMessage: "m", ResponseBytes: 7}, // after a large one
 		sampleResponse(),
 	}
+	var buf []byte // reused, as a call record reuses it
 	for round := 0; round < 3; round++ {
 		for i, m := range msgs {
 			size := codec.Size(m)
@@ -186,37 +187,36 @@ func TestEncodeRelease(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, len(want), size)
 
-			buf, err := codec.Encode(m, size)
+			buf, err = codec.Append(buf, m, size)
 			require.NoError(t, err)
-			require.Len(t, buf.B, size, "msg %d", i)
+			require.Len(t, buf, size, "msg %d", i)
 			if _, ok := m.(*testpb.EchoRequest); ok { // no map field: the encoding is deterministic
-				require.True(t, bytes.Equal(want, buf.B), "msg %d: encoded bytes differ", i)
+				require.True(t, bytes.Equal(want, buf), "msg %d: encoded bytes differ", i)
 			}
 
 			// The bytes the codec hands to gRPC decode back to the message.
-			bs, err := codec.Codec{}.Marshal(&codec.Frame{Bytes: buf.B})
+			bs, err := codec.Codec{}.Marshal(&codec.Frame{Bytes: buf})
 			require.NoError(t, err)
 			got := m.ProtoReflect().Type().New().Interface()
 			require.NoError(t, codec.Codec{}.Unmarshal(bs, &codec.Reply{Msg: got}))
 			require.True(t, proto.Equal(m, got), "msg %d", i)
-			buf.Release()
 		}
 	}
 }
 
-func TestEncodeErrorReleasesAndReports(t *testing.T) {
+func TestAppendErrorReportsAndKeepsTheBuffer(t *testing.T) {
 	bad := &testpb.EchoRequest{Message: "\xff"} // proto3 strings must be valid UTF-8
-	buf, err := codec.Encode(bad, codec.Size(bad))
+	buf, err := codec.Append(make([]byte, 0, 64), bad, codec.Size(bad))
 	require.Error(t, err)
-	require.Nil(t, buf)
+	require.Empty(t, buf)
+	require.Equal(t, 64, cap(buf), "the caller's storage comes back for reuse")
 
-	// The pool is still usable afterwards.
+	// The buffer is still usable afterwards.
 	good := &testpb.EchoRequest{Message: "ok"}
-	buf, err = codec.Encode(good, codec.Size(good))
+	buf, err = codec.Append(buf, good, codec.Size(good))
 	require.NoError(t, err)
 	want, _ := proto.Marshal(good)
-	require.Equal(t, want, buf.B)
-	buf.Release()
+	require.Equal(t, want, buf)
 }
 
 // FuzzUnmarshal feeds arbitrary bytes to Unmarshal, whole and split, and checks that it never
@@ -263,15 +263,14 @@ func FuzzUnmarshal(f *testing.F) {
 // reused with other bytes hands over those.
 func TestMarshalNoAlloc(t *testing.T) {
 	req := &testpb.EchoRequest{Message: "abc"}
-	buf, err := codec.Encode(req, codec.Size(req))
+	buf, err := codec.Append(nil, req, codec.Size(req))
 	require.NoError(t, err)
-	defer buf.Release()
-	f := &codec.Frame{Bytes: buf.B}
+	f := &codec.Frame{Bytes: buf}
 	var out mem.BufferSlice
 	allocs := testing.AllocsPerRun(100, func() { out, _ = codec.Codec{}.Marshal(f) })
 	require.Zero(t, allocs)
-	require.Equal(t, buf.B, out.Materialize())
-	require.Same(t, &buf.B[0], &out[0].ReadOnlyData()[0], "no copy")
+	require.Equal(t, buf, out.Materialize())
+	require.Same(t, &buf[0], &out[0].ReadOnlyData()[0], "no copy")
 
 	f.Bytes = []byte{1, 2}
 	out, err = codec.Codec{}.Marshal(f)

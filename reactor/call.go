@@ -34,123 +34,129 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 	if m == nil {
 		panic("prpc: reactor.Call with a nil *calls.Method")
 	}
-	p := callcore.NewPromise((*callcore.Method[Req, Resp])(m))
-	r.submit(p.Call(), req, opts)
+	p := callcore.NewPromise[Resp](&r.owner)
+	r.submit(p, (*callcore.Method[Req, Resp])(m).Ops(), req, opts)
 	return (*calls.Promise[Resp])(p)
 }
 
-// submit validates, encodes and admits c, or rejects it.
-func (r *Reactor) submit(c *callcore.Call, req proto.Message, opts *calls.Options) {
-	c.Owner = &r.owner
-	c.Submitted = r.now()
+// submit validates and encodes the call, and admits it with a record bound to p, or rejects
+// it.
+func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message, opts *calls.Options) {
 	if r.closingA.Load() {
-		r.reject(c, calls.ErrClosed, "reactor is closed", nil)
+		r.reject(p, ops, calls.ErrClosed, "reactor is closed", nil)
 		return
 	}
 	if req == nil || !req.ProtoReflect().IsValid() {
-		r.reject(c, calls.ErrInvalidArgument, "nil request", nil)
+		r.reject(p, ops, calls.ErrInvalidArgument, "nil request", nil)
 		return
 	}
-	if r.allow != nil && !r.allow[c.Ops.Path] {
-		r.reject(c, calls.ErrInvalidArgument, "method is not in Config.Methods", nil)
+	if r.allow != nil && !r.allow[ops.Path] {
+		r.reject(p, ops, calls.ErrInvalidArgument, "method is not in Config.Methods", nil)
 		return
 	}
 	if opts == nil {
 		opts = &noOptions
 	}
-	policy, ok := r.policies[c.Ops.Path]
+	policy, ok := r.policies[ops.Path]
 	if !ok {
 		policy = methodPolicy{timeout: r.cfg.DefaultTimeout}
 	}
 	timeout := policy.timeout
 	switch t := opts.Timeout; {
 	case t < 0:
-		r.reject(c, calls.ErrInvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
+		r.reject(p, ops, calls.ErrInvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
 		return
 	case t > r.cfg.MaxTimeout:
-		r.reject(c, calls.ErrInvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
+		r.reject(p, ops, calls.ErrInvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
 		return
 	case t > 0:
 		timeout = t
 	}
 	if opts.WaitForReady && opts.FailFast {
-		r.reject(c, calls.ErrInvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
+		r.reject(p, ops, calls.ErrInvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
 		return
 	}
 	var md metadata.MD
 	if len(opts.Metadata) > 0 {
 		var err error
 		if md, err = limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
-			r.rejectLimit(c, err)
+			r.rejectLimit(p, ops, err)
 			return
 		}
 	}
 	size := codec.Size(req)
 	if err := r.cfg.Limits.CheckRequest(size); err != nil {
-		r.rejectLimit(c, err)
+		r.rejectLimit(p, ops, err)
 		return
 	}
-	buf, err := codec.Encode(req, size)
-	if err != nil {
-		r.reject(c, calls.ErrInvalidArgument, "encoding the request: "+err.Error(), err)
-		return
-	}
-	c.Request = buf
-	if md != nil || opts.Context != nil || len(opts.CallOptions) > 0 {
-		c.Extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
-	}
-	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
-	c.NoMetadata = policy.noMetadata
-	c.Deadline = c.Submitted + int64(timeout)
 	critical := opts.Critical || policy.critical
 	limit := r.cfg.MaxOutstanding
 	if !critical {
 		limit -= r.cfg.CriticalReserve
+	}
+	c := r.records.get()
+	buf, err := codec.Append(c.Request, req, size)
+	c.Request = buf
+	if err != nil {
+		r.records.put(c)
+		r.reject(p, ops, calls.ErrInvalidArgument, "encoding the request: "+err.Error(), err)
+		return
 	}
 
 	r.mu.Lock()
 	switch {
 	case r.closing:
 		r.mu.Unlock()
-		releaseRequest(c)
-		r.reject(c, calls.ErrClosed, "reactor is closed", nil)
+		r.records.put(c)
+		r.reject(p, ops, calls.ErrClosed, "reactor is closed", nil)
 		return
 	case r.counts.pending >= limit:
 		r.mu.Unlock()
-		releaseRequest(c)
-		r.reject(c, calls.ErrOverloaded, r.overloadMessage(limit, critical), nil)
+		r.records.put(c)
+		r.reject(p, ops, calls.ErrOverloaded, r.overloadMessage(limit, critical), nil)
 		return
 	}
 	r.counts.pending++
-	r.counts.submit(c.Ops.Path)
+	r.counts.submit(ops.Path)
 	r.mu.Unlock()
+
+	c.Ops = ops
+	c.Submitted = r.now()
+	c.Deadline = c.Submitted + int64(timeout)
+	if md != nil || opts.Context != nil || len(opts.CallOptions) > 0 {
+		c.Extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
+	}
+	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
+	c.NoMetadata = policy.noMetadata
 	c.Admitted = true
-	if !r.in.push(event{kind: evSubmit, c: c}) {
+	gen := c.Gen()
+	p.Bind(c, gen)
+	if !r.in.push(event{kind: evSubmit, gen: gen, c: c}) {
 		// The reactor goroutine exited between admission and now (Close won the race).
-		releaseRequest(c)
-		c.Err = calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call was sent", nil)
+		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
+		c.Err = calls.NewError(calls.ErrClosed, ops.Path, "reactor closed before the call was sent", nil)
 		c.Reason = callcore.ReasonClosed
-		r.deliverNext(c)
+		r.deliverNext(p)
 	}
 }
 
 var noOptions calls.Options
 
-// rejectLimit rejects c for breaking a limit or a metadata rule.
-func (r *Reactor) rejectLimit(c *callcore.Call, err error) {
+// rejectLimit rejects the call for breaking a limit or a metadata rule.
+func (r *Reactor) rejectLimit(p callcore.Handle, ops *callcore.Ops, err error) {
 	var se *limits.SizeError
 	if errors.As(err, &se) {
-		r.reject(c, calls.ErrTooLarge, err.Error(), nil)
+		r.reject(p, ops, calls.ErrTooLarge, err.Error(), nil)
 		return
 	}
-	r.reject(c, calls.ErrInvalidArgument, err.Error(), nil)
+	r.reject(p, ops, calls.ErrInvalidArgument, err.Error(), nil)
 }
 
-// reject fails c at submission: the failure is visible at once, counted at once, and the
-// callbacks run at the first Tick that starts after Call returns. A rejected call holds no
-// admission slot.
-func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) {
-	err := calls.NewError(kind, c.Ops.Path, msg, cause)
+// reject fails the call at submission: the failure is visible at once, counted at once, and
+// the callbacks run at the first Tick that starts after Call returns. A rejected call holds
+// no admission slot and no record.
+func (r *Reactor) reject(p callcore.Handle, ops *callcore.Ops, kind error, msg string, cause error) {
+	err := calls.NewError(kind, ops.Path, msg, cause)
 	reason := callcore.ReasonInvalid
 	switch kind {
 	case calls.ErrClosed:
@@ -159,11 +165,11 @@ func (r *Reactor) reject(c *callcore.Call, kind error, msg string, cause error) 
 		reason = callcore.ReasonOverloaded
 	}
 	r.mu.Lock()
-	r.counts.submit(c.Ops.Path)
-	r.counts.fail(c.Ops.Path, err.Code(), reason, -1)
+	r.counts.submit(ops.Path)
+	r.counts.fail(ops.Path, err.Code(), reason, -1)
 	r.mu.Unlock()
-	c.Reject(err, reason)
-	r.deliverNext(c)
+	p.Reject(err)
+	r.deliverNext(p)
 }
 
 // overloadMessage says which limit an overloaded call met. A critical call that met

@@ -11,15 +11,15 @@ import (
 // settle most calls.
 //
 // A call settled before its deadline leaves the heap lazily: its entry stays, dead (the call
-// is no longer Unsettled), until it reaches the top or until dead entries outnumber live ones,
+// is no longer unsettled), until it reaches the top or until dead entries outnumber live ones,
 // when the heap is compacted in O(n). Eager removal from the middle of a large heap costs
 // O(log n) cache-missing compares per settled call, paid by the reactor goroutine for nearly
 // every call in a burst; lazily, a removal costs O(1) amortised. The reactor goroutine prunes
 // on each of its turns, and lanes wake it every compactAfter settlements, so the heap holds
 // at most about twice the live calls or compactAfter dead entries, whichever is more, plus
-// the up to compactAfter calls lanes settled since its last turn; a dead entry keeps its
-// settled call (and the response) reachable until then. Each entry keeps its deadline beside
-// the call, so compares touch only the heap.
+// the up to compactAfter calls lanes settled since its last turn. Records are reused, so each
+// entry keeps the generation of the use it is for, and its deadline beside the record, so
+// that compares touch only the heap and a later use of the record leaves the entry dead.
 type deadlineHeap struct {
 	h []deadlineEntry
 	// unsettled counts the calls pushed and not yet settled: the reactor goroutine counts its
@@ -30,8 +30,9 @@ type deadlineHeap struct {
 }
 
 type deadlineEntry struct {
-	at int64 // the call's Deadline
-	c  *callcore.Call
+	at  int64 // the call's Deadline
+	c   *callcore.Call
+	gen uint32 // the use of c the entry is for: a later use of the record makes it dead
 }
 
 // compactAfter is the number of dead entries below which the heap is never compacted.
@@ -42,10 +43,10 @@ const compactAfter = 256
 func (h *deadlineHeap) live() int { return int(h.unsettled.Load()) }
 
 // push adds c, which must be unsettled and not in the heap, at its deadline.
-func (h *deadlineHeap) push(c *callcore.Call) {
+func (h *deadlineHeap) push(c *callcore.Call, gen uint32) {
 	c.InHeap = true
 	h.unsettled.Add(1)
-	h.h = append(h.h, deadlineEntry{at: c.Deadline, c: c})
+	h.h = append(h.h, deadlineEntry{at: c.Deadline, c: c, gen: gen})
 	h.up(len(h.h) - 1)
 }
 
@@ -79,15 +80,16 @@ func (h *deadlineHeap) prune() {
 	}
 }
 
-// earliest returns the unsettled call with the earliest deadline, or nil if there is none.
-func (h *deadlineHeap) earliest() *callcore.Call {
+// earliest returns the entry of the unsettled call with the earliest deadline, and false if
+// there is none.
+func (h *deadlineHeap) earliest() (deadlineEntry, bool) {
 	for len(h.h) > 0 {
-		if c := h.h[0].c; c.Unsettled() {
-			return c
+		if e := h.h[0]; e.c.Unsettled(e.gen) {
+			return e, true
 		}
 		h.pop()
 	}
-	return nil
+	return deadlineEntry{}, false
 }
 
 // pop removes the top entry.
@@ -105,7 +107,7 @@ func (h *deadlineHeap) pop() {
 func (h *deadlineHeap) compact() {
 	kept := h.h[:0]
 	for _, e := range h.h {
-		if e.c.Unsettled() {
+		if e.c.Unsettled(e.gen) {
 			kept = append(kept, e)
 		}
 	}

@@ -35,22 +35,23 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 			check := func() {
 				require.Equal(t, len(live)+lagging, h.live())
 				require.LessOrEqual(t, len(h.h), max(2*h.live()+1, compactAfter*2))
-				got := h.earliest()
+				got, ok := h.earliest()
 				if len(live) == 0 {
-					require.Nil(t, got)
+					require.False(t, ok)
 					if lagging == 0 {
 						require.Empty(t, h.h, "no entry may outlive the last live call")
 					}
 					return
 				}
 				minAt := slices.MinFunc(live, func(a, b *callcore.Call) int { return int(a.Deadline - b.Deadline) }).Deadline
-				require.NotNil(t, got)
-				require.True(t, got.Unsettled())
-				require.Equal(t, minAt, got.Deadline)
+				require.True(t, ok)
+				require.True(t, got.c.Unsettled(got.gen))
+				require.Equal(t, minAt, got.at)
+				require.Equal(t, minAt, got.c.Deadline)
 			}
 			settle := func(c *callcore.Call, byLane bool) {
 				if byLane { // as a lane does, then the reactor's next turn; the count may lag
-					require.True(t, c.Claim.CompareAndSwap(callcore.Unclaimed, callcore.Completed))
+					require.True(t, c.Move(c.Gen(), callcore.Unclaimed, callcore.Completed))
 					lagging++
 					for ; lagging > 0 && rng.IntN(3) > 0; lagging-- {
 						h.settledByLane()
@@ -58,7 +59,7 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 					h.prune()
 					return
 				}
-				require.True(t, c.Claim.CompareAndSwap(callcore.Unclaimed, callcore.Dropped))
+				require.True(t, c.Move(c.Gen(), callcore.Unclaimed, callcore.Dropped))
 				h.remove(c)
 				require.False(t, c.InHeap)
 				h.remove(c) // removing twice is a no-op
@@ -71,7 +72,8 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 					settle(live[j], rng.IntN(2) == 0)
 					live = slices.Delete(live, j, j+1)
 				case len(live) > 0 && rng.IntN(10) == 0: // expire the earliest, as the engine does
-					c := h.earliest()
+					e, _ := h.earliest()
+					c := e.c
 					settle(c, false)
 					live = slices.DeleteFunc(live, func(x *callcore.Call) bool { return x == c })
 				default:
@@ -80,7 +82,7 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 						at = rng.Int64N(1 << 20)
 					}
 					c := &callcore.Call{Deadline: at}
-					h.push(c)
+					h.push(c, c.Gen())
 					live = append(live, c)
 				}
 				check()

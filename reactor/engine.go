@@ -18,7 +18,7 @@ import (
 type engine struct {
 	r        *Reactor
 	heap     *deadlineHeap
-	admitted []*callcore.Call
+	admitted []work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
 	// the reactor settled them: they leave the InFlight and load gauges once this turn's
 	// settled calls are queued for Tick, so that a Stats reader who sees a call gone from
@@ -61,7 +61,6 @@ func (e *engine) run() {
 		for i := range e.done {
 			d := &e.done[i]
 			e.finished[d.inv]++
-			d.c.Ctx = nil
 		}
 		for i := range e.events {
 			e.handle(&e.events[i])
@@ -83,13 +82,10 @@ func (e *engine) handle(ev *event) {
 	c := ev.c
 	switch ev.kind {
 	case evSubmit:
-		e.admit(c)
+		e.admit(c, ev.gen)
 	case evCancel:
-		if !c.Admitted {
-			return
-		}
-		if taken, _ := e.take(c); !taken {
-			return
+		if taken, _ := e.take(c, ev.gen); !taken {
+			return // settled already, or the record has moved on to another call
 		}
 		var cause error
 		if parent := c.Parent(); parent != nil {
@@ -109,19 +105,19 @@ func (e *engine) handle(ev *event) {
 	}
 }
 
-// admit schedules a newly submitted call.
-func (e *engine) admit(c *callcore.Call) {
+// admit schedules use gen of a newly submitted record.
+func (e *engine) admit(c *callcore.Call, gen uint32) {
 	if c.Deadline <= e.nowNs {
-		e.drop(c) // not dispatched yet: no lane can have it
+		e.drop(c, gen) // not dispatched yet: no lane can have it
 		e.timeout(c, false)
 		return
 	}
-	e.heap.push(c)
+	e.heap.push(c, gen)
 	if parent := c.Parent(); parent != nil && parent.Done() != nil {
 		owner := &e.r.owner
-		c.Extra.StopParent = context.AfterFunc(parent, func() { owner.Cancel(c) })
+		c.Extra.StopParent = context.AfterFunc(parent, func() { owner.Cancel(c, gen) })
 	}
-	e.admitted = append(e.admitted, c)
+	e.admitted = append(e.admitted, work{c: c, gen: gen})
 }
 
 // dispatch hands this turn's admitted calls, but those already settled, to the lanes' ready
@@ -131,10 +127,10 @@ func (e *engine) dispatch() {
 		return
 	}
 	ready := e.admitted[:0]
-	for _, c := range e.admitted {
-		if c.Unsettled() { // no lane has seen it yet: only the reactor can have settled it
-			c.Queued = true
-			ready = append(ready, c)
+	for _, w := range e.admitted {
+		if w.c.Unsettled(w.gen) { // no lane has seen it yet: only the reactor can have settled it
+			w.c.Queued = true
+			ready = append(ready, w)
 		}
 	}
 	e.r.queued.Add(int32(len(ready)))
@@ -161,9 +157,9 @@ func reasonOf(err error) callcore.Reason {
 
 // expire settles every call whose deadline has passed.
 func (e *engine) expire() {
-	for c := e.heap.earliest(); c != nil && c.Deadline <= e.nowNs; c = e.heap.earliest() {
-		if taken, sent := e.take(c); taken { // else a lane settled it just now; earliest skips it
-			e.timeout(c, sent)
+	for ent, ok := e.heap.earliest(); ok && ent.at <= e.nowNs; ent, ok = e.heap.earliest() {
+		if taken, sent := e.take(ent.c, ent.gen); taken { // else a lane settled it just now; earliest skips it
+			e.timeout(ent.c, sent)
 		}
 	}
 }
@@ -184,12 +180,12 @@ func (e *engine) abort(cause error) {
 	// which would otherwise send the next queued call before this loop reached it.
 	var taken []*callcore.Call
 	for _, ent := range e.heap.h {
-		if e.drop(ent.c) {
+		if e.drop(ent.c, ent.gen) {
 			taken = append(taken, ent.c)
 		}
 	}
 	for _, ent := range e.heap.h {
-		if ok, _ := e.take(ent.c); ok {
+		if ok, _ := e.take(ent.c, ent.gen); ok {
 			taken = append(taken, ent.c)
 		}
 	}
@@ -203,14 +199,14 @@ func (e *engine) abort(cause error) {
 // whether it did and whether a lane had sent c. It drops c if no lane has claimed it;
 // otherwise it cuts the running transport call, whose lane then reports that it has
 // finished with c.
-func (e *engine) take(c *callcore.Call) (taken, sent bool) {
-	if e.drop(c) {
+func (e *engine) take(c *callcore.Call, gen uint32) (taken, sent bool) {
+	if e.drop(c, gen) {
 		return true, false
 	}
-	if !c.Claim.CompareAndSwap(callcore.Running, callcore.Cut) {
-		return false, false // settled already, by a lane or by the reactor
+	if !c.Move(gen, callcore.Running, callcore.Cut) {
+		return false, false // settled already, by a lane or by the reactor, or a later use
 	}
-	c.Ctx.(*callCtx).cancel()
+	c.CancelTransport()
 	return true, true
 }
 
@@ -245,11 +241,10 @@ func (e *engine) release() {
 // drop makes sure no lane will send c, unless one has claimed it already, and reports whether
 // it did. A dropped call's request is released; a lane that takes it from the ready queue
 // finds it Dropped and skips it.
-func (e *engine) drop(c *callcore.Call) bool {
-	if !c.Claim.CompareAndSwap(callcore.Unclaimed, callcore.Dropped) {
+func (e *engine) drop(c *callcore.Call, gen uint32) bool {
+	if !c.Move(gen, callcore.Unclaimed, callcore.Dropped) {
 		return false
 	}
-	releaseRequest(c)
 	if c.Queued {
 		e.r.queued.Add(-1)
 	}
@@ -272,17 +267,17 @@ func (e *engine) flush() {
 // burst the earliest deadline moves on almost every turn, as the oldest calls complete, and
 // moving the timer each time would cost a runtime timer update per turn for nothing.
 func (e *engine) arm() {
-	c := e.heap.earliest()
+	ent, ok := e.heap.earliest()
 	switch {
-	case c == nil:
+	case !ok:
 		if e.armed {
 			e.timer.Stop()
 			e.armed = false
 		}
-	case e.armed && e.armedAt <= c.Deadline:
+	case e.armed && e.armedAt <= ent.at:
 	default:
-		e.timer.Reset(max(e.r.timeAt(c.Deadline).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
-		e.armed, e.armedAt = true, c.Deadline
+		e.timer.Reset(max(e.r.timeAt(ent.at).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
+		e.armed, e.armedAt = true, ent.at
 	}
 }
 
@@ -309,7 +304,7 @@ func (e *engine) shutdown() {
 	for _, ev := range events {
 		switch ev.kind {
 		case evSubmit: // admitted before Close, pushed after the last turn
-			releaseRequest(ev.c)
+			ev.c.Move(ev.gen, callcore.Unclaimed, callcore.Dropped)
 			ev.c.Err = calls.NewError(calls.ErrClosed, ev.c.Ops.Path, "reactor closed before the call was sent", nil)
 			ev.c.Reason = callcore.ReasonClosed
 			e.settled = append(e.settled, ev.c)
@@ -326,12 +321,6 @@ func (e *engine) shutdown() {
 	close(r.done)
 }
 
-func releaseRequest(c *callcore.Call) {
-	if c.Request != nil {
-		c.Request.Release()
-		c.Request = nil
-	}
-}
 
 // wakeHost signals Ready and OnReady, once until the next Tick drains. Lanes and the reactor
 // goroutine call it.

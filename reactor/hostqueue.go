@@ -27,9 +27,9 @@ type hostQueue struct {
 	taken int64
 }
 
-// hostNode is one push: a call and its links.
+// hostNode is one push: a promise and its links.
 type hostNode struct {
-	c     *callcore.Call
+	t     callcore.Target
 	older *hostNode                // written before the node is published; cleared once taken
 	newer atomic.Pointer[hostNode] // written by the pusher of the next node, after publishing it
 }
@@ -40,9 +40,9 @@ func (q *hostQueue) init() {
 	q.last = stub
 }
 
-// push adds c. Safe from any goroutine; it never blocks.
-func (q *hostQueue) push(c *callcore.Call) {
-	n := &hostNode{c: c}
+// push adds t. Safe from any goroutine; it never blocks.
+func (q *hostQueue) push(t callcore.Target) {
+	n := &hostNode{t: t}
 	for {
 		t := q.top.Load()
 		n.older = t
@@ -66,7 +66,7 @@ func (q *hostQueue) waiting() int { return int(q.pushed.Load() - q.taken) }
 
 // next takes the oldest call not yet taken, provided it is no newer than mark; it returns nil
 // when the calls up to mark are all taken. Tick goroutine only.
-func (q *hostQueue) next(mark *hostNode) *callcore.Call {
+func (q *hostQueue) next(mark *hostNode) callcore.Target {
 	if q.last == mark {
 		return nil
 	}
@@ -82,7 +82,7 @@ func (q *hostQueue) next(mark *hostNode) *callcore.Call {
 	q.last.older = nil // nothing walks below the last node taken; let the GC have the rest
 	q.last = n
 	q.taken++
-	c := n.c
-	n.c = nil
-	return c
+	t := n.t
+	n.t = nil
+	return t
 }

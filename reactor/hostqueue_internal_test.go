@@ -9,6 +9,11 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
+// target is a stand-in promise: the queue only stores and returns it.
+type target struct{ id int }
+
+func (*target) Deliver(callcore.Host) {}
+
 func newHostQueue() *hostQueue {
 	q := new(hostQueue)
 	q.init()
@@ -16,8 +21,8 @@ func newHostQueue() *hostQueue {
 }
 
 // takeAll takes every call up to the current mark.
-func takeAll(q *hostQueue) []*callcore.Call {
-	var out []*callcore.Call
+func takeAll(q *hostQueue) []callcore.Target {
+	var out []callcore.Target
 	mark := q.mark()
 	for c := q.next(mark); c != nil; c = q.next(mark) {
 		out = append(out, c)
@@ -29,7 +34,7 @@ func TestHostQueueOrderAndMark(t *testing.T) {
 	q := newHostQueue()
 	require.True(t, q.idle())
 	require.Nil(t, q.next(q.mark()))
-	a, b, c := new(callcore.Call), new(callcore.Call), new(callcore.Call)
+	a, b, c := new(target), new(target), new(target)
 	q.push(a)
 	q.push(b)
 	require.False(t, q.idle())
@@ -40,7 +45,7 @@ func TestHostQueueOrderAndMark(t *testing.T) {
 	require.Same(t, b, q.next(mark))
 	require.Nil(t, q.next(mark))
 	require.Equal(t, 1, q.waiting())
-	require.Equal(t, []*callcore.Call{c}, takeAll(q))
+	require.Equal(t, []callcore.Target{c}, takeAll(q))
 	require.True(t, q.idle())
 	require.Zero(t, q.waiting())
 }
@@ -49,9 +54,9 @@ func TestHostQueueOrderAndMark(t *testing.T) {
 // linked the node below to it is still taken, in order: the Tick finds it from the top.
 func TestHostQueueForwardLinkLag(t *testing.T) {
 	q := newHostQueue()
-	calls := make([]*callcore.Call, 5)
+	calls := make([]callcore.Target, 5)
 	for i := range calls {
-		calls[i] = new(callcore.Call)
+		calls[i] = &target{id: i}
 		q.push(calls[i])
 	}
 	// The pushers of the second and fourth nodes lost their CPU before their forward links.
@@ -69,12 +74,12 @@ func TestHostQueueForwardLinkLag(t *testing.T) {
 func TestHostQueueConcurrentPushers(t *testing.T) {
 	const pushers, each = 8, 2000
 	q := newHostQueue()
-	owner := make(map[*callcore.Call][2]int, pushers*each)
-	all := make([][]*callcore.Call, pushers)
+	owner := make(map[callcore.Target][2]int, pushers*each)
+	all := make([][]callcore.Target, pushers)
 	for p := range all {
-		all[p] = make([]*callcore.Call, each)
+		all[p] = make([]callcore.Target, each)
 		for i := range all[p] {
-			c := new(callcore.Call)
+			c := &target{id: p*each + i}
 			all[p][i] = c
 			owner[c] = [2]int{p, i}
 		}

@@ -37,20 +37,21 @@ func (r *Reactor) lane(inv int) {
 	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	load := &r.loads[inv]
 	for {
-		c, ok := r.work.take()
+		w, ok := r.work.take()
 		if !ok {
 			return
 		}
-		if !r.claim(c, load) {
+		c, gen := w.c, w.gen
+		ctx := r.claim(c, gen, load)
+		if ctx == nil {
 			continue // the reactor settled it while it waited
 		}
-		ctx := c.Ctx.(*callCtx)
 		header, trailer, p = nil, nil, peer.Peer{}
 		opts := withMetadata
 		if c.NoMetadata {
 			opts = bare
 		}
-		value, err := r.invoke(c, opts, frame, &reply)
+		value, err := r.invoke(c, ctx, opts, frame, &reply)
 		header, trailer = r.keepMetadata(c, "header", header), r.keepMetadata(c, "trailer", trailer)
 		if err != nil {
 			err = r.laneError(c, err, trailer)
@@ -59,15 +60,14 @@ func (r *Reactor) lane(inv int) {
 		r.backends.record(p.Addr, ctx.picked, err)
 		reply.Msg = nil
 		if err == nil {
-			releaseRequest(c)
-			frame.Bytes = nil
+			frame.Bytes = nil // the record keeps the storage for its next call
 		} else {
 			// A failed call may return before gRPC has written the request: leave the
 			// request, and the frame that hands it to gRPC, to the GC.
 			c.Request = nil
 			frame = new(codec.Frame)
 		}
-		if !c.Claim.CompareAndSwap(callcore.Running, callcore.Completed) {
+		if !c.Move(gen, callcore.Running, callcore.Completed) {
 			// The reactor cut the call and queued its outcome; it takes the call off the
 			// gauges once it has this report.
 			r.in.complete(completion{c: c, inv: int32(inv)})
@@ -88,7 +88,6 @@ func (r *Reactor) lane(inv int) {
 // settleCompleted records the outcome of c, which the calling lane completed, and queues it
 // for Tick.
 func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err error, header, trailer metadata.MD) {
-	c.Ctx = nil
 	if x := c.Extra; x != nil && x.StopParent != nil {
 		x.StopParent()
 		x.StopParent = nil
@@ -101,14 +100,19 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 	r.wakeHost()
 }
 
-// claim gives c its transport context and moves it from Unclaimed to Running, unless the
-// reactor dropped it first. The context is in place before the claim, for the reactor to
-// cancel once it sees Running. A claimed call moves from the Queued gauge to InFlight and
-// its invoker's load.
-func (r *Reactor) claim(c *callcore.Call, load *atomic.Int32) bool {
-	if c.Claim.Load() != callcore.Unclaimed {
-		return false
+// claim moves use gen of record c from Unclaimed to Running, unless the reactor dropped it
+// first or the record has moved on, and returns the call's transport context, or nil. The
+// record is read only once claimed: until then it may be freed and reused. The context's
+// cancel function is published after the claim; if the reactor cut the call in between,
+// claim cancels the context itself. A claimed call moves from the Queued gauge to InFlight
+// and its invoker's load.
+func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callCtx {
+	if !c.Move(gen, callcore.Unclaimed, callcore.Running) {
+		return nil
 	}
+	load.Add(1)
+	r.inFlight.Add(1)
+	r.queued.Add(-1)
 	parent := c.Parent()
 	if parent == nil {
 		parent = context.Background()
@@ -119,27 +123,22 @@ func (r *Reactor) claim(c *callcore.Call, load *atomic.Int32) bool {
 		deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
 	}
 	ctx := newCallCtx(parent, deadline)
-	c.Ctx = ctx
-	if !c.Claim.CompareAndSwap(callcore.Unclaimed, callcore.Running) {
+	if c.SetCancel(gen, &ctx.cancel) {
 		ctx.cancel()
-		return false
 	}
-	load.Add(1)
-	r.inFlight.Add(1)
-	r.queued.Add(-1)
-	return true
+	return ctx
 }
 
 // invoke runs c's transport call and returns its response, or the transport's error. A panic
 // fails only this call, with Internal.
-func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.Frame, reply *codec.Reply) (value proto.Message, err error) {
+func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOption, frame *codec.Frame, reply *codec.Reply) (value proto.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.cfg.Logger.Error("prpc: invoker panicked", "method", c.Ops.Path, "panic", p, "stack", string(debug.Stack()))
 			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
 		}
 	}()
-	frame.Bytes = c.Request.B
+	frame.Bytes = c.Request
 	reply.Msg = c.Ops.NewResponse()
 	var userOpts []grpc.CallOption
 	var md metadata.MD
@@ -155,7 +154,7 @@ func (r *Reactor) invoke(c *callcore.Call, opts []grpc.CallOption, frame *codec.
 		}
 		opts = append(own, opts...)
 	}
-	ctx := c.Ctx
+	var ctx context.Context = callCtx
 	if md != nil {
 		ctx = metadata.NewOutgoingContext(ctx, md)
 	}

@@ -23,6 +23,7 @@ const (
 // in the inbox instead (pushAbort).
 type event struct {
 	kind eventKind
+	gen  uint32 // the use of c the event is about
 	c    *callcore.Call
 }
 

@@ -64,6 +64,7 @@ type Reactor struct {
 	in        *inbox
 	out       outbox    // settled by the lanes and the reactor goroutine
 	hostq     hostQueue // rejected at submission or redelivered: never waits on a lane
+	records   recordPool
 	ready     chan struct{}
 	armed     atomic.Bool // a wake-up was sent and Tick has not drained since
 	onReadyMu sync.Mutex  // OnReady runs one call at a time
@@ -221,18 +222,18 @@ func (r *Reactor) Ready() <-chan struct{} { return r.ready }
 type owner struct{ r *Reactor }
 
 // Cancel implements callcore.Owner.
-func (o *owner) Cancel(c *callcore.Call) {
-	o.r.in.push(event{kind: evCancel, c: c})
+func (o *owner) Cancel(c *callcore.Call, gen uint32) {
+	o.r.in.push(event{kind: evCancel, gen: gen, c: c})
 }
 
 // Redeliver implements callcore.Owner.
-func (o *owner) Redeliver(c *callcore.Call) { o.r.deliverNext(c) }
+func (o *owner) Redeliver(t callcore.Target) { o.r.deliverNext(t) }
 
-// deliverNext queues c, settled already, for the next Tick through the host queue, which no
+// deliverNext queues t, whose call is settled already, for the next Tick through the host queue, which no
 // lane touches, and wakes the host unless a wake-up is pending already. Safe from any
 // goroutine; it never blocks.
-func (r *Reactor) deliverNext(c *callcore.Call) {
-	r.hostq.push(c)
+func (r *Reactor) deliverNext(t callcore.Target) {
+	r.hostq.push(t)
 	if r.armed.CompareAndSwap(false, true) {
 		select {
 		case r.ready <- struct{}{}:

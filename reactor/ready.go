@@ -29,7 +29,7 @@ func newReadyQueue() *readyQueue {
 }
 
 // push appends cs and wakes as many waiting lanes as it can use.
-func (q *readyQueue) push(cs []*callcore.Call) {
+func (q *readyQueue) push(cs []work) {
 	q.mu.Lock()
 	for _, c := range cs {
 		q.calls.push(c)
@@ -43,12 +43,12 @@ func (q *readyQueue) push(cs []*callcore.Call) {
 
 // take returns the next call, waiting for one; it returns false once the queue is closed
 // and empty.
-func (q *readyQueue) take() (*callcore.Call, bool) {
+func (q *readyQueue) take() (work, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.calls.len() == 0 {
 		if q.closed {
-			return nil, false
+			return work{}, false
 		}
 		q.waiters++
 		q.cond.Wait()
@@ -67,16 +67,16 @@ func (q *readyQueue) close() {
 
 // fifo is a growable ring of calls waiting for an invoker slot.
 type fifo struct {
-	buf        []*callcore.Call
+	buf        []work
 	head, size int
 }
 
 func (f *fifo) len() int { return f.size }
 
-func (f *fifo) push(c *callcore.Call) {
+func (f *fifo) push(c work) {
 	if f.size == len(f.buf) {
 		n := max(16, 2*len(f.buf))
-		buf := make([]*callcore.Call, n)
+		buf := make([]work, n)
 		for i := 0; i < f.size; i++ {
 			buf[i] = f.buf[(f.head+i)%len(f.buf)]
 		}
@@ -86,10 +86,17 @@ func (f *fifo) push(c *callcore.Call) {
 	f.size++
 }
 
-func (f *fifo) pop() *callcore.Call {
+func (f *fifo) pop() work {
 	c := f.buf[f.head]
-	f.buf[f.head] = nil
+	f.buf[f.head] = work{}
 	f.head = (f.head + 1) % len(f.buf)
 	f.size--
 	return c
+}
+
+// work is an entry of the ready queue: one use of a record. A lane claims it only if the
+// record is still on that use, Unclaimed.
+type work struct {
+	c   *callcore.Call
+	gen uint32
 }

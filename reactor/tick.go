@@ -91,11 +91,12 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	// The host queue comes last, and never depends on another goroutine: a lane holding the
 	// outbox cannot hold these back.
 	for delivered == 0 || !spent() {
-		c := r.hostq.next(mark)
-		if c == nil {
+		t := r.hostq.next(mark)
+		if t == nil {
 			break
 		}
-		r.deliver(c, now)
+		r.deliveredAt = now
+		t.Deliver(&r.host)
 		delivered++
 		now = r.now()
 	}
@@ -129,11 +130,12 @@ func (r *Reactor) deliver(c *callcore.Call, now int64) {
 // goroutine only.
 type host struct{ r *Reactor }
 
-// Delivered implements callcore.Host: it releases an admitted call's slot and counts its
-// outcome.
+// Delivered implements callcore.Host: it releases an admitted call's slot, counts its
+// outcome and frees its record for another call. A record whose call was cut off is not
+// reused: its lane may still be running the transport call.
 func (h *host) Delivered(c *callcore.Call) {
-	if !c.Admitted {
-		return // rejected at submission: counted then
+	if c == nil {
+		return // rejected at submission: counted then, and no record
 	}
 	r := h.r
 	r.mu.Lock()
@@ -146,6 +148,9 @@ func (h *host) Delivered(c *callcore.Call) {
 	}
 	r.latency.add(latency)
 	r.mu.Unlock()
+	if claim, _ := c.Claim(c.Gen()); claim != callcore.Cut {
+		r.records.put(c)
+	}
 }
 
 // Recover implements callcore.Host.

@@ -1,36 +1,38 @@
-// Package callcore holds the untyped state of one submitted call. Package calls wraps it in
-// the typed Promise that users hold; package reactor drives it through its life. It is
-// internal so that users reach a call only through its Promise.
+// Package callcore holds the state of submitted calls: the call record, which the reactor
+// reuses from one call to the next, and the typed promise, one per call, that users hold
+// through package calls. It is internal so that users reach a call only through its promise.
 //
-// Ownership of the fields follows the call's life, and each group of fields below says who
-// may touch it:
+// A record's fields are owned by one party at a time, and each group below says who:
 //
-//  1. The submitting goroutine fills the request fields, then hands the call to the reactor.
+//  1. The submitting goroutine takes a free record, fills the request fields, and hands the
+//     record to the reactor.
 //  2. The reactor goroutine owns the scheduling fields. It settles the calls that time out,
 //     are cancelled or are cut off by Close.
 //  3. An invoker lane runs the transport call and settles the call with its result.
-//  4. The Tick goroutine makes the outcome visible and takes the callbacks, under mu, then
-//     runs them outside it.
+//  4. The Tick goroutine delivers the outcome to the promise, then frees the record.
 //
-// The settler is whoever moves Claim to a settled state first, by compare-and-swap: it alone
-// writes the outcome fields, once, then appends the call to the delivery queue. Hand-offs go
-// through mutex-guarded queues, so each write happens before the next owner's reads.
+// The settler is whoever moves the record's claim to a settled state first, by
+// compare-and-swap: it alone writes the outcome fields, once, then appends the record to the
+// delivery queue. Hand-offs go through queues with locks or atomics, so each write happens
+// before the next owner's reads.
+//
+// Every use of a record has a generation, kept in the same atomic word as the claim. Whatever
+// may outlive a use (a deadline heap entry, an entry of the lanes' queue, a cancel request)
+// carries the generation it was made for, and every claim transition compares it, so nothing
+// meant for an earlier use can act on a later one.
 package callcore
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/trixnew/prpc/codec"
 )
 
-// Claim states of an admitted call (Call.Claim). Unclaimed and Running are unsettled; the
-// other three are final.
+// Claim states of a use of a record. Unclaimed and Running are unsettled; the other three
+// are final.
 const (
 	Unclaimed uint32 = iota // waiting for an invoker lane
 	Running                 // claimed by a lane: sent, or about to be
@@ -38,9 +40,6 @@ const (
 	Cut                     // settled by the reactor while a lane ran it; the lane's result is discarded
 	Completed               // settled by the lane that ran it, with the transport's result
 )
-
-// Unsettled reports whether c has not been settled through its Claim yet.
-func (c *Call) Unsettled() bool { return c.Claim.Load() <= Running }
 
 // Visible states of a call, as package calls reports them.
 const (
@@ -63,7 +62,7 @@ const (
 	ReasonInvalid                  // rejected locally as invalid or too large
 )
 
-// Ops are the typed operations of one method, built once per method so that a call needs no
+// Ops are the operations of one method, built once per method so that a call needs no
 // allocation for them.
 type Ops struct {
 	// Path is the full method path, "/pkg.Service/Method".
@@ -72,67 +71,67 @@ type Ops struct {
 	NewResponse func() proto.Message
 }
 
-// Owner is what a call asks of the reactor that runs it. Both methods may be called from any
-// goroutine and must not block.
+// Owner is what a promise asks of the reactor that runs its call. Both methods may be called
+// from any goroutine and must not block.
 type Owner interface {
-	// Cancel asks the owner to settle the call with ErrCancelled unless it is settled already.
-	Cancel(c *Call)
-	// Redeliver asks the owner to run callbacks added after delivery, at the next Tick that
-	// starts after Redeliver returns.
-	Redeliver(c *Call)
+	// Cancel asks the owner to settle use gen of record c with ErrCancelled, unless it is
+	// settled already.
+	Cancel(c *Call, gen uint32)
+	// Redeliver asks the owner to run t's callbacks added after delivery, at the next Tick
+	// that starts after Redeliver returns.
+	Redeliver(t Target)
 }
 
 // Target is the typed side of a call: its promise, which holds the callbacks. The owner
 // delivers a call by calling its Target's Deliver on the Tick goroutine.
 type Target interface {
-	// Deliver makes the outcome visible, tells h about a first delivery before any callback
-	// runs, and runs the callbacks registered since the last delivery, each isolated by h.
+	// Deliver makes the outcome visible; on the first delivery it takes the outcome from the
+	// record and hands the record back through h.Delivered before any callback runs. Then it
+	// runs the callbacks registered since the last delivery, each isolated by h.Recover.
 	Deliver(h Host)
 }
 
 // Host is what delivering a call asks of the goroutine that runs Tick.
 type Host interface {
-	// Delivered accounts for c's first delivery, before its callbacks run.
+	// Delivered accounts for the first delivery of record c, whose outcome the promise has
+	// taken, and frees the record. c is nil for a call that Call rejected.
 	Delivered(c *Call)
 	// Recover is deferred around each callback: it recovers the callback's panic, if any,
 	// and reports it. It must be called directly by defer.
 	Recover()
 }
 
-// Call is the state of one submitted call. It is allocated with its promise and lives as long
-// as the user holds either, so it is kept small: in a burst every outstanding call holds one,
-// and each byte of it is a byte of fresh heap the burst touches. Options that few calls use
-// live in Extra.
+// Call is the record of one use: the request, its scheduling, and its outcome until the
+// promise takes it. Records are reused, so it holds nothing that the promise keeps; options
+// that few calls use live in Extra.
 type Call struct {
-	// Set at creation; read-only afterwards.
-	Ops    *Ops
-	Target Target // the promise
-
 	// Request fields: written by the submitting goroutine before hand-off; read-only after.
 	// Times are nanoseconds on the owner's clock since the owner's epoch.
-	Owner        Owner
-	Request      *codec.Buffer // the encoded request; released once the transport is done with it
-	Submitted    int64         // when Call ran
-	Deadline     int64         // Submitted plus the call's timeout
-	Extra        *Extra        // nil unless the call has metadata, a parent context or call options
-	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
-	NoMetadata   bool          // the response header and trailer are not asked for
-	Admitted     bool          // holds an admission slot until delivered
+	Ops          *Ops
+	Target       Target // the promise of this use
+	Request      []byte // the encoded request; its storage is kept from one use to the next
+	Submitted    int64  // when Call ran
+	Deadline     int64  // Submitted plus the call's timeout
+	Extra        *Extra // nil unless the call has metadata, a parent context or call options
+	WaitForReady bool   // passed to gRPC as grpc.WaitForReady(true)
+	NoMetadata   bool   // the response header and trailer are not asked for
+	Admitted     bool   // holds an admission slot until delivered
 
-	// Scheduling fields: owned by the reactor goroutine, but for Claim and Ctx.
+	// Scheduling fields: owned by the reactor goroutine, but for the claim and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
 	InHeap bool // counted among the owner's unsettled calls in its deadline heap
-	// Claim says who owns the transport side of an admitted call, and who settled it. It
+	// state holds the generation of the use in its upper 32 bits and the claim in its lower
+	// ones. The claim says who owns the transport side of the use, and who settled it. It
 	// starts Unclaimed. An invoker lane that takes the call from the ready queue moves it to
 	// Running before sending it, and to Completed when the transport call returns; the
 	// reactor, settling it first, moves it to Dropped (from Unclaimed) or Cut (from
-	// Running). Each step is a compare-and-swap and the first wins, so a call is sent at most
+	// Running). Each step is a compare-and-swap and the first wins, so a use is sent at most
 	// once, never after it settled, and settled exactly once.
-	Claim atomic.Uint32
-	// Ctx is the context of the transport call: written by the lane before it claims the
-	// call, read by the reactor once it has moved the call from Running to Cut. The owner's
-	// own type, which also carries its cancel function.
-	Ctx context.Context
+	state atomic.Uint64
+	// cancel cancels the context of the transport call: published by the lane after it
+	// claims the call, read by the reactor once it has moved the call from Running to Cut.
+	// Whichever of the two sees the other's step second calls it.
+	cancel atomic.Pointer[context.CancelFunc]
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message // the response; nil on failure
@@ -140,13 +139,6 @@ type Call struct {
 	Header  metadata.MD   // the response header, if asked for and kept
 	Trailer metadata.MD   // the response trailer, if asked for and kept
 	Reason  Reason        // how the call ended, for statistics
-
-	// Delivery state, guarded by mu; the promise's callbacks are guarded by it too.
-	mu              sync.Mutex
-	visible         bool
-	delivered       bool
-	redeliverQueued bool
-	cancelRequested bool
 }
 
 // Extra holds the request fields that most calls do not use, written with the request fields.
@@ -158,85 +150,61 @@ type Extra struct {
 	StopParent func() bool       // stops the watch on Parent; nil when none
 }
 
+func pack(gen, claim uint32) uint64 { return uint64(gen)<<32 | uint64(claim) }
+
+// Gen returns the generation of the record's current use.
+func (c *Call) Gen() uint32 { return uint32(c.state.Load() >> 32) }
+
+// Claim returns the claim of use gen, and false if the record has moved on to a later use.
+func (c *Call) Claim(gen uint32) (uint32, bool) {
+	s := c.state.Load()
+	return uint32(s), uint32(s>>32) == gen
+}
+
+// Move moves the claim of use gen from one state to another, and reports whether it did: it
+// does not if the claim is in another state or the record has moved on.
+func (c *Call) Move(gen, from, to uint32) bool {
+	return c.state.CompareAndSwap(pack(gen, from), pack(gen, to))
+}
+
+// Unsettled reports whether use gen is current and not settled yet.
+func (c *Call) Unsettled(gen uint32) bool {
+	claim, ok := c.Claim(gen)
+	return ok && claim <= Running
+}
+
+// Recycle ends the current use, which must be settled, and starts the next, Unclaimed. It
+// clears every field but the request's storage; the caller owns the record afterwards.
+func (c *Call) Recycle() {
+	gen := c.Gen() + 1
+	c.Ops, c.Target, c.Request, c.Extra = nil, nil, c.Request[:0], nil
+	c.Submitted, c.Deadline = 0, 0
+	c.WaitForReady, c.NoMetadata, c.Admitted, c.Queued, c.InHeap = false, false, false, false, false
+	c.Value, c.Err, c.Header, c.Trailer, c.Reason = nil, nil, nil, nil, ReasonNone
+	c.cancel.Store(nil)
+	c.state.Store(pack(gen, Unclaimed)) // last: whoever sees the new generation sees a clean record
+}
+
+// SetCancel publishes the cancel function of the transport call of a use a lane has claimed,
+// and reports whether the use was cut meanwhile, in which case the lane cancels it itself.
+func (c *Call) SetCancel(gen uint32, cancel *context.CancelFunc) (cut bool) {
+	c.cancel.Store(cancel)
+	claim, _ := c.Claim(gen)
+	return claim == Cut
+}
+
+// CancelTransport cancels the transport call of a use the reactor has cut, if its lane has
+// published its cancel function; otherwise the lane cancels it on publishing.
+func (c *Call) CancelTransport() {
+	if f := c.cancel.Load(); f != nil {
+		(*f)()
+	}
+}
+
 // Parent returns the call's parent context, or nil.
 func (c *Call) Parent() context.Context {
 	if c.Extra == nil {
 		return nil
 	}
 	return c.Extra.Parent
-}
-
-// Reject settles a call that never reached the reactor, and makes the outcome visible at
-// once. Its callbacks still run only at the next delivery.
-func (c *Call) Reject(err error, reason Reason) {
-	c.Err = err
-	c.Reason = reason
-	c.mu.Lock()
-	c.visible = true
-	c.mu.Unlock()
-}
-
-// State returns the visible state.
-func (c *Call) State() uint8 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case !c.visible:
-		return Pending
-	case c.Err != nil:
-		return Failed
-	default:
-		return Succeeded
-	}
-}
-
-// VisibleErr returns the visible error: nil while pending or on success.
-func (c *Call) VisibleErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.visible {
-		return nil
-	}
-	return c.Err
-}
-
-// VisibleMetadata returns the visible response header and trailer.
-func (c *Call) VisibleMetadata() (header, trailer metadata.MD) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.visible {
-		return nil, nil
-	}
-	return c.Header, c.Trailer
-}
-
-// RequestCancel asks the owner to cancel the call, once.
-func (c *Call) RequestCancel() {
-	c.mu.Lock()
-	ask := !c.cancelRequested && !c.visible && c.Owner != nil
-	c.cancelRequested = true
-	c.mu.Unlock()
-	if ask {
-		c.Owner.Cancel(c)
-	}
-}
-
-// markDelivered makes the outcome visible and records that the call is delivered; first
-// reports whether this is its first delivery. Call with mu held.
-func (c *Call) markDelivered() (first bool) {
-	first = !c.delivered
-	c.visible = true
-	c.delivered = true
-	c.redeliverQueued = false
-	return first
-}
-
-// registered notes a new callback, with mu held, and reports whether the owner must be asked
-// to run it because the call was delivered already.
-func (c *Call) registered() (redeliver bool) {
-	redeliver = c.delivered && !c.redeliverQueued
-	if redeliver {
-		c.redeliverQueued = true
-	}
-	return redeliver
 }

@@ -1,6 +1,9 @@
 package callcore
 
 import (
+	"sync"
+
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -18,21 +21,46 @@ func NewMethod[Req, Resp proto.Message](ops Ops) *Method[Req, Resp] {
 // Ops returns the method's operations.
 func (m *Method[Req, Resp]) Ops() *Ops { return &m.ops }
 
-// Promise is the state of a promise: the untyped call and the typed callbacks. calls.Promise
-// is defined on it, so that package reactor makes one and hands it out by converting the
-// pointer. Its fields are unexported, so that users of calls.Promise reach none of them.
-//
-// The callbacks are guarded by the call's mu. The first Then and the first OnError are kept
-// inline while no other callback has been registered, which covers the usual
-// Call(…).Then(…).OnError(…); every later callback goes, in order, to more. Inline ones were
-// registered before any in more, and at most one of the two runs, so running them first
-// keeps registration order.
-type Promise[Resp proto.Message] struct {
-	c       Call
-	then    func(Resp)
-	onError func(error)
-	more    *[]callback[Resp]
+// Handle is the promise as the submitting reactor sees it.
+type Handle interface {
+	Target
+	// Bind gives the promise use gen of record c, before c is handed to anyone else.
+	Bind(c *Call, gen uint32)
+	// Reject fails the call at submission: the failure is visible at once.
+	Reject(err error)
 }
+
+// Promise is the state of a promise: the outcome of one call and its callbacks, typed.
+// calls.Promise is defined on it, so that package reactor makes one and hands it out by
+// converting the pointer. Its fields are unexported, so that users of calls.Promise reach
+// none of them.
+//
+// Until its first delivery the promise holds the record of its call; delivery moves the
+// outcome into the promise and frees the record for another call, so a promise that users
+// keep holds only what they can see.
+//
+// The first Then and the first OnError are kept inline while no other callback has been
+// registered, which covers the usual Call(…).Then(…).OnError(…); every later callback goes,
+// in order, to more. Inline ones were registered before any in more, and at most one of the
+// two runs, so running them first keeps registration order.
+type Promise[Resp proto.Message] struct {
+	mu              sync.Mutex
+	owner           Owner
+	rec             *Call // until the first delivery; nil for a call rejected at submission
+	gen             uint32
+	state           uint8 // Pending, Succeeded or Failed, as visible
+	delivered       bool
+	redeliverQueued bool
+	cancelRequested bool
+	then            func(Resp)
+	onError         func(error)
+	more            *[]callback[Resp]
+	value           Resp
+	err             error
+	md              *responseMetadata // nil unless the server's header or trailer was kept
+}
+
+type responseMetadata struct{ header, trailer metadata.MD }
 
 // callback is one callback that is not inline: exactly one of its funcs is set.
 type callback[Resp proto.Message] struct {
@@ -41,20 +69,63 @@ type callback[Resp proto.Message] struct {
 	always  func()
 }
 
-// NewPromise returns a new promise, with its call, for one call of m.
-func NewPromise[Req, Resp proto.Message](m *Method[Req, Resp]) *Promise[Resp] {
-	p := &Promise[Resp]{}
-	p.c.Ops = &m.ops
-	p.c.Target = p
-	return p
+// NewPromise returns a new, pending promise whose call owner runs.
+func NewPromise[Resp proto.Message](owner Owner) *Promise[Resp] {
+	return &Promise[Resp]{owner: owner}
 }
 
-// Call returns the promise's call.
-func (p *Promise[Resp]) Call() *Call { return &p.c }
+// Bind implements Handle.
+func (p *Promise[Resp]) Bind(c *Call, gen uint32) {
+	p.rec, p.gen = c, gen
+	c.Target = p
+}
+
+// Reject implements Handle.
+func (p *Promise[Resp]) Reject(err error) {
+	p.mu.Lock()
+	p.err, p.state = err, Failed
+	p.mu.Unlock()
+}
+
+// State returns the visible state.
+func (p *Promise[Resp]) State() uint8 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// Err returns the visible error: nil while pending or on success.
+func (p *Promise[Resp]) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Metadata returns the response header and trailer, once delivered.
+func (p *Promise[Resp]) Metadata() (header, trailer metadata.MD) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.md == nil {
+		return nil, nil
+	}
+	return p.md.header, p.md.trailer
+}
+
+// Cancel asks the owner to cancel the call, once, unless its outcome is visible already.
+func (p *Promise[Resp]) Cancel() {
+	p.mu.Lock()
+	rec, gen := p.rec, p.gen
+	ask := !p.cancelRequested && p.state == Pending && rec != nil
+	p.cancelRequested = true
+	p.mu.Unlock()
+	if ask {
+		p.owner.Cancel(rec, gen)
+	}
+}
 
 // Then registers fn to run with the response if the call succeeds.
 func (p *Promise[Resp]) Then(fn func(Resp)) {
-	p.c.mu.Lock()
+	p.mu.Lock()
 	if p.then == nil && p.more == nil {
 		p.then = fn
 	} else {
@@ -65,7 +136,7 @@ func (p *Promise[Resp]) Then(fn func(Resp)) {
 
 // OnError registers fn to run with the error if the call fails.
 func (p *Promise[Resp]) OnError(fn func(error)) {
-	p.c.mu.Lock()
+	p.mu.Lock()
 	if p.onError == nil && p.more == nil {
 		p.onError = fn
 	} else {
@@ -76,7 +147,7 @@ func (p *Promise[Resp]) OnError(fn func(error)) {
 
 // Always registers fn to run when the call settles either way.
 func (p *Promise[Resp]) Always(fn func()) {
-	p.c.mu.Lock()
+	p.mu.Lock()
 	p.add(callback[Resp]{always: fn})
 	p.registered()
 }
@@ -92,43 +163,60 @@ func (p *Promise[Resp]) add(cb callback[Resp]) {
 // registered releases mu after a registration and, if the call was delivered already, asks
 // the owner to deliver it again, outside the lock.
 func (p *Promise[Resp]) registered() {
-	redeliver := p.c.registered()
-	p.c.mu.Unlock()
+	redeliver := p.delivered && !p.redeliverQueued
 	if redeliver {
-		p.c.Owner.Redeliver(&p.c)
+		p.redeliverQueued = true
+	}
+	p.mu.Unlock()
+	if redeliver {
+		p.owner.Redeliver(p)
 	}
 }
 
 // Deliver implements Target. The callbacks are removed before they run, so that the promise
 // holds no reference to them afterwards.
 func (p *Promise[Resp]) Deliver(h Host) {
-	c := &p.c
-	c.mu.Lock()
-	first := c.markDelivered()
+	p.mu.Lock()
+	first := !p.delivered
+	rec := p.rec
+	if first {
+		p.rec = nil
+		if rec != nil {
+			p.err = rec.Err
+			if rec.Err == nil {
+				p.value, _ = rec.Value.(Resp) // the lane decoded into Ops.NewResponse(), a Resp
+			}
+			if rec.Header != nil || rec.Trailer != nil {
+				p.md = &responseMetadata{rec.Header, rec.Trailer}
+			}
+		}
+		p.state = Succeeded
+		if p.err != nil {
+			p.state = Failed
+		}
+	}
+	p.delivered, p.redeliverQueued = true, false
 	then, onError, more := p.then, p.onError, p.more
 	p.then, p.onError, p.more = nil, nil, nil
-	c.mu.Unlock()
+	value, err := p.value, p.err
+	p.mu.Unlock()
 	if first {
-		h.Delivered(c)
+		h.Delivered(rec)
 	}
-	var value Resp
-	if c.Err == nil {
-		value, _ = c.Value.(Resp) // the lane decoded into Ops.NewResponse(), a Resp
-	}
-	if c.Err == nil && then != nil {
+	if err == nil && then != nil {
 		runThen(h, then, value)
-	} else if c.Err != nil && onError != nil {
-		runOnError(h, onError, c.Err)
+	} else if err != nil && onError != nil {
+		runOnError(h, onError, err)
 	}
 	if more == nil {
 		return
 	}
 	for _, cb := range *more {
 		switch {
-		case cb.then != nil && c.Err == nil:
+		case cb.then != nil && err == nil:
 			runThen(h, cb.then, value)
-		case cb.onError != nil && c.Err != nil:
-			runOnError(h, cb.onError, c.Err)
+		case cb.onError != nil && err != nil:
+			runOnError(h, cb.onError, err)
 		case cb.always != nil:
 			runAlways(h, cb.always)
 		}
