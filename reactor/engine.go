@@ -321,7 +321,6 @@ func (e *engine) shutdown() {
 	close(r.done)
 }
 
-
 // wakeHost signals Ready and OnReady, once until the next Tick drains. Lanes and the reactor
 // goroutine call it.
 func (r *Reactor) wakeHost() {
