@@ -72,8 +72,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
 )
 
@@ -339,19 +337,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return nil
 }
 
-// loadAverage returns the 1, 5 and 15-minute load averages from /proc/loadavg, or "".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // syncWriter serialises writes to w, which is written by this process and by the goroutine
 // that copies the backend process's stderr.
 type syncWriter struct {
@@ -376,27 +361,4 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// machine describes this machine.
-func machine() Machine {
-	m := Machine{
-		CPUs:        runtime.NumCPU(),
-		CPUModel:    "unknown CPU",
-		GOOS:        runtime.GOOS,
-		GOARCH:      runtime.GOARCH,
-		GoVersion:   runtime.Version(),
-		GRPCVersion: grpc.Version,
-		GOMAXPROCS:  runtime.GOMAXPROCS(0),
-	}
-	m.LoadStart = loadAverage()
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(b)) {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
 }
