@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"time"
 )
 
 // JSON output.
@@ -10,6 +11,8 @@ import (
 type jsonReport struct {
 	Command         string      `json:"command"`
 	Machine         Machine     `json:"machine"`
+	Started         time.Time   `json:"started"`
+	ElapsedS        float64     `json:"elapsed_s"`
 	Backend         string      `json:"backend"`
 	Pinned          bool        `json:"pinned"`
 	BaselineMD      bool        `json:"baseline_captures_metadata"`
@@ -69,6 +72,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	jr := jsonReport{
 		Command:         r.Command,
 		Machine:         r.Machine,
+		Started:         r.Started,
+		ElapsedS:        r.Elapsed.Seconds(),
 		Backend:         "separate process",
 		Pinned:          r.Pinned,
 		ClientAffinity:  r.ClientAffinity,

@@ -5,36 +5,113 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// WriteMarkdown writes the report as Markdown: a short header, then one table per suite, then
-// the loop suite's table.
+// WriteMarkdown writes the report as Markdown: the command, the machine, the summary of the
+// ratios, then the burst suites' notes and tables and the loop suite's.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
+	r.writeBody(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeBody writes what WriteMarkdown writes.
+func (r *Report) writeBody(b *strings.Builder) {
+	fmt.Fprintf(b, "Command: `%s`\n", r.Command)
+	r.writeMachineMarkdown(b)
+	r.writeSummaryMarkdown(b)
+	if len(r.Suites) > 0 {
+		b.WriteString("\n## Burst suites\n\n")
+		r.writeSuitesMarkdown(b)
+	}
+	if r.Loop != nil {
+		b.WriteString("\n## Loop suite\n\n")
+		r.writeLoopMarkdown(b)
+	}
+}
+
+// writeMachineMarkdown writes the machine, the run's date and load, and where the backend ran.
+func (r *Report) writeMachineMarkdown(b *strings.Builder) {
 	m := r.Machine
-	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
-	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s/%s, %s, grpc-go %s, GOMAXPROCS %d.\n",
-		m.CPUs, m.CPUModel, m.GOOS, m.GOARCH, m.GoVersion, m.GRPCVersion, m.GOMAXPROCS)
+	b.WriteString("\n## Machine\n\n")
+	fmt.Fprintf(b, "- CPU: %s, %d cores (GOMAXPROCS %d)\n", m.CPUModel, m.CPUs, m.GOMAXPROCS)
+	osLine := m.GOOS + "/" + m.GOARCH
+	if m.Kernel != "" {
+		osLine = "kernel " + m.Kernel + ", " + osLine
+	}
+	if m.OSName != "" {
+		osLine = m.OSName + ", " + osLine
+	}
+	fmt.Fprintf(b, "- OS: %s\n", osLine)
+	fmt.Fprintf(b, "- Go: %s; grpc-go: %s\n", m.GoVersion, m.GRPCVersion)
+	if !r.Started.IsZero() {
+		fmt.Fprintf(b, "- Run: started %s, took %v\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
+	}
 	if m.LoadStart != "" {
-		fmt.Fprintf(&b, "Load average (1, 5, 15 min): %s at the start, %s at the end.\n", m.LoadStart, m.LoadEnd)
+		fmt.Fprintf(b, "- Load average (1, 5, 15 min): %s at the start, %s at the end. It counts this run's own processes too; any other work on the machine skews every figure.\n",
+			m.LoadStart, m.LoadEnd)
 	}
 	switch {
 	case r.InProcess:
-		b.WriteString("Backend: in the client's process (`-inprocess`), so client CPU/call **includes the backend's**, as do faults/call.\n")
+		b.WriteString("- Backend: in the client's process (`-inprocess`), so client CPU/call **includes the backend's**, as do faults/call.\n")
 	case r.Pinned:
-		fmt.Fprintf(&b, "Backend: a separate process. Pinned: client threads on CPU %s, backend threads on CPU %s.\n",
+		fmt.Fprintf(b, "- Backend: a separate process. Pinned: client threads on CPU %s, backend threads on CPU %s.\n",
 			r.ClientAffinity, r.BackendAffinity)
 	default:
-		b.WriteString("Backend: a separate process; not pinned, so client and backend share both CPUs.\n")
+		b.WriteString("- Backend: a separate process; not pinned, so client and backend share the machine's CPUs.\n")
 	}
+}
+
+// writeSummaryMarkdown writes the ratios of prpc to the baseline of every shape, and the loop
+// suite's interval p99 and verdict, each with its spread over the trials.
+func (r *Report) writeSummaryMarkdown(b *strings.Builder) {
+	b.WriteString("\n## Summary\n\n")
 	if len(r.Suites) > 0 {
-		r.writeSuitesMarkdown(&b)
+		b.WriteString("prpc ÷ the grpc-go pool: the median over the trials of each trial's ratio, with the least and the greatest in brackets. " +
+			"calls/s: above 1 favours prpc; client CPU/call, p50 and p99 latency: below 1 favour prpc.\n\n")
+		b.WriteString("| suite | calls | W×B | trials | calls/s | client CPU/call | p50 | p99 |\n")
+		b.WriteString("|:--|---:|:-:|---:|---:|---:|---:|---:|\n")
+		for _, s := range r.Suites {
+			for _, sh := range s.Shapes {
+				rs := sh.trialRatios()
+				cell := func(f func(ratios) float64) string { return ratioCell(spreadOf(rs, f), len(rs)) }
+				fmt.Fprintf(b, "| %s | %s | %d×%d | %d | %s | %s | %s | %s |\n",
+					s.Name, thousands(sh.Shape.Calls), sh.Shape.Workers, sh.Shape.Batch, sh.Shape.Trials,
+					cell(func(r ratios) float64 { return r.Throughput }), cell(func(r ratios) float64 { return r.CPUPerCall }),
+					cell(func(r ratios) float64 { return r.P50 }), cell(func(r ratios) float64 { return r.P99 }))
+			}
+		}
 	}
-	if r.Loop != nil {
-		r.writeLoopMarkdown(&b)
+	if lr := r.Loop; lr != nil && len(lr.Trials) > 0 {
+		p99 := spreadOf(lr.Trials, func(t LoopTrial) float64 { return ms(t.Interval.P99) })
+		skipped := spreadOf(lr.Trials, func(t LoopTrial) float64 { return float64(t.Skipped) })
+		if len(r.Suites) > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(b, "Loop suite, prpc alone, %d trials: tick interval p99 over the burst %s, skipped ticks %d at most. %s\n",
+			len(lr.Trials), spreadText(p99, len(lr.Trials), " ms"),
+			int(skipped.max), lr.verdict(r.InProcess))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+}
+
+// ratioCell formats the spread of a ratio over n trials: "0.97× (0.90–1.02)", or "0.97×" for
+// one trial, or "–" for none or an unknown ratio.
+func ratioCell(s spread, n int) string {
+	if n == 0 || times(s.median) == "–" {
+		return "–"
+	}
+	return spreadText(s, n, "×")
+}
+
+// spreadText formats the spread s of n values in unit: the median, then the least and the
+// greatest in brackets when there are several, as in "55.09 ms (50.63–59.56)".
+func spreadText(s spread, n int, unit string) string {
+	if n < 2 {
+		return fmt.Sprintf("%.2f%s", s.median, unit)
+	}
+	return fmt.Sprintf("%.2f%s (%.2f–%.2f)", s.median, unit, s.min, s.max)
 }
 
 // writeSuitesMarkdown writes the burst suites' notes and tables.
@@ -56,7 +133,7 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 	}
 	for _, s := range r.Suites {
 		backendCol := !r.InProcess && hasBackendCPU(s)
-		fmt.Fprintf(b, "\n#### %s\n\n", s.Name)
+		fmt.Fprintf(b, "\n### %s\n\n", s.Name)
 		b.WriteString("| calls | W×B | trial | client | total | calls/s | avg | p50 | p95 | p99 | CPU/call |")
 		sep := "|---:|:-:|:-:|:--|---:|---:|---:|---:|---:|---:|---:|"
 		if backendCol {

@@ -13,6 +13,10 @@ import (
 type Report struct {
 	Command string
 	Machine Machine
+	// Started is when the run started and Elapsed how long it took, seeding and warm-ups
+	// included.
+	Started time.Time
+	Elapsed time.Duration
 	// InProcess is true when the backend ran in the client's process, whose CPU time then
 	// includes the backend's.
 	InProcess bool
@@ -59,6 +63,7 @@ func (r *Report) Errors() int {
 type ratios struct {
 	Throughput float64 `json:"calls_per_s"`
 	CPUPerCall float64 `json:"cpu_per_call"`
+	P50        float64 `json:"p50"`
 	P99        float64 `json:"p99"`
 }
 
@@ -83,6 +88,7 @@ func ratioOf(p, b TrialResult) ratios {
 	return ratios{
 		Throughput: div(p.Throughput(), b.Throughput()),
 		CPUPerCall: div(float64(p.CPU), float64(b.CPU)),
+		P50:        div(float64(p.Lat.P50), float64(b.Lat.P50)),
 		P99:        div(float64(p.Lat.P99), float64(b.Lat.P99)),
 	}
 }
@@ -117,8 +123,24 @@ func medianRatios(rs []ratios) ratios {
 	return ratios{
 		Throughput: pick(func(r ratios) float64 { return r.Throughput }),
 		CPUPerCall: pick(func(r ratios) float64 { return r.CPUPerCall }),
+		P50:        pick(func(r ratios) float64 { return r.P50 }),
 		P99:        pick(func(r ratios) float64 { return r.P99 }),
 	}
+}
+
+// spread is the median, the least and the greatest of one figure over the trials.
+type spread struct{ median, min, max float64 }
+
+// spreadOf returns the spread of f over ts, or zeros for no ts.
+func spreadOf[T any](ts []T, f func(T) float64) spread {
+	if len(ts) == 0 {
+		return spread{}
+	}
+	v := make([]float64, len(ts))
+	for i, t := range ts {
+		v[i] = f(t)
+	}
+	return spread{median: medianFloat(v), min: slices.Min(v), max: slices.Max(v)}
 }
 
 // medianOf returns the median of f over ts.
