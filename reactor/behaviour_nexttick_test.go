@@ -60,7 +60,6 @@ func keepBusy(t *testing.T, r *reactor.Reactor, depth int) {
 // callbacks run by the first Tick after Call returns, for every kind of rejection, while lanes
 // deliver other calls at the same time.
 func TestRejectedCallRunsAtTheNextTick(t *testing.T) {
-	other := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/NotAllowed")
 	big := &testpb.EchoRequest{Message: strings.Repeat("x", 1024)}
 	tests := []struct {
 		name   string
@@ -96,7 +95,7 @@ func TestRejectedCallRunsAtTheNextTick(t *testing.T) {
 			}, calls.ErrTooLarge},
 		{"method outside Config.Methods", reactor.Config{Methods: []calls.Descriptor{echo}}, true, nil,
 			func(r *reactor.Reactor) *calls.Promise[*testpb.EchoResponse] {
-				return reactor.Call(r, other, &testpb.EchoRequest{}, nil)
+				return reactor.Call(r, otherMethod, &testpb.EchoRequest{}, nil)
 			}, calls.ErrInvalidArgument},
 		{"overload", reactor.Config{MaxOutstanding: 1, MaxTimeout: time.Hour}, false,
 			func(t *testing.T, r *reactor.Reactor) {
