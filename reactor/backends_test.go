@@ -30,7 +30,7 @@ func TestBackendStatsConnectivity(t *testing.T) {
 	a, b := testserver.Start(t), testserver.Start(t)
 	r := newReactor(t, nil, reactor.Config{
 		Targets: []string{a.Addr(), b.Addr()},
-		Backoff: reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+		Backoff: fastBackoff,
 	})
 	// Bound: both connections are local; 5 s leaves room for -race on two busy cores.
 	require.Eventually(t, func() bool {
@@ -42,7 +42,7 @@ func TestBackendStatsConnectivity(t *testing.T) {
 	for range 20 {
 		reactor.Call(r, echo, &testpb.EchoRequest{Message: "x"}, nil).Always(func() { done++ })
 	}
-	waitFor(t, r, 5*time.Second, func() bool { return done == 20 })
+	waitFor(t, r, func() bool { return done == 20 })
 	var calls uint64
 	for _, be := range r.Stats().Backends {
 		require.Contains(t, []string{a.Addr(), b.Addr()}, be.Addr)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
@@ -94,7 +95,7 @@ func TestOverloadCountsUndeliveredCompletions(t *testing.T) {
 		var cbErr error
 		p := reactor.Call(r, echo, &testpb.EchoRequest{}, nil).OnError(func(err error) { cbErr = err })
 		require.ErrorIs(t, p.Err(), calls.ErrOverloaded, what)
-		require.Equal(t, codes.ResourceExhausted, statusCode(p.Err()), what)
+		require.Equal(t, codes.ResourceExhausted, status.Code(p.Err()), what)
 		require.Equal(t, calls.Failed, p.State(), what)
 		require.Nil(t, cbErr, "callback ran inside Call")
 		require.Equal(t, maxOutstanding, r.Stats().Pending, "%s: a rejected call holds no slot", what)
@@ -222,24 +223,6 @@ func (c panicConn) Invoke(ctx context.Context, method string, args, reply any, o
 	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a slog handler.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func TestInvokerPanicFailsOnlyItsCall(t *testing.T) {
 	srv := testserver.Start(t)
 	cc, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -267,7 +250,7 @@ func TestInvokerPanicFailsOnlyItsCall(t *testing.T) {
 		submit(m)
 	}
 	h.waitFor(func() bool { return len(results) == len(msgs) })
-	require.Equal(t, codes.Internal, statusCode(results["panic"]))
+	require.Equal(t, codes.Internal, status.Code(results["panic"]))
 	require.Contains(t, results["panic"].Error(), "invoker panicked")
 	for _, m := range []string{"before", "after1", "after2"} {
 		require.NoError(t, results[m], m)

@@ -9,18 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 )
-
-func closeCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func TestCloseRejectsLaterCalls(t *testing.T) {
 	srv := testserver.Start(t)
@@ -33,7 +28,7 @@ func TestCloseRejectsLaterCalls(t *testing.T) {
 	p := reactor.Call(r, echo, &testpb.EchoRequest{}, nil).
 		OnError(func(err error) { cbErr, onHost = err, h.onHost() })
 	require.ErrorIs(t, p.Err(), calls.ErrClosed)
-	require.Equal(t, codes.Canceled, statusCode(p.Err()))
+	require.Equal(t, codes.Canceled, status.Code(p.Err()))
 	require.Equal(t, calls.Failed, p.State())
 	require.Nil(t, cbErr, "callback ran inside Call or OnError")
 
@@ -113,7 +108,7 @@ func TestCloseCutsOffCallsWhenContextEnds(t *testing.T) {
 	for m, e := range errs {
 		require.ErrorIs(t, e, calls.ErrClosed, m)
 		require.ErrorIs(t, e, context.DeadlineExceeded, m)
-		require.Equal(t, codes.Canceled, statusCode(e), m)
+		require.Equal(t, codes.Canceled, status.Code(e), m)
 	}
 	require.Eventually(t, func() bool { return g.cancelled.Load() == 1 }, bound, poll, "the server saw the in-flight call cancelled")
 	require.Equal(t, []string{"a"}, g.seenMessages(), "the queued call was never sent")

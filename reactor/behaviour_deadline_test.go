@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
@@ -35,7 +36,7 @@ func TestDeadlinesWithManualClock(t *testing.T) {
 	clock.Advance(time.Minute)
 	h.waitFor(func() bool { return errA != nil })
 	require.ErrorIs(t, errA, calls.ErrTimeout)
-	require.Equal(t, codes.DeadlineExceeded, statusCode(errA))
+	require.Equal(t, codes.DeadlineExceeded, status.Code(errA))
 	require.Contains(t, errA.Error(), "(timeout 1m0s)")
 	require.Equal(t, calls.Failed, pA.State())
 	// Had B's deadline passed too, the same reactor turn would have settled it, and the Tick
@@ -96,7 +97,7 @@ func TestDeadlineOutOfRangeIsInvalid(t *testing.T) {
 			}
 			// Visible as soon as Call returns.
 			require.ErrorIs(t, p.Err(), calls.ErrInvalidArgument)
-			require.Equal(t, codes.InvalidArgument, statusCode(p.Err()))
+			require.Equal(t, codes.InvalidArgument, status.Code(p.Err()))
 			require.Contains(t, p.Err().Error(), "timeout")
 			require.Equal(t, calls.Failed, p.State())
 			h.waitFor(func() bool { return ran })
@@ -138,7 +139,7 @@ func TestDeadlineExceededFromServerIsTimeout(t *testing.T) {
 		OnError(func(err error) { got = err })
 	h.waitFor(func() bool { return got != nil })
 	require.ErrorIs(t, got, calls.ErrTimeout)
-	require.Equal(t, codes.DeadlineExceeded, statusCode(got))
+	require.Equal(t, codes.DeadlineExceeded, status.Code(got))
 	require.Contains(t, got.Error(), "backend gave up", "the server's message is kept")
 	require.EqualValues(t, 1, r.Stats().TimedOut)
 }

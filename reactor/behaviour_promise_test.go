@@ -12,14 +12,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 )
-
-type echoPromise = calls.Promise[*testpb.EchoResponse]
 
 // callbackLog records callbacks, which all run on the Tick goroutine, and whether each ran
 // there.
@@ -199,7 +198,7 @@ func TestCancelInFlightCall(t *testing.T) {
 	p.Cancel() // idempotent
 	h.waitFor(func() bool { return got != nil })
 	require.ErrorIs(t, got, calls.ErrCancelled)
-	require.Equal(t, codes.Canceled, statusCode(got))
+	require.Equal(t, codes.Canceled, status.Code(got))
 	require.Same(t, got, p.Err())
 	requireServerCancelled(t, srv)
 	require.Eventually(t, func() bool { return r.Stats().InFlight == 0 }, bound, poll)
@@ -273,7 +272,7 @@ func TestCancelParentContext(t *testing.T) {
 			h.waitFor(func() bool { return got != nil })
 			require.ErrorIs(t, got, calls.ErrCancelled)
 			require.ErrorIs(t, got, context.Canceled)
-			require.Equal(t, codes.Canceled, statusCode(got))
+			require.Equal(t, codes.Canceled, status.Code(got))
 			require.Same(t, got, p.Err())
 			require.EqualValues(t, 1, r.Stats().Cancelled)
 		})

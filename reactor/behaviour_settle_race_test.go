@@ -114,7 +114,7 @@ func TestSettleRaces(t *testing.T) {
 					cancels = cancels[:0]
 				}
 			}
-			waitFor(t, r, 10*time.Second, func() bool { return delivered >= tt.calls })
+			waitFor(t, r, func() bool { return delivered >= tt.calls })
 			for i, o := range outs {
 				require.Equal(t, 1, o.settled, "call %d (%s) settled %d times", i, o.want, o.settled)
 				if o.err != nil && !errors.Is(o.err, calls.ErrTimeout) && !errors.Is(o.err, calls.ErrCancelled) {

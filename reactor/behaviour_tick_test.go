@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/testpb"
@@ -21,23 +20,6 @@ import (
 )
 
 // Shared helpers of the behaviour_*_test.go files.
-
-// bound is how long a test waits for something that normally takes micro- to milliseconds: a
-// reactor turn, a loopback round trip, a goroutine being scheduled. It absorbs the scheduling
-// stalls of -race on two busy cores with a margin of several hundred times; it is reached only
-// when the behaviour under test is broken.
-const bound = 5 * time.Second
-
-// poll is the polling interval of require.Eventually in these tests.
-const poll = time.Millisecond
-
-// longTimeouts sets timeouts long enough that no call times out during a test unless the test
-// says so, even under -race on busy cores.
-func longTimeouts(cfg reactor.Config) reactor.Config {
-	cfg.DefaultTimeout = time.Minute
-	cfg.MaxTimeout = 10 * time.Minute
-	return cfg
-}
 
 // goid returns the id of the calling goroutine, from the header of its stack trace
 // ("goroutine 42 [running]:").
@@ -172,70 +154,6 @@ func (g *gate) seenMessages() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]string(nil), g.seen...)
-}
-
-// waitGauges waits until Stats shows inFlight transport calls and queued calls. With held
-// calls these gauges are exact hand-offs: the reactor publishes them at the end of the turn
-// that settled, dispatched or queued a call, after queuing any settled call for Tick. So once
-// InFlight has dropped from n to n-1 after a release, that call is waiting for Tick.
-func waitGauges(t *testing.T, r *reactor.Reactor, inFlight, queued int) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		s := r.Stats()
-		return s.InFlight == inFlight && s.Queued == queued
-	}, bound, poll, "want InFlight %d, Queued %d", inFlight, queued)
-}
-
-// eventually polls cond until it holds or bound passes, and reports whether it held. Unlike
-// require.Eventually it does not stop the test, so callbacks may use it; they record the result
-// for the test to assert after Tick.
-func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(bound)
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
-	return true
-}
-
-// drainReady empties r's Ready channel.
-func drainReady(r *reactor.Reactor) {
-	select {
-	case <-r.Ready():
-	default:
-	}
-}
-
-// readySignalled reports whether a value is waiting on r's Ready channel, consuming it.
-func readySignalled(r *reactor.Reactor) bool {
-	select {
-	case <-r.Ready():
-		return true
-	default:
-		return false
-	}
-}
-
-// requirePrpcPanic runs f and requires it to panic with a string starting "prpc:".
-func requirePrpcPanic(t *testing.T, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		requirePrpcPanicValue(t, recover())
-	}()
-	f()
-}
-
-func requirePrpcPanicValue(t *testing.T, p any) {
-	t.Helper()
-	require.NotNil(t, p, "did not panic")
-	s, ok := p.(string)
-	require.True(t, ok, "panic value is %T (%v), want a string", p, p)
-	require.True(t, strings.HasPrefix(s, "prpc:"), "panic %q does not start with \"prpc:\"", s)
 }
 
 // held returns a request the gate holds until released by msg.
@@ -478,9 +396,6 @@ func TestReadyAndOnReadyCoalesceWakeUps(t *testing.T) {
 	require.Zero(t, onTickGoro.Load(), "OnReady ran on the goroutine inside Tick")
 	require.Empty(t, notified, "OnReady called more often than asserted")
 }
-
-// statusCode is status.Code, named for readability in assertions.
-func statusCode(err error) codes.Code { return status.Code(err) }
 
 // TestReadyIsNeverLost is a regression test for a lost wake-up: a host that ticks in a busy
 // loop can take a completion after the reactor queued it but before the reactor signalled

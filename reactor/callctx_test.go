@@ -37,9 +37,10 @@ func TestTransportContextDeadline(t *testing.T) {
 			r := newReactor(t, nil, reactor.Config{Conn: fake})
 			submit := time.Now()
 			var err error
+			var took time.Duration
 			done := false
 			reactor.Call(r, echo, &testpb.EchoRequest{Message: "x"}, tc.opts).
-				OnError(func(e error) { err = e }).Always(func() { done = true })
+				OnError(func(e error) { err = e }).Always(func() { took, done = time.Since(submit), true })
 			<-fake.entered
 			lo, hi := tc.within(submit)
 			fake.mu.Lock()
@@ -49,14 +50,16 @@ func TestTransportContextDeadline(t *testing.T) {
 			require.False(t, got.After(hi), "deadline %v after %v", got, hi)
 			if tc.opts.Context == nil {
 				close(fake.block)
-				waitFor(t, r, 5*time.Second, func() bool { return done })
+				waitFor(t, r, func() bool { return done })
 				require.NoError(t, err)
 				return
 			}
 			// The parent expires first: the call ends with ErrTimeout (its deadline passed),
-			// well before its own 3 s (bound 2 s: margin for -race on busy cores).
-			waitFor(t, r, 2*time.Second, func() bool { return done })
+			// well before its own 3 s. The 2 s bound is ten times the parent's 200 ms, a
+			// generous margin that still tells the two deadlines apart.
+			waitFor(t, r, func() bool { return done })
 			require.True(t, errors.Is(err, calls.ErrTimeout), "%v", err)
+			require.Less(t, took, 2*time.Second, "ended by the parent's deadline, not by its own")
 		})
 	}
 }

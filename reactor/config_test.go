@@ -87,10 +87,6 @@ func (f *cfgFakeConn) recorded() []cfgFakeCall {
 	return append([]cfgFakeCall(nil), f.calls...)
 }
 
-// otherMethod is a method outside the allowlists under test. Its service is not registered,
-// so MustMethod accepts it unchecked.
-var otherMethod = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Unlisted/Other")
-
 func TestConfigInvalid(t *testing.T) {
 	fake := &cfgFakeConn{}
 	conn := func(c reactor.Config) reactor.Config { c.Conn = fake; return c }
@@ -199,7 +195,7 @@ func TestConfigBoundsAccepted(t *testing.T) {
 			var got string
 			p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "ok"}, nil).
 				Then(func(resp *testpb.EchoResponse) { got = resp.GetMessage() })
-			waitFor(t, r, 10*time.Second, func() bool { return p.State() != calls.Pending })
+			waitFor(t, r, func() bool { return p.State() != calls.Pending })
 			require.NoError(t, p.Err())
 			require.Equal(t, "ok", got)
 		})
@@ -237,7 +233,7 @@ func TestConfigDefaults(t *testing.T) {
 	before := time.Now()
 	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "hi"}, nil)
 	after := time.Now()
-	waitFor(t, r, 10*time.Second, func() bool { return p.State() != calls.Pending })
+	waitFor(t, r, func() bool { return p.State() != calls.Pending })
 	require.NoError(t, p.Err())
 
 	rec := fake.recorded()
@@ -274,7 +270,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, calls.Failed, over.State())
 	require.ErrorIs(t, over.Err(), calls.ErrInvalidArgument)
 	atMax := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: reactor.DefaultMaxTimeout})
-	waitFor(t, r, 10*time.Second, func() bool { return atMax.State() != calls.Pending })
+	waitFor(t, r, func() bool { return atMax.State() != calls.Pending })
 	require.NoError(t, atMax.Err())
 
 	// MaxRequestBytes defaults to 4 MiB: a request of exactly 4 MiB is sent, one more byte is not.
@@ -285,7 +281,7 @@ func TestConfigDefaults(t *testing.T) {
 	req.Payload = append(req.Payload, 0)
 	tooBig := reactor.Call(r, echo, req, nil)
 	require.ErrorIs(t, tooBig.Err(), calls.ErrTooLarge)
-	waitFor(t, r, 10*time.Second, func() bool { return fits.State() != calls.Pending })
+	waitFor(t, r, func() bool { return fits.State() != calls.Pending })
 	require.NoError(t, fits.Err())
 
 	// MaxMetadataBytes defaults to 32 KiB: key + value + 32 per value.
@@ -296,7 +292,7 @@ func TestConfigDefaults(t *testing.T) {
 	mdFits := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: map[string][]string{"x-big": {string(value)}}})
 	mdOver := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: map[string][]string{"x-big": {string(value) + "v"}}})
 	require.ErrorIs(t, mdOver.Err(), calls.ErrTooLarge)
-	waitFor(t, r, 10*time.Second, func() bool { return mdFits.State() != calls.Pending })
+	waitFor(t, r, func() bool { return mdFits.State() != calls.Pending })
 	require.NoError(t, mdFits.Err())
 
 	require.Len(t, fake.recorded(), 4, "rejected calls never reach the connection")
@@ -347,7 +343,7 @@ func TestConfigDefaultConcurrency(t *testing.T) {
 
 	close(fake.block)
 	done := 0
-	waitFor(t, r, 30*time.Second, func() bool {
+	waitFor(t, r, func() bool {
 		for ; done < len(promises) && promises[done].State() != calls.Pending; done++ {
 			require.NoError(t, promises[done].Err())
 		}

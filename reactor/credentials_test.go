@@ -108,7 +108,7 @@ func tlsCall(t *testing.T, r *reactor.Reactor, timeout time.Duration) error {
 	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "secure"}, &calls.Options{Timeout: timeout})
 	var got string
 	p.Then(func(resp *testpb.EchoResponse) { got = resp.GetMessage() })
-	waitFor(t, r, timeout+10*time.Second, func() bool { return p.State() != calls.Pending })
+	waitFor(t, r, func() bool { return p.State() != calls.Pending })
 	if err := p.Err(); err != nil {
 		return err
 	}

@@ -124,22 +124,22 @@ func TestFaultOversizedResponseFailsOnlyItsCall(t *testing.T) {
 	const good = 100
 	for _, tt := range faultHeaderCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
-			faultLeakCheck(t)
+			leakCheck(t)
 			srv := newFaultH2Server(t, tt.h2)
 			// 128 lanes: every good call and the bad one are in flight at once.
 			h := newFaultHost(t, reactor.Config{Target: srv.addr, Workers: 4, BatchSize: 32, DefaultTimeout: 4 * time.Second})
 			for i := range good {
 				h.submit(&testpb.EchoRequest{Message: fmt.Sprint("good", i)}, nil)
 			}
-			h.waitFor(faultBound, "good calls held by the server", func() bool { return srv.good.Load() == good })
+			h.waitFor(bound, "good calls held by the server", func() bool { return srv.good.Load() == good })
 
 			bad := h.submit(&testpb.EchoRequest{Message: faultH2Bad}, nil)
-			h.settle(faultBound, bad)
+			h.settle(bound, bad)
 			for _, c := range h.calls[:good] {
 				require.False(t, c.done(), "good call %d settled while the server held it: %v", c.seq, c.err)
 			}
 			srv.releaseGood()
-			h.settle(faultBound)
+			h.settle(bound)
 
 			var ce *calls.Error
 			require.True(t, errors.As(bad.err, &ce), "got %T %v", bad.err, bad.err)
@@ -165,7 +165,7 @@ func TestFaultOversizedStatusFromGRPCServer(t *testing.T) {
 			continue
 		}
 		t.Run(tt.name, func(t *testing.T) {
-			faultLeakCheck(t)
+			leakCheck(t)
 			srv := testserver.Start(t)
 			srv.SetHandler(func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 				if req.GetMessage() == faultH2Bad {
@@ -176,7 +176,7 @@ func TestFaultOversizedStatusFromGRPCServer(t *testing.T) {
 			h := newFaultHost(t, reactor.Config{Target: srv.Addr()})
 			bad := h.submit(&testpb.EchoRequest{Message: faultH2Bad}, nil)
 			after := h.submit(&testpb.EchoRequest{Message: "after"}, nil)
-			h.settle(faultBound)
+			h.settle(bound)
 
 			var ce *calls.Error
 			require.True(t, errors.As(bad.err, &ce), "got %T %v", bad.err, bad.err)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -52,25 +50,7 @@ const (
 	// deadline, settled at it), and the real-clock tests assert this bound, about 6× the worst
 	// lateness we measured, which still fails on any deadline that waits for something else.
 	faultLate = 500 * time.Millisecond
-
-	// faultBound is how long a test waits for something that should take milliseconds. It is
-	// reached only when the behaviour under test is broken.
-	faultBound = 10 * time.Second
-
-	// faultPoll is the polling interval for conditions no channel signals.
-	faultPoll = time.Millisecond
 )
-
-// faultSlow reports whether the slow, gated fault tests should run (PRPC_SLOW_TESTS=1).
-func faultSlow() bool { return os.Getenv("PRPC_SLOW_TESTS") == "1" }
-
-// faultLeakCheck verifies, when the test ends (after its reactor, proxy and server cleanups,
-// which were registered later and so run earlier), that no goroutine started during the test
-// is left. TestMain's goleak covers the whole package; this names the test that leaked.
-func faultLeakCheck(t *testing.T) {
-	opt := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
-}
 
 // faultCall is one call submitted through a faultHost, with what its callbacks saw.
 type faultCall struct {
@@ -136,7 +116,7 @@ func newFaultHost(t *testing.T, cfg reactor.Config) *faultHost {
 	h := &faultHost{t: t, r: r}
 	h.gcPauses[0].Name = "/sched/pauses/total/gc:seconds"
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), faultBound)
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		defer cancel()
 		if err := r.Close(ctx); err != nil && !h.closedByTest {
 			t.Errorf("closing the reactor: %v", err)
@@ -297,13 +277,13 @@ func (h *faultHost) tickWith(budget time.Duration) reactor.TickReport {
 	return rep
 }
 
-// waitFor ticks, woken by Ready or every faultPoll, until cond holds; it fails the test
+// waitFor ticks, woken by Ready or every poll, until cond holds; it fails the test
 // after bound.
 func (h *faultHost) waitFor(bound time.Duration, what string, cond func() bool) {
 	h.t.Helper()
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
-	poll := time.NewTicker(faultPoll)
+	poll := time.NewTicker(poll)
 	defer poll.Stop()
 	for {
 		h.tick()
@@ -339,7 +319,7 @@ func (h *faultHost) pause(d time.Duration) {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		h.tick()
-		time.Sleep(faultPoll)
+		time.Sleep(poll)
 	}
 }
 

@@ -30,7 +30,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	if testing.Short() {
 		t.Skip("submits 100,000 calls; skipped with -short")
 	}
-	faultLeakCheck(t)
+	leakCheck(t)
 	const (
 		maxOutstanding = 64 // = Workers × BatchSize: every admitted call is in flight at once
 		rejectedN      = 100_000
@@ -62,7 +62,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 		admitted = append(admitted, c)
 	}
 	// From here on the host does not tick: waits poll the server and Stats only.
-	require.Eventually(t, func() bool { return srv.Calls() == maxOutstanding }, faultBound, faultPoll)
+	require.Eventually(t, func() bool { return srv.Calls() == maxOutstanding }, bound, poll)
 
 	// 100,000 more calls while every slot is taken: each fails at once, and what stays on the
 	// heap is its promise (the call record), its error, and its slot in the queue for Tick.
@@ -102,7 +102,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	// The backend answers every admitted call, in submission order, while nobody ticks.
 	for i, g := range gates {
 		close(g)
-		require.Eventually(t, func() bool { return h.r.Stats().InFlight == maxOutstanding-1-i }, faultBound, faultPoll, "call %d completed", i)
+		require.Eventually(t, func() bool { return h.r.Stats().InFlight == maxOutstanding-1-i }, bound, poll, "call %d completed", i)
 	}
 	st := h.r.Stats()
 	require.Equal(t, maxOutstanding, st.Pending, "completed calls hold their slot until Tick delivers them")
@@ -138,7 +138,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	// (800 KB): the process-wide counter also sees the harness's own audit and the reactor
 	// goroutine, which measured 2–86 KB here under load.
 	require.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(200<<10), "the first Tick copied the backlog")
-	h.settle(faultBound)
+	h.settle(bound)
 	for i, c := range admitted {
 		require.NoError(t, c.err)
 		require.Equal(t, strconv.Itoa(i), c.resp.GetMessage())
@@ -157,7 +157,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	// Admission is open again.
 	again := h.submit(&testpb.EchoRequest{Message: "0"}, nil)
 	require.False(t, again.rejected)
-	h.settle(faultBound, again)
+	h.settle(bound, again)
 	require.NoError(t, again.err)
 }
 
@@ -170,7 +170,7 @@ func TestFaultCloseDuringBurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 calls and 2,048 lanes; skipped with -short")
 	}
-	faultLeakCheck(t)
+	leakCheck(t)
 	const (
 		n          = 10_000
 		workers    = 8
@@ -207,7 +207,7 @@ func TestFaultCloseDuringBurst(t *testing.T) {
 		require.False(t, c.rejected)
 	}
 	// Run until every slot holds a held call: the burst is at its peak.
-	h.waitFor(faultBound, "every slot held", func() bool { return held.Load() == workers*batch })
+	h.waitFor(bound, "every slot held", func() bool { return held.Load() == workers*batch })
 	require.Positive(t, h.r.Stats().Queued, "calls wait in prpc for a slot")
 
 	ctx, cancel := context.WithTimeout(context.Background(), closeAfter)

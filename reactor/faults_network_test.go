@@ -27,12 +27,12 @@ import (
 // manual clock, in TestFaultDeadlinesManualClock). When the path comes back, the same
 // connection carries calls again.
 func TestFaultBlackhole(t *testing.T) {
-	faultLeakCheck(t)
+	leakCheck(t)
 	srv := testserver.Start(t)
 	proxy := testserver.StartProxy(t, srv.Addr())
 	h := newFaultHost(t, reactor.Config{Target: proxy.Addr()})
 	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(faultBound, warm)
+	h.settle(bound, warm)
 	require.NoError(t, warm.err)
 
 	proxy.Blackhole()
@@ -42,14 +42,14 @@ func TestFaultBlackhole(t *testing.T) {
 		timeout := timeouts[i%len(timeouts)]
 		held = append(held, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("held", i)}, &calls.Options{Timeout: timeout}))
 	}
-	h.settle(faultBound, held...)
+	h.settle(bound, held...)
 	faultRequireDeadlines(t, "blackholed", held)
 	require.EqualValues(t, 1, srv.Calls(), "nothing got through the blackhole")
-	h.waitFor(faultBound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+	h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 
 	proxy.Resume()
 	after := h.submit(&testpb.EchoRequest{Message: "after"}, nil)
-	h.settle(faultBound, after)
+	h.settle(bound, after)
 	require.NoError(t, after.err)
 	require.EqualValues(t, 1, proxy.Accepted(), "the connection survived the blackhole")
 }
@@ -59,22 +59,22 @@ func TestFaultBlackhole(t *testing.T) {
 // Keepalive.Time of silence plus Keepalive.Timeout without a ping ack, about 12 s, and its
 // calls fail with Unavailable long before their 30 s deadline.
 func TestFaultBlackholeKeepalive(t *testing.T) {
-	if !faultSlow() {
+	if !slowTests() {
 		t.Skip("set PRPC_SLOW_TESTS=1 to run: grpc-go's minimum keepalive interval is 10 s, so this takes about 12 s")
 	}
-	faultLeakCheck(t)
+	leakCheck(t)
 	ka := keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 2 * time.Second}
 	srv := testserver.Start(t, grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))
 	proxy := testserver.StartProxy(t, srv.Addr())
 	const deadline = 30 * time.Second
 	h := newFaultHost(t, reactor.Config{Target: proxy.Addr(), Keepalive: ka, MaxTimeout: time.Minute, DefaultTimeout: deadline})
 	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(faultBound, warm)
+	h.settle(bound, warm)
 	require.NoError(t, warm.err)
 
 	proxy.Blackhole()
 	c := h.submit(&testpb.EchoRequest{Message: "held", Block: true}, nil)
-	h.settle(deadline+faultBound, c)
+	h.settle(deadline+bound, c)
 	t.Logf("blackholed with keepalive: settled after %v: %v", c.latency(), c.err)
 	require.Equal(t, codes.Unavailable, c.code(), "%v", c.err)
 	// The last bytes read are the warm call's response, just before the call was submitted:
@@ -92,12 +92,12 @@ func TestFaultBlackholeKeepalive(t *testing.T) {
 // context cancelled (the testserver records that only when the context ends before the
 // 500 ms delay).
 func TestFaultSlowServer(t *testing.T) {
-	faultLeakCheck(t)
+	leakCheck(t)
 	const timeout, delay = 100 * time.Millisecond, 500
 	srv := testserver.Start(t)
 	h := newFaultHost(t, reactor.Config{Target: srv.Addr()})
 	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(faultBound, warm)
+	h.settle(bound, warm)
 	require.NoError(t, warm.err)
 
 	const n = 8 // every slot of the default 2 × 4
@@ -105,10 +105,10 @@ func TestFaultSlowServer(t *testing.T) {
 	for i := range n {
 		slow = append(slow, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("slow", i), DelayMs: delay}, &calls.Options{Timeout: timeout}))
 	}
-	h.settle(faultBound, slow...)
+	h.settle(bound, slow...)
 	faultRequireDeadlines(t, "slow server", slow)
-	h.waitFor(faultBound, "every handler saw its context cancelled", func() bool { return srv.CancelledCount() == n })
-	h.waitFor(faultBound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+	h.waitFor(bound, "every handler saw its context cancelled", func() bool { return srv.CancelledCount() == n })
+	h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 	require.EqualValues(t, 1+n, srv.Calls())
 }
 
@@ -118,7 +118,7 @@ func TestFaultSlowServer(t *testing.T) {
 // With 200 ms handlers and a 500 ms deadline two waves finish, the rest time out; every call
 // settles once and the in-flight gauge returns to 0.
 func TestFaultServerStreamLimit(t *testing.T) {
-	faultLeakCheck(t)
+	leakCheck(t)
 	const (
 		limit   = 10
 		n       = 40
@@ -148,7 +148,7 @@ func TestFaultServerStreamLimit(t *testing.T) {
 	// The client learns the limit from the server's SETTINGS frame, which a ready connection
 	// has received.
 	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(faultBound, warm)
+	h.settle(bound, warm)
 	require.NoError(t, warm.err)
 
 	var burst []*faultCall
@@ -157,11 +157,11 @@ func TestFaultServerStreamLimit(t *testing.T) {
 	}
 	// All 40 are in gRPC's hands, none waits in prpc. This holds from dispatch (a few ms) to
 	// the first completions (200 ms): a margin of about 190 ms to observe it.
-	h.waitFor(faultBound, "all calls handed to gRPC", func() bool {
+	h.waitFor(bound, "all calls handed to gRPC", func() bool {
 		st := h.r.Stats()
 		return st.InFlight == n && st.Queued == 0
 	})
-	h.settle(faultBound, burst...)
+	h.settle(bound, burst...)
 
 	byCode, sample := faultTally(burst)
 	t.Logf("outcomes %v (samples %v); server saw %d calls, at most %d at once", byCode, sample, srv.Calls()-1, peak.Load())
@@ -182,7 +182,7 @@ func TestFaultServerStreamLimit(t *testing.T) {
 	faultRequireDeadlines(t, "stream limit", late)
 	// Some calls never got a stream: they waited inside gRPC until their deadline.
 	require.Less(t, srv.Calls()-1, int64(n))
-	h.waitFor(faultBound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+	h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 	require.Zero(t, h.r.Stats().Pending)
 }
 
@@ -231,7 +231,7 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 	const n = 9
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			faultLeakCheck(t)
+			leakCheck(t)
 			var h *faultHost
 			target, reached := tt.setup(t, func() *faultHost { return h }, n)
 			clock := reactortest.NewManualClock(time.Now())
@@ -240,8 +240,8 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 			for i := range n {
 				h.submit(tt.req, &calls.Options{Timeout: timeouts[i%len(timeouts)]})
 			}
-			h.waitFor(faultBound, "calls waiting", reached)
-			ctx, cancel := context.WithTimeout(context.Background(), faultBound)
+			h.waitFor(bound, "calls waiting", reached)
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
 			for _, d := range timeouts {
 				require.NoError(t, clock.WaitTimers(ctx, 1))
@@ -258,7 +258,7 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 						due = append(due, c)
 					}
 				}
-				h.settle(faultBound, due...)
+				h.settle(bound, due...)
 				for _, c := range h.calls {
 					require.Equal(t, c.timeout <= d, c.done(), "call %d (timeout %v) at %v", c.seq, c.timeout, d)
 				}
@@ -267,7 +267,7 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 					require.Contains(t, c.err.Error(), fmt.Sprintf("deadline exceeded after %v (timeout %v)", d, d))
 				}
 			}
-			h.waitFor(faultBound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+			h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 		})
 	}
 }

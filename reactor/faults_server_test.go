@@ -32,7 +32,7 @@ func TestFaultServerKilled(t *testing.T) {
 	// The bound of the issue. Settlement normally follows the Stop by a few milliseconds:
 	// the in-flight calls fail as soon as the client reads EOF, the queued ones as soon as a
 	// loopback connect is refused, or succeed once the restarted server is reached (within
-	// the 60 ms of faultBackoff). The margin is for -race on two busy cores.
+	// the 60 ms of fastBackoff). The margin is for -race on two busy cores.
 	const settleBound = time.Second
 	const slots = 4 * 16 // Workers × BatchSize
 	tests := []struct {
@@ -54,7 +54,7 @@ func TestFaultServerKilled(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			faultLeakCheck(t)
+			leakCheck(t)
 			srv := testserver.Start(t)
 			seen := newFaultSeen()
 			release := make(chan struct{})
@@ -65,11 +65,11 @@ func TestFaultServerKilled(t *testing.T) {
 				srv.SetHandler(faultHold(release, seen))
 			}
 			// Timeouts far above settleBound, so that no call can pass by timing out.
-			h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16, DefaultTimeout: 4 * time.Second, Backoff: faultBackoff})
+			h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16, DefaultTimeout: 4 * time.Second, Backoff: fastBackoff})
 			for i := range tt.calls {
 				h.submit(&testpb.EchoRequest{Message: fmt.Sprint("k", i)}, nil)
 			}
-			h.waitFor(faultBound, "server reached by the burst", func() bool { return srv.Calls() >= tt.stopAfter })
+			h.waitFor(bound, "server reached by the burst", func() bool { return srv.Calls() >= tt.stopAfter })
 
 			stopped := time.Now()
 			srv.Stop()
@@ -80,7 +80,7 @@ func TestFaultServerKilled(t *testing.T) {
 				}
 				srv.Restart(t)
 			}
-			h.settle(faultBound)
+			h.settle(bound)
 
 			byCode, sample := faultTally(h.calls)
 			t.Logf("outcomes %v; samples %v", byCode, sample)
@@ -123,14 +123,11 @@ func TestFaultServerKilled(t *testing.T) {
 			if !tt.restart {
 				require.Less(t, succeeded, tt.calls, "the server was stopped mid-burst")
 			}
-			h.waitFor(faultBound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+			h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 			require.Zero(t, h.r.Stats().Pending)
 		})
 	}
 }
-
-// faultBackoff reconnects quickly: Restart is noticed within MaxDelay × (1 + Jitter).
-var faultBackoff = reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
 
 // faultReconnectBound bounds the time from a restart to the first successful call: a
 // reconnect attempt starts at most MaxDelay × (1 + Jitter) = 60 ms after the server is back,
@@ -145,11 +142,11 @@ func TestFaultServerRestart(t *testing.T) {
 	// Fail-fast calls against a port nobody listens on fail as soon as the loopback connect is
 	// refused (about 1 ms); 100 ms, the bound of the issue, is the margin for -race.
 	const failFast = 100 * time.Millisecond
-	faultLeakCheck(t)
+	leakCheck(t)
 	srv := testserver.Start(t)
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Backoff: faultBackoff, DefaultTimeout: 3 * time.Second})
+	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Backoff: fastBackoff, DefaultTimeout: 3 * time.Second})
 	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(faultBound, warm)
+	h.settle(bound, warm)
 	require.NoError(t, warm.err)
 
 	srv.Stop()
@@ -158,7 +155,7 @@ func TestFaultServerRestart(t *testing.T) {
 	var worst time.Duration
 	for i := range 30 {
 		c := h.submit(&testpb.EchoRequest{Message: fmt.Sprint("down", i)}, nil)
-		h.settle(faultBound, c)
+		h.settle(bound, c)
 		require.Equal(t, codes.Unavailable, c.code(), "call %d while down: %v", i, c.err)
 		require.ErrorIs(t, c.err, calls.ErrUnavailable, "a refused connection matches ErrUnavailable")
 		worst = max(worst, c.latency())
@@ -173,7 +170,7 @@ func TestFaultServerRestart(t *testing.T) {
 	for {
 		c := h.submit(&testpb.EchoRequest{Message: fmt.Sprint("probe", probes)}, nil)
 		probes++
-		h.settle(faultBound, c)
+		h.settle(bound, c)
 		if c.err == nil {
 			break
 		}
@@ -189,7 +186,7 @@ func TestFaultServerRestart(t *testing.T) {
 	for i := range 50 {
 		after = append(after, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("after", i)}, nil))
 	}
-	h.settle(faultBound, after...)
+	h.settle(bound, after...)
 	for _, c := range after {
 		require.NoError(t, c.err)
 	}
@@ -212,18 +209,18 @@ func TestFaultServerRestartWaitForReady(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			faultLeakCheck(t)
+			leakCheck(t)
 			srv := testserver.Start(t)
-			h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Backoff: faultBackoff})
+			h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Backoff: fastBackoff})
 			warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-			h.settle(faultBound, warm)
+			h.settle(bound, warm)
 			require.NoError(t, warm.err)
 			srv.Stop()
 			// WaitForReady covers the wait for a connection, not a call already sent on one
 			// that is dying: a call submitted in the millisecond before the client reads the
 			// EOF goes out on the dead connection and fails with Unavailable, as any call in
 			// flight does (it may have reached the server). So wait until the client knows.
-			h.waitFor(faultBound, "the client noticed the server is gone", func() bool { return h.r.Stats().State != connectivity.Ready })
+			h.waitFor(bound, "the client noticed the server is gone", func() bool { return h.r.Stats().State != connectivity.Ready })
 
 			opts := &calls.Options{WaitForReady: true, Timeout: tt.timeout}
 			var waiting []*faultCall
@@ -237,7 +234,7 @@ func TestFaultServerRestartWaitForReady(t *testing.T) {
 				}
 				srv.Restart(t)
 				back := time.Now()
-				h.settle(faultBound, waiting...)
+				h.settle(bound, waiting...)
 				var last time.Time
 				for _, c := range waiting {
 					require.NoError(t, c.err)
@@ -248,18 +245,11 @@ func TestFaultServerRestartWaitForReady(t *testing.T) {
 				require.EqualValues(t, 1+len(waiting), srv.Calls())
 				return
 			}
-			h.settle(faultBound, waiting...)
+			h.settle(bound, waiting...)
 			faultRequireDeadlines(t, "never back", waiting)
 			require.EqualValues(t, 1, srv.Calls())
 		})
 	}
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // TestFaultGracefulStop: calls in flight when the server stops gracefully (GOAWAY, then it
@@ -267,19 +257,19 @@ func maxTime(a, b time.Time) time.Time {
 // wait for the restarted server and succeed too. Zero failures, and each call reaches a
 // server exactly once.
 func TestFaultGracefulStop(t *testing.T) {
-	faultLeakCheck(t)
+	leakCheck(t)
 	srv := testserver.Start(t)
 	release := make(chan struct{})
 	seen := newFaultSeen()
 	srv.SetHandler(faultHold(release, seen))
 	// 64 slots: the held calls take half, so the later calls go to gRPC at once.
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 32, Backoff: faultBackoff, DefaultTimeout: 4 * time.Second})
+	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 32, Backoff: fastBackoff, DefaultTimeout: 4 * time.Second})
 
 	const inFlight = 32
 	for i := range inFlight {
 		h.submit(&testpb.EchoRequest{Message: fmt.Sprint("held", i)}, nil)
 	}
-	h.waitFor(faultBound, "held calls at the server", func() bool { return srv.Calls() == inFlight })
+	h.waitFor(bound, "held calls at the server", func() bool { return srv.Calls() == inFlight })
 
 	stopped := make(chan struct{})
 	go func() {
@@ -287,14 +277,14 @@ func TestFaultGracefulStop(t *testing.T) {
 		srv.GracefulStop() // returns once the held calls have been answered
 	}()
 	// The client leaves READY when the GOAWAY arrives; the held calls keep their streams.
-	h.waitFor(faultBound, "GOAWAY noticed", func() bool { return h.r.Stats().State != connectivity.Ready })
+	h.waitFor(bound, "GOAWAY noticed", func() bool { return h.r.Stats().State != connectivity.Ready })
 
 	var later []*faultCall
 	for i := range 16 {
 		later = append(later, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("later", i)}, &calls.Options{WaitForReady: true}))
 	}
 	// They wait for a connection: the listener is closed and the old connection is draining.
-	h.waitFor(faultBound, "later calls handed to gRPC", func() bool {
+	h.waitFor(bound, "later calls handed to gRPC", func() bool {
 		return h.r.Stats().InFlight == inFlight+len(later) || slices.ContainsFunc(later, (*faultCall).done)
 	})
 	h.pause(50 * time.Millisecond)
@@ -304,12 +294,12 @@ func TestFaultGracefulStop(t *testing.T) {
 	close(release)
 	select {
 	case <-stopped:
-	case <-time.After(faultBound):
+	case <-time.After(bound):
 		t.Fatal("GracefulStop did not return after its handlers were released")
 	}
-	h.settle(faultBound, h.calls[:inFlight]...)
+	h.settle(bound, h.calls[:inFlight]...)
 	srv.Restart(t)
-	h.settle(faultBound)
+	h.settle(bound)
 
 	byCode, sample := faultTally(h.calls)
 	require.Equal(t, map[codes.Code]int{codes.OK: len(h.calls)}, byCode, "zero failures; samples %v", sample)
@@ -342,13 +332,13 @@ func (c *faultConnCounter) HandleConn(_ context.Context, s stats.ConnStats) {
 // MaxConnectionAgeGrace for the streams in flight), under steady load for 1 s: zero failures,
 // across several connections.
 func TestFaultMaxConnectionAge(t *testing.T) {
-	faultLeakCheck(t)
+	leakCheck(t)
 	conns := &faultConnCounter{}
 	srv := testserver.Start(t,
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 200 * time.Millisecond, MaxConnectionAgeGrace: 2 * time.Second}),
 		grpc.StatsHandler(conns),
 	)
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 16, Backoff: faultBackoff, DefaultTimeout: 4 * time.Second})
+	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 16, Backoff: fastBackoff, DefaultTimeout: 4 * time.Second})
 
 	const load = 32 // calls kept outstanding
 	end := time.Now().Add(time.Second)
@@ -358,11 +348,11 @@ func TestFaultMaxConnectionAge(t *testing.T) {
 		}
 		select {
 		case <-h.r.Ready():
-		case <-time.After(faultPoll):
+		case <-time.After(poll):
 		}
 		h.tick()
 	}
-	h.settle(faultBound)
+	h.settle(bound)
 
 	byCode, sample := faultTally(h.calls)
 	t.Logf("%d calls over %d connections", len(h.calls), conns.n.Load())

@@ -13,8 +13,6 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-var echoOther = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Other/Echo")
-
 func TestServiceConfigGenerated(t *testing.T) {
 	base := reactor.Config{Target: "127.0.0.1:1", Credentials: reactor.Insecure()}
 	tests := []struct {

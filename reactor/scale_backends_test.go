@@ -31,7 +31,7 @@ func TestScaleManyBackends(t *testing.T) {
 	addrs := []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}
 	const workers, batch = 4, 8
 	const lanes = workers * batch // transport calls in flight at most
-	r := newScaleReactor(t, reactor.Config{
+	r := newReactor(t, nil, reactor.Config{
 		Targets:   addrs,
 		Workers:   workers,
 		BatchSize: batch,
@@ -39,12 +39,12 @@ func TestScaleManyBackends(t *testing.T) {
 		// holds them all), so no call times out; the bounds of the waits catch hangs.
 		MaxTimeout:     30 * time.Second,
 		DefaultTimeout: 20 * time.Second,
-		Backoff:        reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+		Backoff:        fastBackoff,
 	})
 
 	// round_robin connects its subchannels in the background: warm up until every backend has
 	// served a call, which means all three are READY in the picker.
-	until(t, scaleBound, "every backend gets calls", func() bool {
+	until(t, bound, "every backend gets calls", func() bool {
 		burst(t, r, "warm", 30, 30).requireAllSucceeded(t)
 		for _, s := range srvs {
 			if s.Calls() == 0 {
@@ -87,7 +87,7 @@ func TestScaleManyBackends(t *testing.T) {
 		tr.call(r, echo, "stop"+strconv.Itoa(i), nil)
 	}
 	held := map[string]bool{}
-	deadline := time.NewTimer(scaleBound)
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for len(held) < lanes {
 		select {
@@ -96,7 +96,7 @@ func TestScaleManyBackends(t *testing.T) {
 		case <-r.Ready():
 			r.Tick(time.Second)
 		case <-deadline.C:
-			t.Fatalf("only %d of %d lanes hold calls on the stopped backend within %v", len(held), lanes, scaleBound)
+			t.Fatalf("only %d of %d lanes hold calls on the stopped backend within %v", len(held), lanes, bound)
 		}
 	}
 	atStop, atStopB := serverCalls(srvs), backendCalls(r)
@@ -142,18 +142,18 @@ func TestScaleManyBackends(t *testing.T) {
 
 	// Its state leaves READY (asynchronously: the calls' failures and the state change are
 	// not ordered), while calls keep going to the others.
-	until(t, scaleBound, "the stopped backend's state leaves READY", func() bool {
+	until(t, bound, "the stopped backend's state leaves READY", func() bool {
 		burst(t, r, "down", 30, 30).requireAllSucceeded(t)
 		return backendState(t, r, addrs[1]) != connectivity.Ready
 	})
 	require.Equal(t, atStop[1], victim.Calls())
 
-	// Restart it: with Backoff{10 ms, max 100 ms} the channel reconnects within about 100 ms;
-	// the bound allows 100×.
+	// Restart it: with fastBackoff the channel reconnects within about 60 ms; bound is far
+	// more.
 	victim.SetHandler(nil)
 	victim.Restart(t)
 	start := time.Now()
-	until(t, scaleBound, "the restarted backend gets calls again", func() bool {
+	until(t, bound, "the restarted backend gets calls again", func() bool {
 		burst(t, r, "back", 30, 30).requireAllSucceeded(t)
 		return victim.Calls() > atStop[1]
 	})
@@ -180,7 +180,7 @@ func TestScaleResolverTargets(t *testing.T) {
 	t.Logf("localhost resolves to %v", hosts)
 	for _, target := range []string{"dns:///localhost:" + port, "passthrough:///127.0.0.1:" + port} {
 		t.Run(target, func(t *testing.T) {
-			r := newScaleReactor(t, reactor.Config{Target: target})
+			r := newReactor(t, nil, reactor.Config{Target: target})
 			before := srv.Calls()
 			burst(t, r, "c", 50, 50).requireAllSucceeded(t)
 			require.EqualValues(t, 50, srv.Calls()-before)

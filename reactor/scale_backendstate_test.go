@@ -23,7 +23,7 @@ func TestScaleBackendStateHostTargets(t *testing.T) {
 	_, port, err := net.SplitHostPort(srv.Addr())
 	require.NoError(t, err)
 	named := net.JoinHostPort("localhost", port)
-	r := newScaleReactor(t, reactor.Config{Targets: []string{named}})
+	r := newReactor(t, nil, reactor.Config{Targets: []string{named}})
 	burst(t, r, "c", 10, 10).requireAllSucceeded(t)
 	b := r.Stats().Backends
 	require.Len(t, b, 1, "one backend, one row: %+v", b)
@@ -47,13 +47,13 @@ func TestScaleBackendStateHealth(t *testing.T) {
 		srvs = append(srvs, s)
 		addrs = append(addrs, s.Addr())
 	}
-	r := newScaleReactor(t, reactor.Config{Targets: addrs, HealthCheck: true})
-	until(t, scaleBound, "both backends get calls", func() bool {
+	r := newReactor(t, nil, reactor.Config{Targets: addrs, HealthCheck: true})
+	until(t, bound, "both backends get calls", func() bool {
 		burst(t, r, "both", 20, 20).requireAllSucceeded(t)
 		return srvs[0].Calls() > 0 && srvs[1].Calls() > 0
 	})
 	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	until(t, scaleBound, "calls leave the NOT_SERVING backend", func() bool {
+	until(t, bound, "calls leave the NOT_SERVING backend", func() bool {
 		before := srvs[0].Calls()
 		burst(t, r, "leave", 20, 20).requireAllSucceeded(t)
 		return srvs[0].Calls() == before

@@ -33,7 +33,7 @@ func blockUntil(release <-chan struct{}) echoFunc {
 // admitted submits a call and reports whether it was admitted: a rejected call is Failed when
 // Call returns, an admitted one Pending (the handler blocks and nobody ticks, so it stays
 // outstanding).
-func admitted(t *testing.T, tr *tracker, r *reactor.Reactor, m methodOfEcho, id string, opts *calls.Options) (bool, error) {
+func admitted(t *testing.T, tr *tracker, r *reactor.Reactor, m echoMethod, id string, opts *calls.Options) (bool, error) {
 	t.Helper()
 	p := reactor.Call(r, m, &testpb.EchoRequest{Message: id}, opts)
 	tr.track(id, p)
@@ -46,8 +46,6 @@ func admitted(t *testing.T, tr *tracker, r *reactor.Reactor, m methodOfEcho, id 
 	t.Fatalf("call %s is %v at submission", id, p.State())
 	return false, nil
 }
-
-type methodOfEcho = *calls.Method[*testpb.EchoRequest, *testpb.EchoResponse]
 
 // requireOverloaded checks err is the ErrOverloaded rejection whose message contains want.
 func requireOverloaded(t *testing.T, err error, want string) {
@@ -91,7 +89,7 @@ func TestScaleCriticalReserve(t *testing.T) {
 	}
 	require.Equal(t, 20, r.Stats().Pending)
 	for _, c := range []struct {
-		m    methodOfEcho
+		m    echoMethod
 		opts *calls.Options
 		msg  string
 	}{

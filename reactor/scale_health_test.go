@@ -2,7 +2,6 @@ package reactor_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,10 +26,10 @@ func TestScaleHealthCheck(t *testing.T) {
 		srvs = append(srvs, s)
 		addrs = append(addrs, s.Addr())
 	}
-	r := newScaleReactor(t, reactor.Config{
+	r := newReactor(t, nil, reactor.Config{
 		Targets:     addrs,
 		HealthCheck: true,
-		Backoff:     reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+		Backoff:     fastBackoff,
 	})
 	bothServe := func() bool {
 		before := serverCalls(srvs)
@@ -38,13 +37,13 @@ func TestScaleHealthCheck(t *testing.T) {
 		got := since(serverCalls(srvs), before)
 		return got[0] > 0 && got[1] > 0
 	}
-	until(t, scaleBound, "both backends get calls", bothServe)
+	until(t, bound, "both backends get calls", bothServe)
 
 	// NOT_SERVING: once the client has seen it (a burst of 20 that round_robin would split
 	// 10/10 goes wholly to the other backend), no later call reaches it. Every call succeeds
 	// meanwhile: the backend still serves the calls picked before the picker changed.
 	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	until(t, scaleBound, "calls leave the NOT_SERVING backend", func() bool {
+	until(t, bound, "calls leave the NOT_SERVING backend", func() bool {
 		before := serverCalls(srvs)
 		burst(t, r, "leave", 20, 20).requireAllSucceeded(t)
 		return since(serverCalls(srvs), before)[0] == 0
@@ -55,7 +54,7 @@ func TestScaleHealthCheck(t *testing.T) {
 
 	// SERVING again: it gets calls again, and then its fair share (±20%).
 	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	until(t, scaleBound, "the backend gets calls again once SERVING", bothServe)
+	until(t, bound, "the backend gets calls again once SERVING", bothServe)
 	before = serverCalls(srvs)
 	burst(t, r, "spread", 200, 64).requireAllSucceeded(t)
 	requireFairShare(t, since(serverCalls(srvs), before), 200)

@@ -19,12 +19,6 @@ import (
 
 // Helpers of the scale tests (many backends, call policies, per-method stats).
 
-// scaleBound bounds every wait of the scale tests for something that normally takes
-// milliseconds (a burst of a few hundred loopback calls, a reconnect with a 100 ms maximum
-// backoff, a health status change). It is 50–100× the expected time, so that it holds under
-// -race on two busy cores; it only decides how long a broken build takes to fail.
-const scaleBound = 10 * time.Second
-
 // echoFunc is the signature of an Echo handler.
 type echoFunc func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error)
 
@@ -59,23 +53,6 @@ func needLoopback(t *testing.T, hosts ...string) {
 		}
 		require.NoError(t, lis.Close())
 	}
-}
-
-// newScaleReactor starts a reactor with cfg (Insecure credentials unless set) and closes it
-// when the test ends. Unlike newReactor it fills in no target.
-func newScaleReactor(t *testing.T, cfg reactor.Config) *reactor.Reactor {
-	t.Helper()
-	if cfg.Credentials == nil && cfg.Conn == nil {
-		cfg.Credentials = reactor.Insecure()
-	}
-	r, err := reactor.New(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = r.Close(ctx)
-	})
-	return r
 }
 
 // outcome is what a call delivered; its callbacks run on the test goroutine (inside Tick).
@@ -116,7 +93,7 @@ func (tr *tracker) call(r *reactor.Reactor, m *calls.Method[*testpb.EchoRequest,
 // drain ticks r until every tracked call has settled, then checks each settled exactly once.
 func (tr *tracker) drain(t *testing.T, r *reactor.Reactor) {
 	t.Helper()
-	waitFor(t, r, scaleBound, func() bool { return tr.settled >= len(tr.outs) })
+	waitFor(t, r, func() bool { return tr.settled >= len(tr.outs) })
 	for _, o := range tr.outs {
 		require.Equal(t, 1, o.settled, "call %s settled %d times", o.id, o.settled)
 	}
@@ -136,7 +113,7 @@ func (tr *tracker) requireAllSucceeded(t *testing.T) {
 func burst(t *testing.T, r *reactor.Reactor, prefix string, n, window int) *tracker {
 	t.Helper()
 	tr := &tracker{}
-	deadline := time.NewTimer(scaleBound)
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for tr.settled < n {
 		for len(tr.outs) < n && len(tr.outs)-tr.settled < window {
@@ -146,7 +123,7 @@ func burst(t *testing.T, r *reactor.Reactor, prefix string, n, window int) *trac
 		case <-r.Ready():
 			r.Tick(time.Second)
 		case <-deadline.C:
-			t.Fatalf("burst %s: %d of %d calls settled within %v", prefix, tr.settled, n, scaleBound)
+			t.Fatalf("burst %s: %d of %d calls settled within %v", prefix, tr.settled, n, bound)
 		}
 	}
 	for _, o := range tr.outs {
@@ -218,16 +195,4 @@ func requireFairShare(t *testing.T, counts []int64, total int) {
 		sum += c
 	}
 	require.EqualValues(t, total, sum, "calls counted by the servers: %v", counts)
-}
-
-// until repeats step (which does real work, such as a burst of calls, and reports whether the
-// condition holds) until it returns true, failing the test after bound.
-func until(t *testing.T, bound time.Duration, what string, step func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !step() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, bound)
-		}
-	}
 }

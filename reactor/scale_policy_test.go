@@ -53,13 +53,13 @@ func TestScalePolicyTimeout(t *testing.T) {
 	for range cases { // all in flight: the deadlines below are the reactor's, not "never sent"
 		select {
 		case <-entered:
-		case <-time.After(scaleBound):
+		case <-time.After(bound):
 			t.Fatal("the calls did not reach the server")
 		}
 	}
 	for i, c := range cases {
 		clk.Advance(10 * time.Second)
-		waitFor(t, r, scaleBound, func() bool { return c.o.settled > 0 })
+		waitFor(t, r, func() bool { return c.o.settled > 0 })
 		require.ErrorIs(t, c.o.err, calls.ErrTimeout, "call %s", c.o.id)
 		require.Contains(t, c.o.err.Error(), "(timeout "+c.timeout.String()+")", "call %s", c.o.id)
 		// The Tick that delivered it delivered everything due at the same time: the calls
@@ -80,19 +80,19 @@ func TestScalePolicyWaitForReady(t *testing.T) {
 	addr := lis.Addr().String()
 	require.NoError(t, lis.Close())
 
-	r := newScaleReactor(t, reactor.Config{
+	r := newReactor(t, nil, reactor.Config{
 		Target:   addr,
 		Policies: []reactor.MethodPolicy{{Method: echo, WaitForReady: true}},
-		// 5 s: far more than the fail-fast call and the reconnect (≤ 100 ms backoff) take.
+		// 5 s: far more than the fail-fast call and the reconnect (fastBackoff) take.
 		DefaultTimeout: 5 * time.Second,
-		Backoff:        reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+		Backoff:        fastBackoff,
 	})
 	tr := &tracker{}
 	byPolicy := tr.call(r, echo, "policy", nil)
 	byOption := tr.call(r, echoOther, "option", &calls.Options{WaitForReady: true})
 	fast := tr.call(r, echoOther, "fast", nil)
 	forcedFast := tr.call(r, echo, "forced fast", &calls.Options{FailFast: true})
-	waitFor(t, r, scaleBound, func() bool { return fast.settled > 0 && forcedFast.settled > 0 })
+	waitFor(t, r, func() bool { return fast.settled > 0 && forcedFast.settled > 0 })
 	require.Equal(t, codes.Unavailable, status.Code(fast.err), "the call without WaitForReady: %v", fast.err)
 	require.Equal(t, codes.Unavailable, status.Code(forcedFast.err), "Options.FailFast overrides the policy: %v", forcedFast.err)
 	both := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{WaitForReady: true, FailFast: true})

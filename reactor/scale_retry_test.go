@@ -144,7 +144,7 @@ func TestScaleServiceConfigLookup(t *testing.T) {
 				}
 				rb.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: srv.Addr()}}, ServiceConfig: sc})
 			}
-			r := newScaleReactor(t, reactor.Config{
+			r := newReactor(t, nil, reactor.Config{
 				Target:              "sctest:///x",
 				DialOptions:         []grpc.DialOption{grpc.WithResolvers(rb)},
 				ServiceConfigLookup: lookup,

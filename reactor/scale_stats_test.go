@@ -60,7 +60,7 @@ func TestScaleStatsMethods(t *testing.T) {
 	for range 3 {
 		select {
 		case <-entered:
-		case <-time.After(scaleBound):
+		case <-time.After(bound):
 			t.Fatal("the held calls did not reach the server")
 		}
 	}
@@ -70,7 +70,7 @@ func TestScaleStatsMethods(t *testing.T) {
 		t.Helper()
 		select {
 		case <-r.Ready():
-		case <-time.After(scaleBound):
+		case <-time.After(bound):
 			t.Fatalf("call %s did not settle", o.id)
 		}
 		clk.Advance(d)

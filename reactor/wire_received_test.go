@@ -81,7 +81,7 @@ func TestWireReceivedMetadataOverLimitDropped(t *testing.T) {
 				Limits: limits.Limits{MaxMetadataBytes: limit},
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			})
-			p, resp, err := wireCall(t, r, &testpb.EchoRequest{Message: "hi"}, nil)
+			p, resp, err := roundTrip(t, r, &testpb.EchoRequest{Message: "hi"}, nil)
 
 			if tt.fail {
 				var ce *calls.Error

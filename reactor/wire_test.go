@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -21,28 +20,10 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// wireBound bounds every wait in these tests; the calls themselves take milliseconds on
-// loopback.
-const wireBound = 10 * time.Second
-
-// wireCall makes one Echo call and waits until its outcome is delivered.
-func wireCall(t *testing.T, r *reactor.Reactor, req *testpb.EchoRequest, opts *calls.Options) (*calls.Promise[*testpb.EchoResponse], *testpb.EchoResponse, error) {
-	t.Helper()
-	var resp *testpb.EchoResponse
-	var err error
-	settled := false
-	p := reactor.Call(r, echo, req, opts).
-		Then(func(v *testpb.EchoResponse) { resp = v }).
-		OnError(func(e error) { err = e }).
-		Always(func() { settled = true })
-	waitFor(t, r, wireBound, func() bool { return settled })
-	return p, resp, err
-}
-
 func TestWireMetadataLowercased(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})
-	_, resp, err := wireCall(t, r, &testpb.EchoRequest{Message: "md"}, &calls.Options{Metadata: metadata.MD{
+	_, resp, err := roundTrip(t, r, &testpb.EchoRequest{Message: "md"}, &calls.Options{Metadata: metadata.MD{
 		"X-Request-ID":  {"abc-123"},
 		"Authorization": {"Bearer token"},
 		"x-multi":       {"one", "two"},
@@ -85,7 +66,7 @@ func TestWireBinaryMetadataRoundTrips(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := wireCall(t, r, &testpb.EchoRequest{}, &calls.Options{Metadata: metadata.MD{tt.key: tt.vals}})
+			_, _, err := roundTrip(t, r, &testpb.EchoRequest{}, &calls.Options{Metadata: metadata.MD{tt.key: tt.vals}})
 			require.NoError(t, err)
 			require.Equal(t, tt.vals, srv.LastMetadata()[strings.ToLower(tt.key)])
 		})
@@ -128,7 +109,7 @@ func TestWireInvalidMetadataNeverSent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := srv.Calls()
-			p, resp, err := wireCall(t, r, &testpb.EchoRequest{Message: "never"}, &calls.Options{Metadata: tt.md})
+			p, resp, err := roundTrip(t, r, &testpb.EchoRequest{Message: "never"}, &calls.Options{Metadata: tt.md})
 			require.Nil(t, resp)
 			require.ErrorIs(t, err, tt.want)
 			require.Equal(t, status.Code(tt.want), status.Code(err))
@@ -138,7 +119,7 @@ func TestWireInvalidMetadataNeverSent(t *testing.T) {
 			require.NotContains(t, err.Error(), "s3cr3t", "errors must not reveal metadata values")
 
 			// A valid call afterwards goes through, and is the only one the server saw.
-			_, resp, err = wireCall(t, r, &testpb.EchoRequest{Message: "ok"}, &calls.Options{Metadata: metadata.MD{"x-ok": {"1"}}})
+			_, resp, err = roundTrip(t, r, &testpb.EchoRequest{Message: "ok"}, &calls.Options{Metadata: metadata.MD{"x-ok": {"1"}}})
 			require.NoError(t, err)
 			require.Equal(t, "ok", resp.GetMessage())
 			require.Equal(t, before+1, srv.Calls(), "the invalid call must not reach the server")
@@ -154,7 +135,7 @@ func TestWireInvalidMetadataFailsAtSubmission(t *testing.T) {
 	require.ErrorIs(t, p.Err(), calls.ErrInvalidArgument)
 	var got error
 	p.OnError(func(err error) { got = err })
-	waitFor(t, r, wireBound, func() bool { return got != nil })
+	waitFor(t, r, func() bool { return got != nil })
 	require.Same(t, p.Err(), got)
 }
 
@@ -176,7 +157,7 @@ func TestWireRequestTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := srv.Calls()
-			p, _, err := wireCall(t, r, tt.req, nil)
+			p, _, err := roundTrip(t, r, tt.req, nil)
 			if tt.ok {
 				require.NoError(t, err)
 				require.Equal(t, before+1, srv.Calls())
@@ -212,12 +193,12 @@ func TestWireResponseTooLarge(t *testing.T) {
 				DialOptions: tt.dialOpts,
 			})
 			// A response well under the limit (the echoed metadata adds some bytes) passes.
-			_, resp, err := wireCall(t, r, &testpb.EchoRequest{ResponseBytes: limit / 2}, &calls.Options{CallOptions: tt.callOpts})
+			_, resp, err := roundTrip(t, r, &testpb.EchoRequest{ResponseBytes: limit / 2}, &calls.Options{CallOptions: tt.callOpts})
 			require.NoError(t, err)
 			require.Len(t, resp.GetPayload(), limit/2)
 
 			before := srv.Calls()
-			p, resp, err := wireCall(t, r, &testpb.EchoRequest{ResponseBytes: 2 * limit}, &calls.Options{CallOptions: tt.callOpts})
+			p, resp, err := roundTrip(t, r, &testpb.EchoRequest{ResponseBytes: 2 * limit}, &calls.Options{CallOptions: tt.callOpts})
 			require.Nil(t, resp)
 			require.ErrorIs(t, err, calls.ErrTooLarge)
 			require.Equal(t, codes.ResourceExhausted, status.Code(err))
@@ -237,7 +218,7 @@ func TestWireHeadersAndTrailers(t *testing.T) {
 		var p *calls.Promise[*testpb.EchoResponse]
 		p = reactor.Call(r, echo, &testpb.EchoRequest{Message: "h"}, nil).
 			Then(func(*testpb.EchoResponse) { header, trailer = p.Header(), p.Trailer() })
-		waitFor(t, r, wireBound, func() bool { return p.State() != calls.Pending })
+		waitFor(t, r, func() bool { return p.State() != calls.Pending })
 		require.NoError(t, p.Err())
 		require.Equal(t, []string{testserver.HeaderValue}, header.Get(testserver.HeaderKey), "headers are visible inside Then")
 		require.Equal(t, []string{testserver.TrailerValue}, trailer.Get(testserver.TrailerKey), "trailers are visible inside Then")
@@ -250,7 +231,7 @@ func TestWireHeadersAndTrailers(t *testing.T) {
 		var p *calls.Promise[*testpb.EchoResponse]
 		p = reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, nil).
 			OnError(func(error) { trailerInCallback = p.Trailer() })
-		waitFor(t, r, wireBound, func() bool { return p.State() != calls.Pending })
+		waitFor(t, r, func() bool { return p.State() != calls.Pending })
 		err := p.Err()
 		require.Error(t, err)
 		var ce *calls.Error
@@ -296,7 +277,7 @@ func TestWireNoResponseMetadata(t *testing.T) {
 			p = reactor.Call(r, echo, tt.req, nil).
 				Then(func(got *testpb.EchoResponse) { resp = got }).
 				Always(func() { header, trailer = p.Header(), p.Trailer() })
-			waitFor(t, r, wireBound, func() bool { return p.State() != calls.Pending })
+			waitFor(t, r, func() bool { return p.State() != calls.Pending })
 			require.Nil(t, header)
 			require.Nil(t, trailer)
 			if tt.code == codes.OK {
@@ -321,7 +302,7 @@ func TestWireServerSizeLimitMatchesErrTooLarge(t *testing.T) {
 	srv := testserver.Start(t, grpc.MaxRecvMsgSize(serverMax))
 	r := newReactor(t, srv, reactor.Config{})
 
-	_, _, err := wireCall(t, r, &testpb.EchoRequest{Payload: make([]byte, 2*serverMax)}, nil)
+	_, _, err := roundTrip(t, r, &testpb.EchoRequest{Payload: make([]byte, 2*serverMax)}, nil)
 	require.Equal(t, codes.ResourceExhausted, status.Code(err), "got %v", err)
 	require.Contains(t, err.Error(), "grpc: received message larger than max")
 	require.ErrorIs(t, err, calls.ErrTooLarge)
@@ -354,7 +335,7 @@ func TestWireServerStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := wireCall(t, r, &testpb.EchoRequest{FailCode: tt.code, FailMessage: tt.msg}, nil)
+			_, _, err := roundTrip(t, r, &testpb.EchoRequest{FailCode: tt.code, FailMessage: tt.msg}, nil)
 			var ce *calls.Error
 			require.True(t, errors.As(err, &ce), "got %T %v", err, err)
 			require.Equal(t, tt.wantCode, ce.Code())
@@ -381,7 +362,7 @@ func TestWireMethodsAllowlist(t *testing.T) {
 	require.Contains(t, p.Err().Error(), otherMethod.Path())
 	require.Contains(t, p.Err().Error(), "Config.Methods")
 
-	_, resp, err := wireCall(t, r, &testpb.EchoRequest{Message: "allowed"}, nil)
+	_, resp, err := roundTrip(t, r, &testpb.EchoRequest{Message: "allowed"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "allowed", resp.GetMessage())
 	require.Equal(t, before+1, srv.Calls())
@@ -394,7 +375,7 @@ func TestWireRequestEncodedOnce(t *testing.T) {
 	t.Run("encoding failure", func(t *testing.T) {
 		before := srv.Calls()
 		// proto3 string fields must hold valid UTF-8.
-		p, resp, err := wireCall(t, r, &testpb.EchoRequest{Message: "\xff"}, nil)
+		p, resp, err := roundTrip(t, r, &testpb.EchoRequest{Message: "\xff"}, nil)
 		require.Nil(t, resp)
 		require.ErrorIs(t, err, calls.ErrInvalidArgument)
 		require.Equal(t, codes.InvalidArgument, status.Code(err))
@@ -410,7 +391,7 @@ func TestWireRequestEncodedOnce(t *testing.T) {
 		p := reactor.Call(r, echo, req, nil).Then(func(v *testpb.EchoResponse) { resp = v })
 		req.Message = "changed"
 		req.Payload[0] = 'X'
-		waitFor(t, r, wireBound, func() bool { return p.State() != calls.Pending })
+		waitFor(t, r, func() bool { return p.State() != calls.Pending })
 		require.NoError(t, p.Err())
 		require.Equal(t, "as submitted", resp.GetMessage())
 		require.Equal(t, []byte("abc"), resp.GetPayload())
