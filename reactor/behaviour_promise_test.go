@@ -20,32 +20,6 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// callbackLog records callbacks, which all run on the Tick goroutine, and whether each ran
-// there.
-type callbackLog struct {
-	h       *host
-	ran     []string
-	offHost []string
-}
-
-func (l *callbackLog) note(name string) {
-	l.ran = append(l.ran, name)
-	if !l.h.onHost() {
-		l.offHost = append(l.offHost, name)
-	}
-}
-
-// attach registers, in this order, Then, OnError, Always, Then, OnError, Always, each noting
-// its name with a prefix. More than two callbacks also exercise the promise's overflow list.
-func (l *callbackLog) attach(p *echoPromise, prefix string) {
-	p.Then(func(*testpb.EchoResponse) { l.note(prefix + "then1") }).
-		OnError(func(error) { l.note(prefix + "error1") }).
-		Always(func() { l.note(prefix + "always1") }).
-		Then(func(*testpb.EchoResponse) { l.note(prefix + "then2") }).
-		OnError(func(error) { l.note(prefix + "error2") }).
-		Always(func() { l.note(prefix + "always2") })
-}
-
 func TestCallbacksRunOnlyInsideTick(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})
@@ -331,26 +305,21 @@ func TestExactlyOnceUnderRaces(t *testing.T) {
 	reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { warm = true })
 	h.waitFor(func() bool { return warm })
 
-	type counts struct{ then, onErr, always int } // written on the Tick goroutine only
-	cs := make([]counts, n)
-	ps := make([]*echoPromise, n)
 	var cancels sync.WaitGroup
-	alwaysTotal := 0
+	cs := make([]*call, n)
 	for i := range n {
 		req := &testpb.EchoRequest{DelayMs: int64(rand.IntN(201))} // 0–200 ms
-		ps[i] = reactor.Call(r, echo, req, &calls.Options{Timeout: timeout}).
-			Then(func(*testpb.EchoResponse) { cs[i].then++ }).
-			OnError(func(error) { cs[i].onErr++ }).
-			Always(func() { cs[i].always++; alwaysTotal++ })
+		c := h.submit(echo, req, &calls.Options{Timeout: timeout})
+		cs[i] = c
 		if i%4 == 0 {
 			cancels.Add(1)
 			time.AfterFunc(time.Duration(rand.IntN(150))*time.Millisecond, func() {
 				defer cancels.Done()
-				ps[i].Cancel()
+				c.p.Cancel()
 			})
 		}
 	}
-	h.waitFor(func() bool { return alwaysTotal == n })
+	h.settle(cs...)
 	cancels.Wait()
 	// Late cancels, late responses and late timer events must not deliver anything again.
 	var flushed bool
@@ -359,23 +328,21 @@ func TestExactlyOnceUnderRaces(t *testing.T) {
 	h.Tick(time.Second)
 
 	outcomes := map[string]int{}
-	for i, c := range cs {
-		require.Equal(t, 1, c.then+c.onErr, "call %d: Then+OnError ran %d times", i, c.then+c.onErr)
-		require.Equal(t, 1, c.always, "call %d: Always ran %d times", i, c.always)
-		err := ps[i].Err()
-		if c.then == 1 {
-			require.Equal(t, calls.Succeeded, ps[i].State(), "call %d", i)
+	for _, c := range cs {
+		require.True(t, c.settledOnce(), "%v", c)
+		if c.thens == 1 {
+			require.Equal(t, calls.Succeeded, c.p.State(), "call %d", c.seq)
 			outcomes["ok"]++
 			continue
 		}
-		require.Equal(t, calls.Failed, ps[i].State(), "call %d", i)
-		switch {
+		require.Equal(t, calls.Failed, c.p.State(), "call %d", c.seq)
+		switch err := c.p.Err(); {
 		case errors.Is(err, calls.ErrTimeout):
 			outcomes["timeout"]++
 		case errors.Is(err, calls.ErrCancelled):
 			outcomes["cancelled"]++
 		default:
-			t.Fatalf("call %d: unexpected error %v", i, err)
+			t.Fatalf("call %d: unexpected error %v", c.seq, err)
 		}
 	}
 	s := r.Stats()

@@ -67,67 +67,45 @@ func TestSettleRaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := reactor.New(reactor.Config{
+			r := newReactor(t, nil, reactor.Config{
 				Conn:           raceConn{},
 				Workers:        tt.workers,
 				BatchSize:      tt.batch,
 				MaxOutstanding: tt.calls,
 			})
-			require.NoError(t, err)
+			h := newHost(t, r)
 			rng := rand.New(rand.NewPCG(7, uint64(tt.calls)))
-			type outcome struct {
-				want    string
-				settled int
-				err     error
-			}
-			outs := make([]*outcome, tt.calls)
-			delivered := 0
-			var cancels []*calls.Promise[*testpb.EchoResponse]
-			for i := range outs {
+			var cancels []*echoPromise
+			for i := range tt.calls {
 				msg := fmt.Sprintf("%c%d", "aayh"[rng.IntN(4)], i) // a: at once, y: yields, h: held
-				o := &outcome{want: msg}
-				outs[i] = o
-				p := reactor.Call(r, raceEcho, &testpb.EchoRequest{Message: msg},
-					&calls.Options{Timeout: time.Duration(1+rng.IntN(3)) * time.Millisecond})
-				p.Then(func(resp *testpb.EchoResponse) {
-					o.settled++
-					delivered++
-					if resp.GetMessage() != o.want {
-						o.err = fmt.Errorf("got the echo %q", resp.GetMessage())
-					}
-				}).OnError(func(err error) {
-					o.settled++
-					delivered++
-					o.err = err
-				})
+				c := h.submit(raceEcho, echoReq(msg), &calls.Options{Timeout: time.Duration(1+rng.IntN(3)) * time.Millisecond})
 				switch rng.IntN(8) {
 				case 0:
-					p.Cancel() // at once: the call may not have reached the reactor yet
+					c.p.Cancel() // at once: the call may not have reached the reactor yet
 				case 1:
-					cancels = append(cancels, p) // after the next Tick
+					cancels = append(cancels, c.p) // after the next Tick
 				}
 				if i%64 == 0 {
-					r.Tick(time.Millisecond)
+					h.Tick(time.Millisecond)
 					for _, p := range cancels {
 						p.Cancel()
 					}
 					cancels = cancels[:0]
 				}
 			}
-			waitFor(t, r, func() bool { return delivered >= tt.calls })
-			for i, o := range outs {
-				require.Equal(t, 1, o.settled, "call %d (%s) settled %d times", i, o.want, o.settled)
-				if o.err != nil && !errors.Is(o.err, calls.ErrTimeout) && !errors.Is(o.err, calls.ErrCancelled) {
-					t.Fatalf("call %d (%s): %v", i, o.want, o.err)
+			h.settle() // each exactly once
+			for _, c := range h.calls {
+				if c.err == nil {
+					require.Equal(t, c.id, c.resp.GetMessage(), "call %d got another call's echo", c.seq)
+				} else if !errors.Is(c.err, calls.ErrTimeout) && !errors.Is(c.err, calls.ErrCancelled) {
+					t.Fatalf("call %d (%s): %v", c.seq, c.id, c.err)
 				}
 			}
 			require.Eventually(t, func() bool {
 				st := r.Stats()
 				return st.InFlight == 0 && st.Queued == 0
-			}, 5*time.Second, time.Millisecond, "every lane has let go of its call")
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			require.NoError(t, r.Close(ctx), "nothing left to cut off")
+			}, bound, poll, "every lane has let go of its call")
+			require.NoError(t, r.Close(closeCtx(t, bound)), "nothing left to cut off")
 			require.Zero(t, r.Tick(0).Delivered, "nothing delivered twice")
 		})
 	}

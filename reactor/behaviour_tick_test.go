@@ -2,9 +2,6 @@ package reactor_test
 
 import (
 	"context"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,60 +17,6 @@ import (
 )
 
 // Shared helpers of the behaviour_*_test.go files.
-
-// goid returns the id of the calling goroutine, from the header of its stack trace
-// ("goroutine 42 [running]:").
-func goid() int64 {
-	var buf [64]byte
-	s := strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine ")
-	id, err := strconv.ParseInt(s[:strings.IndexByte(s, ' ')], 10, 64)
-	if err != nil {
-		panic("goid: " + err.Error())
-	}
-	return id
-}
-
-// host drives a reactor as a game loop does and records which goroutine is inside its Tick or
-// Close, so that callbacks and hooks can check where they run without channels.
-type host struct {
-	t      *testing.T
-	r      *reactor.Reactor
-	inside atomic.Int64 // goid of the goroutine inside Tick or Close; 0 when none
-}
-
-func newHost(t *testing.T, r *reactor.Reactor) *host { return &host{t: t, r: r} }
-
-// Tick calls r.Tick, marking the calling goroutine as inside it.
-func (h *host) Tick(budget time.Duration) reactor.TickReport {
-	h.inside.Store(goid())
-	defer h.inside.Store(0)
-	return h.r.Tick(budget)
-}
-
-// Close calls r.Close, marking the calling goroutine as inside it.
-func (h *host) Close(ctx context.Context) error {
-	h.inside.Store(goid())
-	defer h.inside.Store(0)
-	return h.r.Close(ctx)
-}
-
-// onHost reports whether the caller is the goroutine now inside the host's Tick or Close.
-func (h *host) onHost() bool { return h.inside.Load() == goid() }
-
-// waitFor ticks, woken by Ready, until done reports true, failing the test after bound.
-func (h *host) waitFor(done func() bool) {
-	h.t.Helper()
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
-	for !done() {
-		select {
-		case <-h.r.Ready():
-			h.Tick(time.Second)
-		case <-deadline.C:
-			h.t.Fatalf("condition not met within %v", bound)
-		}
-	}
-}
 
 // gate is a test server handler that holds every request with Block set until the test
 // releases it by its Message (or releases all), or until the call's context ends; it answers

@@ -14,13 +14,13 @@ import (
 	"github.com/trixnew/prpc/internal/testpb"
 )
 
-// faultH2Server is a misbehaving gRPC backend built on net/http's HTTP/2 server, which, unlike
+// h2Server is a misbehaving gRPC backend built on net/http's HTTP/2 server, which, unlike
 // grpc-go's, sends response headers and trailers of any size whatever the client advertises
 // (SETTINGS_MAX_HEADER_LIST_SIZE). It speaks just enough of gRPC's unary framing, over
 // unencrypted HTTP/2, to answer prpctest.TestService/Echo: a request whose Message is
-// faultH2Bad is answered by the bad function; every other request counts as good, waits until
+// h2Bad is answered by the bad function; every other request counts as good, waits until
 // release is closed (or its stream ends), and is echoed.
-type faultH2Server struct {
+type h2Server struct {
 	addr    string
 	srv     *http.Server
 	done    chan struct{} // closed when Serve returns
@@ -31,18 +31,18 @@ type faultH2Server struct {
 	conns atomic.Int64 // connections accepted
 }
 
-// faultH2Bad is the Message of the request the server answers with its bad function.
-const faultH2Bad = "bad"
+// h2Bad is the Message of the request the server answers with its bad function.
+const h2Bad = "bad"
 
-// newFaultH2Server starts a faultH2Server on 127.0.0.1 with an ephemeral port that answers
+// newH2Server starts a h2Server on 127.0.0.1 with an ephemeral port that answers
 // the bad request with bad, and closes it when the test ends.
-func newFaultH2Server(t *testing.T, bad func(w http.ResponseWriter)) *faultH2Server {
+func newH2Server(t *testing.T, bad func(w http.ResponseWriter)) *h2Server {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("faultH2Server: listen: %v", err)
+		t.Fatalf("h2Server: listen: %v", err)
 	}
-	s := &faultH2Server{addr: lis.Addr().String(), done: make(chan struct{}), release: make(chan struct{}), bad: bad}
+	s := &h2Server{addr: lis.Addr().String(), done: make(chan struct{}), release: make(chan struct{}), bad: bad}
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true) // prior knowledge, as gRPC's plaintext client speaks it
 	s.srv = &http.Server{
@@ -59,7 +59,7 @@ func newFaultH2Server(t *testing.T, bad func(w http.ResponseWriter)) *faultH2Ser
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("faultH2Server: serve: %v", err)
+			t.Errorf("h2Server: serve: %v", err)
 		}
 	}()
 	t.Cleanup(func() {
@@ -71,7 +71,7 @@ func newFaultH2Server(t *testing.T, bad func(w http.ResponseWriter)) *faultH2Ser
 }
 
 // releaseGood lets every held good call answer. It may be called more than once.
-func (s *faultH2Server) releaseGood() {
+func (s *h2Server) releaseGood() {
 	select {
 	case <-s.release:
 	default:
@@ -80,18 +80,18 @@ func (s *faultH2Server) releaseGood() {
 }
 
 // ServeHTTP reads one length-prefixed, uncompressed EchoRequest and answers it.
-func (s *faultH2Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *h2Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil || len(body) < 5 || body[0] != 0 || int(binary.BigEndian.Uint32(body[1:5])) != len(body)-5 {
-		http.Error(w, "faultH2Server: not one uncompressed gRPC message", http.StatusBadRequest)
+		http.Error(w, "h2Server: not one uncompressed gRPC message", http.StatusBadRequest)
 		return
 	}
 	req := &testpb.EchoRequest{}
 	if err := proto.Unmarshal(body[5:], req); err != nil {
-		http.Error(w, "faultH2Server: not an EchoRequest", http.StatusBadRequest)
+		http.Error(w, "h2Server: not an EchoRequest", http.StatusBadRequest)
 		return
 	}
-	if req.GetMessage() == faultH2Bad {
+	if req.GetMessage() == h2Bad {
 		s.bad(w)
 		return
 	}
@@ -101,12 +101,12 @@ func (s *faultH2Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	faultH2Reply(w, nil, &testpb.EchoResponse{Message: req.GetMessage()}, map[string]string{"grpc-status": "0"})
+	h2Reply(w, nil, &testpb.EchoResponse{Message: req.GetMessage()}, map[string]string{"grpc-status": "0"})
 }
 
-// faultH2Reply writes a gRPC response: the header block (content-type and header), then msg
+// h2Reply writes a gRPC response: the header block (content-type and header), then msg
 // as one length-prefixed message if it is not nil, then the trailer block.
-func faultH2Reply(w http.ResponseWriter, header map[string]string, msg proto.Message, trailer map[string]string) {
+func h2Reply(w http.ResponseWriter, header map[string]string, msg proto.Message, trailer map[string]string) {
 	for k, v := range header {
 		w.Header()[k] = []string{v} // as is: net/http's HTTP/2 server lowercases names itself
 	}

@@ -24,9 +24,9 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// faultHeaderCase is one oversized response: what the server sends, and what the call that
+// headerCase is one oversized response: what the server sends, and what the call that
 // gets it must see.
-type faultHeaderCase struct {
+type headerCase struct {
 	name string
 	code codes.Code
 	// h2 answers the bad call on the misbehaving HTTP/2 server (nil: not a case for it).
@@ -37,10 +37,10 @@ type faultHeaderCase struct {
 	check func(t *testing.T, ce *calls.Error, p *calls.Promise[*testpb.EchoResponse])
 }
 
-// faultHeaderCases are the oversized responses a real server may send: a stack trace in the
+// headerCases are the oversized responses a real server may send: a stack trace in the
 // status message, rich error details, and a great many response headers. Each is under
 // MaxReceivedHeaderBytes' default and far over MaxMetadataBytes' default.
-func faultHeaderCases(t *testing.T) []faultHeaderCase {
+func headerCases(t *testing.T) []headerCase {
 	t.Helper()
 	const traceBytes = 100 << 10
 	trace := strings.Repeat("at game.(*World).Save(world.go:42) ", traceBytes/35+1)[:traceBytes]
@@ -72,12 +72,12 @@ func faultHeaderCases(t *testing.T) []faultHeaderCase {
 	for i := range manyHeaders {
 		many[fmt.Sprintf("x-h-%04d", i)] = "v"
 	}
-	return []faultHeaderCase{
+	return []headerCase{
 		{
 			name: "100 KiB grpc-message",
 			code: codes.FailedPrecondition,
 			h2: func(w http.ResponseWriter) {
-				faultH2Reply(w, nil, nil, map[string]string{
+				h2Reply(w, nil, nil, map[string]string{
 					"grpc-status":  strconv.Itoa(int(codes.FailedPrecondition)),
 					"grpc-message": trace, // printable ASCII but '%': sent as is
 				})
@@ -89,7 +89,7 @@ func faultHeaderCases(t *testing.T) []faultHeaderCase {
 			name: "64 KiB grpc-status-details-bin",
 			code: codes.PermissionDenied,
 			h2: func(w http.ResponseWriter) {
-				faultH2Reply(w, nil, nil, map[string]string{
+				h2Reply(w, nil, nil, map[string]string{
 					"grpc-status":             strconv.Itoa(int(codes.PermissionDenied)),
 					"grpc-message":            "not your chest",
 					"grpc-status-details-bin": base64.RawStdEncoding.EncodeToString(richBin),
@@ -102,7 +102,7 @@ func faultHeaderCases(t *testing.T) []faultHeaderCase {
 			name: "2,000 response headers",
 			code: codes.Aborted,
 			h2: func(w http.ResponseWriter) {
-				faultH2Reply(w, many, nil, map[string]string{
+				h2Reply(w, many, nil, map[string]string{
 					"grpc-status":  strconv.Itoa(int(codes.Aborted)),
 					"grpc-message": "conflict",
 				})
@@ -122,33 +122,33 @@ func faultHeaderCases(t *testing.T) []faultHeaderCase {
 // connection: the block, under MaxReceivedHeaderBytes, costs neither the connection nor them.
 func TestFaultOversizedResponseFailsOnlyItsCall(t *testing.T) {
 	const good = 100
-	for _, tt := range faultHeaderCases(t) {
+	for _, tt := range headerCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
 			leakCheck(t)
-			srv := newFaultH2Server(t, tt.h2)
+			srv := newH2Server(t, tt.h2)
 			// 128 lanes: every good call and the bad one are in flight at once.
-			h := newFaultHost(t, reactor.Config{Target: srv.addr, Workers: 4, BatchSize: 32, DefaultTimeout: 4 * time.Second})
+			h := startHost(t, reactor.Config{Target: srv.addr, Workers: 4, BatchSize: 32, DefaultTimeout: 4 * time.Second})
 			for i := range good {
-				h.submit(&testpb.EchoRequest{Message: fmt.Sprint("good", i)}, nil)
+				h.submit(echo, echoReq(fmt.Sprint("good", i)), nil)
 			}
-			h.waitFor(bound, "good calls held by the server", func() bool { return srv.good.Load() == good })
+			h.pollFor("good calls held by the server", func() bool { return srv.good.Load() == good })
 
-			bad := h.submit(&testpb.EchoRequest{Message: faultH2Bad}, nil)
-			h.settle(bound, bad)
+			bad := h.submit(echo, echoReq(h2Bad), nil)
+			h.settle(bad)
 			for _, c := range h.calls[:good] {
 				require.False(t, c.done(), "good call %d settled while the server held it: %v", c.seq, c.err)
 			}
 			srv.releaseGood()
-			h.settle(bound)
+			h.settle()
 
 			var ce *calls.Error
 			require.True(t, errors.As(bad.err, &ce), "got %T %v", bad.err, bad.err)
 			require.Equal(t, tt.code, ce.Code(), "the oversized call keeps its status code: %v", bad.err)
 			tt.check(t, ce, bad.p)
-			byCode, sample := faultTally(h.calls[:good])
+			byCode, sample := tally(h.calls[:good])
 			require.Equal(t, map[codes.Code]int{codes.OK: good}, byCode, "zero good calls fail; samples %v", sample)
 			for _, c := range h.calls[:good] {
-				require.Equal(t, c.msg, c.resp.GetMessage())
+				require.Equal(t, c.id, c.resp.GetMessage())
 			}
 			require.EqualValues(t, 1, srv.conns.Load(), "every call ran on the one connection")
 		})
@@ -160,7 +160,7 @@ func TestFaultOversizedResponseFailsOnlyItsCall(t *testing.T) {
 // losing the real status. Under MaxReceivedHeaderBytes, a 100 KiB status message arrives with
 // its real code, cut at MaxStatusMessageBytes, and 64 KiB of details arrive whole.
 func TestFaultOversizedStatusFromGRPCServer(t *testing.T) {
-	for _, tt := range faultHeaderCases(t) {
+	for _, tt := range headerCases(t) {
 		if tt.grpcErr == nil {
 			continue
 		}
@@ -168,15 +168,15 @@ func TestFaultOversizedStatusFromGRPCServer(t *testing.T) {
 			leakCheck(t)
 			srv := testserver.Start(t)
 			srv.SetHandler(func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-				if req.GetMessage() == faultH2Bad {
+				if req.GetMessage() == h2Bad {
 					return nil, tt.grpcErr
 				}
 				return &testpb.EchoResponse{Message: req.GetMessage()}, nil
 			})
-			h := newFaultHost(t, reactor.Config{Target: srv.Addr()})
-			bad := h.submit(&testpb.EchoRequest{Message: faultH2Bad}, nil)
-			after := h.submit(&testpb.EchoRequest{Message: "after"}, nil)
-			h.settle(bound)
+			h := startHost(t, reactor.Config{Target: srv.Addr()})
+			bad := h.submit(echo, echoReq(h2Bad), nil)
+			after := h.submit(echo, echoReq("after"), nil)
+			h.settle()
 
 			var ce *calls.Error
 			require.True(t, errors.As(bad.err, &ce), "got %T %v", bad.err, bad.err)

@@ -54,10 +54,10 @@ func TestFaultHostStopsTicking(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	})
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16, MaxOutstanding: maxOutstanding, DefaultTimeout: 30 * time.Second, MaxTimeout: time.Minute})
-	var admitted []*faultCall
+	h := startHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16, MaxOutstanding: maxOutstanding, DefaultTimeout: 30 * time.Second, MaxTimeout: time.Minute})
+	var admitted []*call
 	for i := range maxOutstanding {
-		c := h.submit(&testpb.EchoRequest{Message: strconv.Itoa(i)}, nil)
+		c := h.submit(echo, echoReq(strconv.Itoa(i)), nil)
 		require.False(t, c.rejected, "call %d within MaxOutstanding", i)
 		admitted = append(admitted, c)
 	}
@@ -90,12 +90,9 @@ func TestFaultHostStopsTicking(t *testing.T) {
 		require.Equal(t, calls.Failed, p.State(), "rejected call %d is Failed when Call returns", i)
 		require.ErrorIs(t, p.Err(), calls.ErrOverloaded)
 	}
-	var rejected []*faultCall
+	var rejected []*call
 	for _, p := range promises {
-		c := &faultCall{seq: len(h.calls), msg: "rejected", submitted: time.Now(), p: p, rejected: true}
-		h.calls = append(h.calls, c)
-		h.attach(c)
-		rejected = append(rejected, c)
+		rejected = append(rejected, h.track("rejected", p))
 	}
 	clear(promises)
 
@@ -107,7 +104,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	st := h.r.Stats()
 	require.Equal(t, maxOutstanding, st.Pending, "completed calls hold their slot until Tick delivers them")
 	for i := range 10 {
-		c := h.submit(&testpb.EchoRequest{Message: "still"}, nil)
+		c := h.submit(echo, echoReq("still"), nil)
 		require.True(t, c.rejected, "call %d after completion, before Tick", i)
 		require.ErrorIs(t, c.p.Err(), calls.ErrOverloaded)
 		rejected = append(rejected, c)
@@ -119,13 +116,13 @@ func TestFaultHostStopsTicking(t *testing.T) {
 
 	// Ticking resumes. The first Tick, with a zero budget, delivers exactly one call, and its
 	// cost must not depend on the ~100,000 calls waiting behind it: no copy of the backlog, so
-	// (almost) no allocation, and no more than faultOverrun of wall time. (Before the fix in
+	// (almost) no allocation, and no more than tickOverrun of wall time. (Before the fix in
 	// tick.go this Tick copied the whole backlog into a new slice: 2.7 ms and 0.8 MB without
 	// -race, 64 ms with it; and every later Tick moved the rest of the backlog to the front
 	// of that slice, 1–4 ms each under -race.)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	first := h.tickWith(0)
+	first := h.Tick(0)
 	runtime.ReadMemStats(&m1)
 	t.Logf("first Tick after the stall: %+v, %d bytes allocated", first, m1.TotalAlloc-m0.TotalAlloc)
 	require.Equal(t, 1, first.Delivered)
@@ -138,7 +135,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	// (800 KB): the process-wide counter also sees the harness's own audit and the reactor
 	// goroutine, which measured 2–86 KB here under load.
 	require.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(200<<10), "the first Tick copied the backlog")
-	h.settle(bound)
+	h.settle()
 	for i, c := range admitted {
 		require.NoError(t, c.err)
 		require.Equal(t, strconv.Itoa(i), c.resp.GetMessage())
@@ -155,9 +152,9 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	require.EqualValues(t, maxOutstanding, st.Succeeded)
 	require.EqualValues(t, maxOutstanding, srv.Calls(), "rejected calls never reached the server")
 	// Admission is open again.
-	again := h.submit(&testpb.EchoRequest{Message: "0"}, nil)
+	again := h.submit(echo, echoReq("0"), nil)
 	require.False(t, again.rejected)
-	h.settle(bound, again)
+	h.settle(again)
 	require.NoError(t, again.err)
 }
 
@@ -185,7 +182,7 @@ func TestFaultCloseDuringBurst(t *testing.T) {
 	// calls alone took the reactor 0.36–1.07 s, and Close 0.4–1.3 s beyond its context, on
 	// two cores shared with other processes. Hence 4 s with -race.
 	closeMargin := 500 * time.Millisecond
-	if faultRace {
+	if raceEnabled {
 		closeMargin = 4 * time.Second
 	}
 	srv := testserver.Start(t)
@@ -201,19 +198,19 @@ func TestFaultCloseDuringBurst(t *testing.T) {
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
 	})
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: workers, BatchSize: batch, MaxOutstanding: 16384, DefaultTimeout: 30 * time.Second, MaxTimeout: time.Minute})
+	h := startHost(t, reactor.Config{Target: srv.Addr(), Workers: workers, BatchSize: batch, MaxOutstanding: 16384, DefaultTimeout: 30 * time.Second, MaxTimeout: time.Minute})
 	for i := range n {
-		c := h.submit(&testpb.EchoRequest{Message: strconv.Itoa(i)}, nil)
+		c := h.submit(echo, echoReq(strconv.Itoa(i)), nil)
 		require.False(t, c.rejected)
 	}
 	// Run until every slot holds a held call: the burst is at its peak.
-	h.waitFor(bound, "every slot held", func() bool { return held.Load() == workers*batch })
+	h.pollFor("every slot held", func() bool { return held.Load() == workers*batch })
 	require.Positive(t, h.r.Stats().Queued, "calls wait in prpc for a slot")
 
 	ctx, cancel := context.WithTimeout(context.Background(), closeAfter)
 	defer cancel()
 	start := time.Now()
-	err := h.close(ctx)
+	err := h.Close(ctx)
 	took := time.Since(start)
 	var lastSettled time.Time
 	for _, c := range h.calls {
@@ -224,14 +221,14 @@ func TestFaultCloseDuringBurst(t *testing.T) {
 	require.GreaterOrEqual(t, took, closeAfter, "held calls cannot finish, so Close waits for its context")
 	require.Less(t, took, closeAfter+closeMargin)
 
-	byCode, sample := faultTally(h.calls)
+	byCode, sample := tally(h.calls)
 	t.Logf("outcomes %v; samples %v", byCode, sample)
 	closed := 0
 	for _, c := range h.calls {
 		require.True(t, c.done(), "call %d delivered by the time Close returned", c.seq)
 		switch {
 		case c.err == nil:
-			i, _ := strconv.Atoi(c.msg)
+			i, _ := strconv.Atoi(c.id)
 			require.Equal(t, 1, i%2, "only answered calls succeed")
 		case errors.Is(c.err, calls.ErrClosed):
 			closed++
@@ -245,7 +242,7 @@ func TestFaultCloseDuringBurst(t *testing.T) {
 	require.Zero(t, st.Pending)
 	require.Zero(t, st.InFlight)
 	require.EqualValues(t, closed, st.Closed)
-	late := h.submit(&testpb.EchoRequest{Message: "late"}, nil) // its callbacks run in the next Close
+	late := h.submit(echo, echoReq("late"), nil) // its callbacks run in the next Close
 	require.True(t, late.rejected)
 	require.ErrorIs(t, late.p.Err(), calls.ErrClosed, "calls after Close fail at once")
 }

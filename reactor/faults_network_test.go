@@ -23,33 +23,33 @@ import (
 
 // TestFaultBlackhole: the path to the server goes silent (a proxy that stops forwarding both
 // ways without closing anything). Nothing tells the client, so every call settles with
-// DeadlineExceeded at its own deadline: within faultLate on the real clock (and exactly on a
+// DeadlineExceeded at its own deadline: within lateBound on the real clock (and exactly on a
 // manual clock, in TestFaultDeadlinesManualClock). When the path comes back, the same
 // connection carries calls again.
 func TestFaultBlackhole(t *testing.T) {
 	leakCheck(t)
 	srv := testserver.Start(t)
 	proxy := testserver.StartProxy(t, srv.Addr())
-	h := newFaultHost(t, reactor.Config{Target: proxy.Addr()})
-	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(bound, warm)
+	h := startHost(t, reactor.Config{Target: proxy.Addr()})
+	warm := h.submit(echo, echoReq("warm"), nil)
+	h.settle(warm)
 	require.NoError(t, warm.err)
 
 	proxy.Blackhole()
 	timeouts := []time.Duration{50 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond}
-	var held []*faultCall
+	var held []*call
 	for i := range 30 {
 		timeout := timeouts[i%len(timeouts)]
-		held = append(held, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("held", i)}, &calls.Options{Timeout: timeout}))
+		held = append(held, h.submit(echo, echoReq(fmt.Sprint("held", i)), &calls.Options{Timeout: timeout}))
 	}
-	h.settle(bound, held...)
-	faultRequireDeadlines(t, "blackholed", held)
+	h.settle(held...)
+	requireDeadlines(t, "blackholed", held)
 	require.EqualValues(t, 1, srv.Calls(), "nothing got through the blackhole")
-	h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+	h.pollFor("in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 
 	proxy.Resume()
-	after := h.submit(&testpb.EchoRequest{Message: "after"}, nil)
-	h.settle(bound, after)
+	after := h.submit(echo, echoReq("after"), nil)
+	h.settle(after)
 	require.NoError(t, after.err)
 	require.EqualValues(t, 1, proxy.Accepted(), "the connection survived the blackhole")
 }
@@ -67,14 +67,15 @@ func TestFaultBlackholeKeepalive(t *testing.T) {
 	srv := testserver.Start(t, grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))
 	proxy := testserver.StartProxy(t, srv.Addr())
 	const deadline = 30 * time.Second
-	h := newFaultHost(t, reactor.Config{Target: proxy.Addr(), Keepalive: ka, MaxTimeout: time.Minute, DefaultTimeout: deadline})
-	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(bound, warm)
+	h := startHost(t, reactor.Config{Target: proxy.Addr(), Keepalive: ka, MaxTimeout: time.Minute, DefaultTimeout: deadline})
+	warm := h.submit(echo, echoReq("warm"), nil)
+	h.settle(warm)
 	require.NoError(t, warm.err)
 
 	proxy.Blackhole()
-	c := h.submit(&testpb.EchoRequest{Message: "held", Block: true}, nil)
-	h.settle(deadline+bound, c)
+	c := h.submit(echo, &testpb.EchoRequest{Message: "held", Block: true}, nil)
+	h.bound = deadline + bound // the call waits for keepalive, not for its deadline
+	h.settle(c)
 	t.Logf("blackholed with keepalive: settled after %v: %v", c.latency(), c.err)
 	require.Equal(t, codes.Unavailable, c.code(), "%v", c.err)
 	// The last bytes read are the warm call's response, just before the call was submitted:
@@ -87,7 +88,7 @@ func TestFaultBlackholeKeepalive(t *testing.T) {
 }
 
 // TestFaultSlowServer: a call whose deadline (100 ms) comes before the server's answer
-// (500 ms) settles with DeadlineExceeded at its deadline, within faultLate on the real clock
+// (500 ms) settles with DeadlineExceeded at its deadline, within lateBound on the real clock
 // (and exactly on a manual clock, in TestFaultDeadlinesManualClock), and the server sees its
 // context cancelled (the testserver records that only when the context ends before the
 // 500 ms delay).
@@ -95,20 +96,20 @@ func TestFaultSlowServer(t *testing.T) {
 	leakCheck(t)
 	const timeout, delay = 100 * time.Millisecond, 500
 	srv := testserver.Start(t)
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr()})
-	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(bound, warm)
+	h := startHost(t, reactor.Config{Target: srv.Addr()})
+	warm := h.submit(echo, echoReq("warm"), nil)
+	h.settle(warm)
 	require.NoError(t, warm.err)
 
 	const n = 8 // every slot of the default 2 × 4
-	var slow []*faultCall
+	var slow []*call
 	for i := range n {
-		slow = append(slow, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("slow", i), DelayMs: delay}, &calls.Options{Timeout: timeout}))
+		slow = append(slow, h.submit(echo, &testpb.EchoRequest{Message: fmt.Sprint("slow", i), DelayMs: delay}, &calls.Options{Timeout: timeout}))
 	}
-	h.settle(bound, slow...)
-	faultRequireDeadlines(t, "slow server", slow)
-	h.waitFor(bound, "every handler saw its context cancelled", func() bool { return srv.CancelledCount() == n })
-	h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+	h.settle(slow...)
+	requireDeadlines(t, "slow server", slow)
+	h.pollFor("every handler saw its context cancelled", func() bool { return srv.CancelledCount() == n })
+	h.pollFor("in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 	require.EqualValues(t, 1+n, srv.Calls())
 }
 
@@ -144,26 +145,26 @@ func TestFaultServerStreamLimit(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	})
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16})
+	h := startHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16})
 	// The client learns the limit from the server's SETTINGS frame, which a ready connection
 	// has received.
-	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(bound, warm)
+	warm := h.submit(echo, echoReq("warm"), nil)
+	h.settle(warm)
 	require.NoError(t, warm.err)
 
-	var burst []*faultCall
+	var burst []*call
 	for i := range n {
-		burst = append(burst, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("c", i)}, &calls.Options{Timeout: timeout}))
+		burst = append(burst, h.submit(echo, echoReq(fmt.Sprint("c", i)), &calls.Options{Timeout: timeout}))
 	}
 	// All 40 are in gRPC's hands, none waits in prpc. This holds from dispatch (a few ms) to
 	// the first completions (200 ms): a margin of about 190 ms to observe it.
-	h.waitFor(bound, "all calls handed to gRPC", func() bool {
+	h.pollFor("all calls handed to gRPC", func() bool {
 		st := h.r.Stats()
 		return st.InFlight == n && st.Queued == 0
 	})
-	h.settle(bound, burst...)
+	h.settle(burst...)
 
-	byCode, sample := faultTally(burst)
+	byCode, sample := tally(burst)
 	t.Logf("outcomes %v (samples %v); server saw %d calls, at most %d at once", byCode, sample, srv.Calls()-1, peak.Load())
 	require.EqualValues(t, limit, peak.Load(), "the server ran at most %d handlers, and was saturated", limit)
 	ok := byCode[codes.OK]
@@ -173,16 +174,16 @@ func TestFaultServerStreamLimit(t *testing.T) {
 	require.GreaterOrEqual(t, ok, limit)
 	require.LessOrEqual(t, ok, 2*limit)
 	require.Equal(t, n-ok, byCode[codes.DeadlineExceeded], "every other call timed out")
-	var late []*faultCall
+	var late []*call
 	for _, c := range burst {
 		if c.err != nil {
 			late = append(late, c)
 		}
 	}
-	faultRequireDeadlines(t, "stream limit", late)
+	requireDeadlines(t, "stream limit", late)
 	// Some calls never got a stream: they waited inside gRPC until their deadline.
 	require.Less(t, srv.Calls()-1, int64(n))
-	h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+	h.pollFor("in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 	require.Zero(t, h.r.Stats().Pending)
 }
 
@@ -197,12 +198,12 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 		name string
 		// setup returns the reactor's target and a condition that holds once every call has
 		// reached the place where it waits.
-		setup func(t *testing.T, h func() *faultHost, n int) (target string, reached func() bool)
+		setup func(t *testing.T, h func() *host, n int) (target string, reached func() bool)
 		req   *testpb.EchoRequest
 	}{
 		{
 			name: "blackholed connection",
-			setup: func(t *testing.T, h func() *faultHost, n int) (string, func() bool) {
+			setup: func(t *testing.T, h func() *host, n int) (string, func() bool) {
 				srv := testserver.Start(t)
 				proxy := testserver.StartProxy(t, srv.Addr())
 				proxy.Blackhole() // the connection itself cannot even be set up
@@ -212,7 +213,7 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 		},
 		{
 			name: "server never answers",
-			setup: func(t *testing.T, h func() *faultHost, n int) (string, func() bool) {
+			setup: func(t *testing.T, h func() *host, n int) (string, func() bool) {
 				srv := testserver.Start(t)
 				return srv.Addr(), func() bool { return srv.Calls() == int64(n) }
 			},
@@ -220,7 +221,7 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 		},
 		{
 			name: "queued inside gRPC behind the stream limit",
-			setup: func(t *testing.T, h func() *faultHost, n int) (string, func() bool) {
+			setup: func(t *testing.T, h func() *host, n int) (string, func() bool) {
 				srv := testserver.Start(t, grpc.MaxConcurrentStreams(2))
 				return srv.Addr(), func() bool { return srv.Calls() == 2 && h().r.Stats().InFlight == n }
 			},
@@ -232,15 +233,15 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			leakCheck(t)
-			var h *faultHost
-			target, reached := tt.setup(t, func() *faultHost { return h }, n)
+			var h *host
+			target, reached := tt.setup(t, func() *host { return h }, n)
 			clock := reactortest.NewManualClock(time.Now())
-			h = newFaultHost(t, reactor.Config{Target: target, Clock: clock, MaxTimeout: 10 * time.Minute, Workers: 2, BatchSize: 8})
+			h = startHost(t, reactor.Config{Target: target, Clock: clock, MaxTimeout: 10 * time.Minute, Workers: 2, BatchSize: 8})
 			start := clock.Now()
 			for i := range n {
-				h.submit(tt.req, &calls.Options{Timeout: timeouts[i%len(timeouts)]})
+				h.submit(echo, tt.req, &calls.Options{Timeout: timeouts[i%len(timeouts)]})
 			}
-			h.waitFor(bound, "calls waiting", reached)
+			h.pollFor("calls waiting", reached)
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
 			for _, d := range timeouts {
@@ -252,13 +253,13 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 					require.Equal(t, c.timeout < d, c.done(), "call %d (timeout %v) at %v", c.seq, c.timeout, d-time.Millisecond)
 				}
 				clock.Set(start.Add(d))
-				var due []*faultCall
+				var due []*call
 				for _, c := range h.calls {
 					if c.timeout == d {
 						due = append(due, c)
 					}
 				}
-				h.settle(bound, due...)
+				h.settle(due...)
 				for _, c := range h.calls {
 					require.Equal(t, c.timeout <= d, c.done(), "call %d (timeout %v) at %v", c.seq, c.timeout, d)
 				}
@@ -267,7 +268,7 @@ func TestFaultDeadlinesManualClock(t *testing.T) {
 					require.Contains(t, c.err.Error(), fmt.Sprintf("deadline exceeded after %v (timeout %v)", d, d))
 				}
 			}
-			h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+			h.pollFor("in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 		})
 	}
 }

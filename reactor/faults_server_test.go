@@ -56,20 +56,20 @@ func TestFaultServerKilled(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			leakCheck(t)
 			srv := testserver.Start(t)
-			seen := newFaultSeen()
+			seen := newArrivals()
 			release := make(chan struct{})
 			if tt.hold {
-				srv.SetHandler(faultHold(release, seen))
+				srv.SetHandler(hold(release, seen))
 			} else {
 				close(release)
-				srv.SetHandler(faultHold(release, seen))
+				srv.SetHandler(hold(release, seen))
 			}
 			// Timeouts far above settleBound, so that no call can pass by timing out.
-			h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16, DefaultTimeout: 4 * time.Second, Backoff: fastBackoff})
+			h := startHost(t, reactor.Config{Target: srv.Addr(), Workers: 4, BatchSize: 16, DefaultTimeout: 4 * time.Second, Backoff: fastBackoff})
 			for i := range tt.calls {
-				h.submit(&testpb.EchoRequest{Message: fmt.Sprint("k", i)}, nil)
+				h.submit(echo, echoReq(fmt.Sprint("k", i)), nil)
 			}
-			h.waitFor(bound, "server reached by the burst", func() bool { return srv.Calls() >= tt.stopAfter })
+			h.pollFor("server reached by the burst", func() bool { return srv.Calls() >= tt.stopAfter })
 
 			stopped := time.Now()
 			srv.Stop()
@@ -80,9 +80,9 @@ func TestFaultServerKilled(t *testing.T) {
 				}
 				srv.Restart(t)
 			}
-			h.settle(bound)
+			h.settle()
 
-			byCode, sample := faultTally(h.calls)
+			byCode, sample := tally(h.calls)
 			t.Logf("outcomes %v; samples %v", byCode, sample)
 			var worst time.Duration
 			succeeded := 0
@@ -91,13 +91,13 @@ func TestFaultServerKilled(t *testing.T) {
 				switch c.code() {
 				case codes.OK:
 					succeeded++
-					require.True(t, seen.has(c.msg), "call %d succeeded without reaching the server", c.seq)
+					require.True(t, seen.has(c.id), "call %d succeeded without reaching the server", c.seq)
 				case codes.Unavailable:
 					require.ErrorIs(t, c.err, calls.ErrUnavailable, "call %d", c.seq)
 				default:
 					t.Fatalf("call %d: want success or Unavailable, got %v", c.seq, c.err)
 				}
-				if tt.hold && before[c.msg] {
+				if tt.hold && before[c.id] {
 					require.Equal(t, codes.Unavailable, c.code(), "call %d was held by the server that died", c.seq)
 				}
 				if c.settled.After(stopped) {
@@ -123,17 +123,17 @@ func TestFaultServerKilled(t *testing.T) {
 			if !tt.restart {
 				require.Less(t, succeeded, tt.calls, "the server was stopped mid-burst")
 			}
-			h.waitFor(bound, "in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
+			h.pollFor("in-flight gauge back to 0", func() bool { return h.r.Stats().InFlight == 0 })
 			require.Zero(t, h.r.Stats().Pending)
 		})
 	}
 }
 
-// faultReconnectBound bounds the time from a restart to the first successful call: a
+// reconnectBound bounds the time from a restart to the first successful call: a
 // reconnect attempt starts at most MaxDelay × (1 + Jitter) = 60 ms after the server is back,
 // and a loopback connect and HTTP/2 handshake take about a millisecond. 450 ms of margin covers
 // -race on two busy cores.
-const faultReconnectBound = 50*time.Millisecond + 450*time.Millisecond
+const reconnectBound = 50*time.Millisecond + 450*time.Millisecond
 
 // TestFaultServerRestart: while the server is down, fail-fast calls fail with Unavailable in
 // under 100 ms; once it is back on the same port, calls succeed again within the backoff
@@ -144,9 +144,9 @@ func TestFaultServerRestart(t *testing.T) {
 	const failFast = 100 * time.Millisecond
 	leakCheck(t)
 	srv := testserver.Start(t)
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Backoff: fastBackoff, DefaultTimeout: 3 * time.Second})
-	warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-	h.settle(bound, warm)
+	h := startHost(t, reactor.Config{Target: srv.Addr(), Backoff: fastBackoff, DefaultTimeout: 3 * time.Second})
+	warm := h.submit(echo, echoReq("warm"), nil)
+	h.settle(warm)
 	require.NoError(t, warm.err)
 
 	srv.Stop()
@@ -154,8 +154,8 @@ func TestFaultServerRestart(t *testing.T) {
 	// channel in TRANSIENT_FAILURE and some while it tries again.
 	var worst time.Duration
 	for i := range 30 {
-		c := h.submit(&testpb.EchoRequest{Message: fmt.Sprint("down", i)}, nil)
-		h.settle(bound, c)
+		c := h.submit(echo, echoReq(fmt.Sprint("down", i)), nil)
+		h.settle(c)
 		require.Equal(t, codes.Unavailable, c.code(), "call %d while down: %v", i, c.err)
 		require.ErrorIs(t, c.err, calls.ErrUnavailable, "a refused connection matches ErrUnavailable")
 		worst = max(worst, c.latency())
@@ -168,25 +168,25 @@ func TestFaultServerRestart(t *testing.T) {
 	back := time.Now()
 	probes := 0
 	for {
-		c := h.submit(&testpb.EchoRequest{Message: fmt.Sprint("probe", probes)}, nil)
+		c := h.submit(echo, echoReq(fmt.Sprint("probe", probes)), nil)
 		probes++
-		h.settle(bound, c)
+		h.settle(c)
 		if c.err == nil {
 			break
 		}
 		require.Equal(t, codes.Unavailable, c.code(), "probe %d: %v", probes, c.err)
-		require.Less(t, time.Since(back), faultReconnectBound, "no successful call within the backoff bound of the restart")
+		require.Less(t, time.Since(back), reconnectBound, "no successful call within the backoff bound of the restart")
 		h.pause(2 * time.Millisecond)
 	}
 	recovered := time.Since(back)
-	t.Logf("back: first success %v after the restart, %d probes (bound %v)", recovered, probes, faultReconnectBound)
-	require.Less(t, recovered, faultReconnectBound)
+	t.Logf("back: first success %v after the restart, %d probes (bound %v)", recovered, probes, reconnectBound)
+	require.Less(t, recovered, reconnectBound)
 
-	after := make([]*faultCall, 0, 50)
+	after := make([]*call, 0, 50)
 	for i := range 50 {
-		after = append(after, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("after", i)}, nil))
+		after = append(after, h.submit(echo, echoReq(fmt.Sprint("after", i)), nil))
 	}
-	h.settle(bound, after...)
+	h.settle(after...)
 	for _, c := range after {
 		require.NoError(t, c.err)
 	}
@@ -211,21 +211,21 @@ func TestFaultServerRestartWaitForReady(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			leakCheck(t)
 			srv := testserver.Start(t)
-			h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Backoff: fastBackoff})
-			warm := h.submit(&testpb.EchoRequest{Message: "warm"}, nil)
-			h.settle(bound, warm)
+			h := startHost(t, reactor.Config{Target: srv.Addr(), Backoff: fastBackoff})
+			warm := h.submit(echo, echoReq("warm"), nil)
+			h.settle(warm)
 			require.NoError(t, warm.err)
 			srv.Stop()
 			// WaitForReady covers the wait for a connection, not a call already sent on one
 			// that is dying: a call submitted in the millisecond before the client reads the
 			// EOF goes out on the dead connection and fails with Unavailable, as any call in
 			// flight does (it may have reached the server). So wait until the client knows.
-			h.waitFor(bound, "the client noticed the server is gone", func() bool { return h.r.Stats().State != connectivity.Ready })
+			h.pollFor("the client noticed the server is gone", func() bool { return h.r.Stats().State != connectivity.Ready })
 
 			opts := &calls.Options{WaitForReady: true, Timeout: tt.timeout}
-			var waiting []*faultCall
+			var waiting []*call
 			for i := range 20 {
-				waiting = append(waiting, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("wfr", i)}, opts))
+				waiting = append(waiting, h.submit(echo, echoReq(fmt.Sprint("wfr", i)), opts))
 			}
 			if tt.downFor > 0 {
 				h.pause(tt.downFor)
@@ -234,19 +234,19 @@ func TestFaultServerRestartWaitForReady(t *testing.T) {
 				}
 				srv.Restart(t)
 				back := time.Now()
-				h.settle(bound, waiting...)
+				h.settle(waiting...)
 				var last time.Time
 				for _, c := range waiting {
 					require.NoError(t, c.err)
 					last = maxTime(last, c.settled)
 				}
-				t.Logf("all %d waiting calls succeeded %v after the restart (bound %v)", len(waiting), last.Sub(back), faultReconnectBound)
-				require.Less(t, last.Sub(back), faultReconnectBound)
+				t.Logf("all %d waiting calls succeeded %v after the restart (bound %v)", len(waiting), last.Sub(back), reconnectBound)
+				require.Less(t, last.Sub(back), reconnectBound)
 				require.EqualValues(t, 1+len(waiting), srv.Calls())
 				return
 			}
-			h.settle(bound, waiting...)
-			faultRequireDeadlines(t, "never back", waiting)
+			h.settle(waiting...)
+			requireDeadlines(t, "never back", waiting)
 			require.EqualValues(t, 1, srv.Calls())
 		})
 	}
@@ -260,16 +260,16 @@ func TestFaultGracefulStop(t *testing.T) {
 	leakCheck(t)
 	srv := testserver.Start(t)
 	release := make(chan struct{})
-	seen := newFaultSeen()
-	srv.SetHandler(faultHold(release, seen))
+	seen := newArrivals()
+	srv.SetHandler(hold(release, seen))
 	// 64 slots: the held calls take half, so the later calls go to gRPC at once.
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 32, Backoff: fastBackoff, DefaultTimeout: 4 * time.Second})
+	h := startHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 32, Backoff: fastBackoff, DefaultTimeout: 4 * time.Second})
 
 	const inFlight = 32
 	for i := range inFlight {
-		h.submit(&testpb.EchoRequest{Message: fmt.Sprint("held", i)}, nil)
+		h.submit(echo, echoReq(fmt.Sprint("held", i)), nil)
 	}
-	h.waitFor(bound, "held calls at the server", func() bool { return srv.Calls() == inFlight })
+	h.pollFor("held calls at the server", func() bool { return srv.Calls() == inFlight })
 
 	stopped := make(chan struct{})
 	go func() {
@@ -277,15 +277,15 @@ func TestFaultGracefulStop(t *testing.T) {
 		srv.GracefulStop() // returns once the held calls have been answered
 	}()
 	// The client leaves READY when the GOAWAY arrives; the held calls keep their streams.
-	h.waitFor(bound, "GOAWAY noticed", func() bool { return h.r.Stats().State != connectivity.Ready })
+	h.pollFor("GOAWAY noticed", func() bool { return h.r.Stats().State != connectivity.Ready })
 
-	var later []*faultCall
+	var later []*call
 	for i := range 16 {
-		later = append(later, h.submit(&testpb.EchoRequest{Message: fmt.Sprint("later", i)}, &calls.Options{WaitForReady: true}))
+		later = append(later, h.submit(echo, echoReq(fmt.Sprint("later", i)), &calls.Options{WaitForReady: true}))
 	}
 	// They wait for a connection: the listener is closed and the old connection is draining.
-	h.waitFor(bound, "later calls handed to gRPC", func() bool {
-		return h.r.Stats().InFlight == inFlight+len(later) || slices.ContainsFunc(later, (*faultCall).done)
+	h.pollFor("later calls handed to gRPC", func() bool {
+		return h.r.Stats().InFlight == inFlight+len(later) || slices.ContainsFunc(later, (*call).done)
 	})
 	h.pause(50 * time.Millisecond)
 	for _, c := range later {
@@ -297,32 +297,32 @@ func TestFaultGracefulStop(t *testing.T) {
 	case <-time.After(bound):
 		t.Fatal("GracefulStop did not return after its handlers were released")
 	}
-	h.settle(bound, h.calls[:inFlight]...)
+	h.settle(h.calls[:inFlight]...)
 	srv.Restart(t)
-	h.settle(bound)
+	h.settle()
 
-	byCode, sample := faultTally(h.calls)
+	byCode, sample := tally(h.calls)
 	require.Equal(t, map[codes.Code]int{codes.OK: len(h.calls)}, byCode, "zero failures; samples %v", sample)
 	distinct, dups := seen.check()
 	require.Empty(t, dups)
 	require.Equal(t, len(h.calls), distinct)
 	require.EqualValues(t, len(h.calls), srv.Calls())
 	for _, c := range later {
-		require.Equal(t, c.msg, c.resp.GetMessage())
+		require.Equal(t, c.id, c.resp.GetMessage())
 	}
 }
 
-// faultConnCounter is a server stats handler that counts the connections the server accepts.
-type faultConnCounter struct{ n atomic.Int64 }
+// connCounter is a server stats handler that counts the connections the server accepts.
+type connCounter struct{ n atomic.Int64 }
 
-func (c *faultConnCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+func (c *connCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
 	return ctx
 }
-func (c *faultConnCounter) HandleRPC(context.Context, stats.RPCStats) {}
-func (c *faultConnCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+func (c *connCounter) HandleRPC(context.Context, stats.RPCStats) {}
+func (c *connCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
 	return ctx
 }
-func (c *faultConnCounter) HandleConn(_ context.Context, s stats.ConnStats) {
+func (c *connCounter) HandleConn(_ context.Context, s stats.ConnStats) {
 	if _, ok := s.(*stats.ConnBegin); ok {
 		c.n.Add(1)
 	}
@@ -333,28 +333,28 @@ func (c *faultConnCounter) HandleConn(_ context.Context, s stats.ConnStats) {
 // across several connections.
 func TestFaultMaxConnectionAge(t *testing.T) {
 	leakCheck(t)
-	conns := &faultConnCounter{}
+	conns := &connCounter{}
 	srv := testserver.Start(t,
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 200 * time.Millisecond, MaxConnectionAgeGrace: 2 * time.Second}),
 		grpc.StatsHandler(conns),
 	)
-	h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 16, Backoff: fastBackoff, DefaultTimeout: 4 * time.Second})
+	h := startHost(t, reactor.Config{Target: srv.Addr(), Workers: 2, BatchSize: 16, Backoff: fastBackoff, DefaultTimeout: 4 * time.Second})
 
 	const load = 32 // calls kept outstanding
 	end := time.Now().Add(time.Second)
 	for time.Now().Before(end) {
 		for h.outstanding() < load {
-			h.submit(&testpb.EchoRequest{Message: fmt.Sprint("m", len(h.calls)), DelayMs: 2}, nil)
+			h.submit(echo, &testpb.EchoRequest{Message: fmt.Sprint("m", len(h.calls)), DelayMs: 2}, nil)
 		}
 		select {
 		case <-h.r.Ready():
 		case <-time.After(poll):
 		}
-		h.tick()
+		h.Tick(tickBudget)
 	}
-	h.settle(bound)
+	h.settle()
 
-	byCode, sample := faultTally(h.calls)
+	byCode, sample := tally(h.calls)
 	t.Logf("%d calls over %d connections", len(h.calls), conns.n.Load())
 	require.Equal(t, map[codes.Code]int{codes.OK: len(h.calls)}, byCode, "zero failures; samples %v", sample)
 	// MaxConnectionAge has ±10% jitter: 1 s of load spans at least 4 connections; 3 leaves a

@@ -52,28 +52,28 @@ func TestFaultTimeouts(t *testing.T) {
 			leakCheck(t)
 			srv := testserver.Start(t)
 			clock := reactortest.NewManualClock(time.Now())
-			h := newFaultHost(t, reactor.Config{Target: srv.Addr(), Clock: clock, DefaultTimeout: defaultTimeout, MaxTimeout: maxTimeout})
+			h := startHost(t, reactor.Config{Target: srv.Addr(), Clock: clock, DefaultTimeout: defaultTimeout, MaxTimeout: maxTimeout})
 			start := clock.Now()
-			c := h.submit(&testpb.EchoRequest{Message: "held", Block: true}, tt.opts)
+			c := h.submit(echo, &testpb.EchoRequest{Message: "held", Block: true}, tt.opts)
 
 			if tt.want == 0 {
 				require.True(t, c.rejected, "rejected when Call returns")
 				require.ErrorIs(t, c.p.Err(), calls.ErrInvalidArgument)
 				require.Contains(t, c.p.Err().Error(), tt.wantMsg)
 				require.False(t, c.done(), "callbacks run only in Tick")
-				h.settle(bound, c)
+				h.settle(c)
 				require.ErrorIs(t, c.err, calls.ErrInvalidArgument)
 				require.Equal(t, codes.InvalidArgument, c.code())
 				// A valid call after it is the only one the server sees.
-				probe := h.submit(&testpb.EchoRequest{Message: "probe"}, nil)
-				h.settle(bound, probe)
+				probe := h.submit(echo, echoReq("probe"), nil)
+				h.settle(probe)
 				require.NoError(t, probe.err)
 				require.EqualValues(t, 1, srv.Calls(), "the rejected call never reached the server")
 				return
 			}
 
 			require.False(t, c.rejected)
-			h.waitFor(bound, "call at the server", func() bool { return srv.Calls() == 1 })
+			h.pollFor("call at the server", func() bool { return srv.Calls() == 1 })
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
 			require.NoError(t, clock.WaitTimers(ctx, 1))
@@ -84,10 +84,10 @@ func TestFaultTimeouts(t *testing.T) {
 			require.Equal(t, calls.Pending, c.p.State())
 
 			clock.Set(start.Add(tt.want))
-			h.settle(bound, c)
+			h.settle(c)
 			require.ErrorIs(t, c.err, calls.ErrTimeout)
 			require.Contains(t, c.err.Error(), fmt.Sprintf("deadline exceeded after %v (timeout %v)", tt.want, tt.want))
-			h.waitFor(bound, "the server saw the call cancelled", func() bool { return srv.CancelledCount() == 1 })
+			h.pollFor("the server saw the call cancelled", func() bool { return srv.CancelledCount() == 1 })
 		})
 	}
 }

@@ -41,11 +41,12 @@ func TestScaleManyBackends(t *testing.T) {
 		DefaultTimeout: 20 * time.Second,
 		Backoff:        fastBackoff,
 	})
+	h := newHost(t, r)
 
 	// round_robin connects its subchannels in the background: warm up until every backend has
 	// served a call, which means all three are READY in the picker.
 	until(t, bound, "every backend gets calls", func() bool {
-		burst(t, r, "warm", 30, 30).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("warm", 30, 30))
 		for _, s := range srvs {
 			if s.Calls() == 0 {
 				return false
@@ -62,7 +63,7 @@ func TestScaleManyBackends(t *testing.T) {
 	// must not happen here.
 	const n = 3000
 	before, beforeB := serverCalls(srvs), backendCalls(r)
-	burst(t, r, "fair", n, 256).requireAllSucceeded(t)
+	requireEchoed(t, h.burst("fair", n, 256))
 	got := since(serverCalls(srvs), before)
 	requireFairShare(t, got, n)
 	afterB := backendCalls(r)
@@ -82,9 +83,9 @@ func TestScaleManyBackends(t *testing.T) {
 		return nil, status.FromContextError(ctx.Err()).Err()
 	})
 	const m = 600 // about 3 × lanes are consumed before the stall; the rest run after the stop
-	tr := &tracker{}
+	var stop []*call
 	for i := range m {
-		tr.call(r, echo, "stop"+strconv.Itoa(i), nil)
+		stop = append(stop, h.submit(echo, echoReq("stop"+strconv.Itoa(i)), nil))
 	}
 	held := map[string]bool{}
 	deadline := time.NewTimer(bound)
@@ -94,17 +95,17 @@ func TestScaleManyBackends(t *testing.T) {
 		case id := <-entered:
 			held[id] = true
 		case <-r.Ready():
-			r.Tick(time.Second)
+			h.Tick(time.Second)
 		case <-deadline.C:
 			t.Fatalf("only %d of %d lanes hold calls on the stopped backend within %v", len(held), lanes, bound)
 		}
 	}
 	atStop, atStopB := serverCalls(srvs), backendCalls(r)
 	victim.Stop()
-	tr.drain(t, r)
+	h.settle(stop...)
 
 	failed := 0
-	for _, o := range tr.outs {
+	for _, o := range stop {
 		if held[o.id] {
 			require.Error(t, o.err, "call %s was in flight on the stopped backend", o.id)
 			require.Equal(t, codes.Unavailable, status.Code(o.err), "call %s: %v", o.id, o.err)
@@ -143,7 +144,7 @@ func TestScaleManyBackends(t *testing.T) {
 	// Its state leaves READY (asynchronously: the calls' failures and the state change are
 	// not ordered), while calls keep going to the others.
 	until(t, bound, "the stopped backend's state leaves READY", func() bool {
-		burst(t, r, "down", 30, 30).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("down", 30, 30))
 		return backendState(t, r, addrs[1]) != connectivity.Ready
 	})
 	require.Equal(t, atStop[1], victim.Calls())
@@ -154,13 +155,13 @@ func TestScaleManyBackends(t *testing.T) {
 	victim.Restart(t)
 	start := time.Now()
 	until(t, bound, "the restarted backend gets calls again", func() bool {
-		burst(t, r, "back", 30, 30).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("back", 30, 30))
 		return victim.Calls() > atStop[1]
 	})
 	t.Logf("restarted backend back in rotation after %v", time.Since(start))
 	requireStates(t, r, map[string]connectivity.State{addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready})
 	before = serverCalls(srvs)
-	burst(t, r, "again", 300, 256).requireAllSucceeded(t)
+	requireEchoed(t, h.burst("again", 300, 256))
 	requireFairShare(t, since(serverCalls(srvs), before), 300)
 }
 
@@ -181,8 +182,9 @@ func TestScaleResolverTargets(t *testing.T) {
 	for _, target := range []string{"dns:///localhost:" + port, "passthrough:///127.0.0.1:" + port} {
 		t.Run(target, func(t *testing.T) {
 			r := newReactor(t, nil, reactor.Config{Target: target})
+			h := newHost(t, r)
 			before := srv.Calls()
-			burst(t, r, "c", 50, 50).requireAllSucceeded(t)
+			requireEchoed(t, h.burst("c", 50, 50))
 			require.EqualValues(t, 50, srv.Calls()-before)
 			require.EqualValues(t, 50, backendCalls(r)[srv.Addr()])
 		})

@@ -24,7 +24,8 @@ func TestScaleBackendStateHostTargets(t *testing.T) {
 	require.NoError(t, err)
 	named := net.JoinHostPort("localhost", port)
 	r := newReactor(t, nil, reactor.Config{Targets: []string{named}})
-	burst(t, r, "c", 10, 10).requireAllSucceeded(t)
+	h := newHost(t, r)
+	requireEchoed(t, h.burst("c", 10, 10))
 	b := r.Stats().Backends
 	require.Len(t, b, 1, "one backend, one row: %+v", b)
 	require.Contains(t, []string{named, srv.Addr()}, b[0].Addr)
@@ -48,20 +49,21 @@ func TestScaleBackendStateHealth(t *testing.T) {
 		addrs = append(addrs, s.Addr())
 	}
 	r := newReactor(t, nil, reactor.Config{Targets: addrs, HealthCheck: true})
+	h := newHost(t, r)
 	until(t, bound, "both backends get calls", func() bool {
-		burst(t, r, "both", 20, 20).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("both", 20, 20))
 		return srvs[0].Calls() > 0 && srvs[1].Calls() > 0
 	})
 	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	until(t, bound, "calls leave the NOT_SERVING backend", func() bool {
 		before := srvs[0].Calls()
-		burst(t, r, "leave", 20, 20).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("leave", 20, 20))
 		return srvs[0].Calls() == before
 	})
 	// The health state reaches the balancer with the same update that took the backend out
 	// of the picker, so no wait is needed; the bound covers a lagging implementation.
 	until(t, 2*time.Second, "the NOT_SERVING backend's state leaves READY", func() bool {
-		burst(t, r, "state", 20, 20).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("state", 20, 20))
 		return backendState(t, r, addrs[0]) != connectivity.Ready
 	})
 	require.Equal(t, connectivity.Ready, backendState(t, r, addrs[1]))

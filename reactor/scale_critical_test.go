@@ -1,7 +1,6 @@
 package reactor_test
 
 import (
-	"context"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,31 +11,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 )
 
-// blockUntil returns an Echo handler that answers once release is closed (or fails when the
-// call's context ends first).
-func blockUntil(release <-chan struct{}) echoFunc {
-	return func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		select {
-		case <-release:
-			return &testpb.EchoResponse{Message: req.GetMessage()}, nil
-		case <-ctx.Done():
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-	}
-}
-
 // admitted submits a call and reports whether it was admitted: a rejected call is Failed when
 // Call returns, an admitted one Pending (the handler blocks and nobody ticks, so it stays
 // outstanding).
-func admitted(t *testing.T, tr *tracker, r *reactor.Reactor, m echoMethod, id string, opts *calls.Options) (bool, error) {
+func admitted(t *testing.T, h *host, m echoMethod, id string, opts *calls.Options) (bool, error) {
 	t.Helper()
-	p := reactor.Call(r, m, &testpb.EchoRequest{Message: id}, opts)
-	tr.track(id, p)
+	p := h.submit(m, echoReq(id), opts).p
 	switch p.State() {
 	case calls.Pending:
 		return true, nil
@@ -60,8 +44,8 @@ func requireOverloaded(t *testing.T, err error, want string) {
 func TestScaleCriticalReserve(t *testing.T) {
 	release := make(chan struct{})
 	releaseAll := sync.OnceFunc(func() { close(release) })
-	srv := testserver.Start(t, withOther(blockUntil(release)))
-	srv.SetHandler(blockUntil(release))
+	srv := testserver.Start(t, withOther(hold(release, nil)))
+	srv.SetHandler(hold(release, nil))
 	r := newReactor(t, srv, reactor.Config{
 		MaxOutstanding:  20,
 		CriticalReserve: 5,
@@ -69,22 +53,22 @@ func TestScaleCriticalReserve(t *testing.T) {
 		DefaultTimeout:  5 * time.Second, // the phase below takes milliseconds; the calls must not time out before release
 	})
 	t.Cleanup(releaseAll) // before Close, if the test fails early
-	tr := &tracker{}
+	h := newHost(t, r)
 	for i := range 15 {
-		ok, err := admitted(t, tr, r, echo, "ordinary"+strconv.Itoa(i), nil)
+		ok, err := admitted(t, h, echo, "ordinary"+strconv.Itoa(i), nil)
 		require.True(t, ok, "ordinary call %d of 15: %v", i, err)
 	}
-	ok, err := admitted(t, tr, r, echo, "ordinary15", nil)
+	ok, err := admitted(t, h, echo, "ordinary15", nil)
 	require.False(t, ok, "the 16th ordinary call is admitted")
 	requireOverloaded(t, err, "CriticalReserve 5")
 
 	// Critical calls use the reserve: 3 by their options, 2 by their method's policy.
 	for i := range 3 {
-		ok, err := admitted(t, tr, r, echo, "critical"+strconv.Itoa(i), &calls.Options{Critical: true})
+		ok, err := admitted(t, h, echo, "critical"+strconv.Itoa(i), &calls.Options{Critical: true})
 		require.True(t, ok, "critical call %d: %v", i, err)
 	}
 	for i := range 2 {
-		ok, err := admitted(t, tr, r, echoOther, "policy"+strconv.Itoa(i), nil)
+		ok, err := admitted(t, h, echoOther, "policy"+strconv.Itoa(i), nil)
 		require.True(t, ok, "call %d of a critical method: %v", i, err)
 	}
 	require.Equal(t, 20, r.Stats().Pending)
@@ -97,15 +81,15 @@ func TestScaleCriticalReserve(t *testing.T) {
 		{echoOther, nil, "including the 5 reserved for critical calls"},
 		{echo, nil, "CriticalReserve 5"},
 	} {
-		ok, err := admitted(t, tr, r, c.m, "beyond", c.opts)
+		ok, err := admitted(t, h, c.m, "beyond", c.opts)
 		require.False(t, ok, "a call beyond MaxOutstanding is admitted")
 		requireOverloaded(t, err, c.msg)
 	}
 
 	releaseAll()
-	tr.drain(t, r)
+	h.settle()
 	rejected := 0
-	for _, o := range tr.outs {
+	for _, o := range h.calls {
 		if o.err != nil {
 			require.ErrorIs(t, o.err, calls.ErrOverloaded, "call %s", o.id)
 			rejected++
@@ -140,7 +124,7 @@ func TestScaleCriticalReserveDefault(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
 			releaseAll := sync.OnceFunc(func() { close(release) })
-			srv.SetHandler(blockUntil(release))
+			srv.SetHandler(hold(release, nil))
 			r := newReactor(t, srv, reactor.Config{
 				MaxOutstanding:  100,
 				Policies:        tc.policies,
@@ -148,27 +132,27 @@ func TestScaleCriticalReserveDefault(t *testing.T) {
 				DefaultTimeout:  5 * time.Second,
 			})
 			t.Cleanup(releaseAll) // before Close, if the test fails early
-			tr := &tracker{}
+			h := newHost(t, r)
 			for i := range tc.ordinary {
-				ok, err := admitted(t, tr, r, echo, "ordinary"+strconv.Itoa(i), nil)
+				ok, err := admitted(t, h, echo, "ordinary"+strconv.Itoa(i), nil)
 				require.True(t, ok, "ordinary call %d of %d: %v", i, tc.ordinary, err)
 			}
-			ok, err := admitted(t, tr, r, echo, "one more", nil)
+			ok, err := admitted(t, h, echo, "one more", nil)
 			require.False(t, ok, "ordinary call %d is admitted", tc.ordinary+1)
 			require.ErrorIs(t, err, calls.ErrOverloaded)
 			for i := tc.ordinary; i < 100; i++ {
-				ok, err := admitted(t, tr, r, echo, "critical"+strconv.Itoa(i), &calls.Options{Critical: true})
+				ok, err := admitted(t, h, echo, "critical"+strconv.Itoa(i), &calls.Options{Critical: true})
 				require.True(t, ok, "critical call %d: %v", i, err)
 			}
-			ok, err = admitted(t, tr, r, echo, "critical beyond", &calls.Options{Critical: true})
+			ok, err = admitted(t, h, echo, "critical beyond", &calls.Options{Critical: true})
 			require.False(t, ok, "critical call 101 is admitted")
 			requireOverloaded(t, err, "the MaxOutstanding limit")
 			requireOverloaded(t, err, tc.beyond)
 			require.Equal(t, 100, r.Stats().Pending)
 
 			releaseAll()
-			tr.drain(t, r)
-			for _, o := range tr.outs {
+			h.settle()
+			for _, o := range h.calls {
 				if o.id == "one more" || o.id == "critical beyond" {
 					require.ErrorIs(t, o.err, calls.ErrOverloaded)
 					continue

@@ -31,9 +31,10 @@ func TestScaleHealthCheck(t *testing.T) {
 		HealthCheck: true,
 		Backoff:     fastBackoff,
 	})
+	h := newHost(t, r)
 	bothServe := func() bool {
 		before := serverCalls(srvs)
-		burst(t, r, "both", 20, 20).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("both", 20, 20))
 		got := since(serverCalls(srvs), before)
 		return got[0] > 0 && got[1] > 0
 	}
@@ -45,17 +46,17 @@ func TestScaleHealthCheck(t *testing.T) {
 	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	until(t, bound, "calls leave the NOT_SERVING backend", func() bool {
 		before := serverCalls(srvs)
-		burst(t, r, "leave", 20, 20).requireAllSucceeded(t)
+		requireEchoed(t, h.burst("leave", 20, 20))
 		return since(serverCalls(srvs), before)[0] == 0
 	})
 	before := serverCalls(srvs)
-	burst(t, r, "only", 200, 64).requireAllSucceeded(t)
+	requireEchoed(t, h.burst("only", 200, 64))
 	require.Equal(t, []int64{0, 200}, since(serverCalls(srvs), before), "calls per backend while the first is NOT_SERVING")
 
 	// SERVING again: it gets calls again, and then its fair share (±20%).
 	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	until(t, bound, "the backend gets calls again once SERVING", bothServe)
 	before = serverCalls(srvs)
-	burst(t, r, "spread", 200, 64).requireAllSucceeded(t)
+	requireEchoed(t, h.burst("spread", 200, 64))
 	requireFairShare(t, since(serverCalls(srvs), before), 200)
 }

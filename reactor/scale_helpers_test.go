@@ -3,24 +3,18 @@ package reactor_test
 import (
 	"context"
 	"net"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 )
 
 // Helpers of the scale tests (many backends, call policies, per-method stats).
-
-// echoFunc is the signature of an Echo handler.
-type echoFunc func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error)
 
 // otherService serves TestService's Echo under another service name (prpctest.Other), so a
 // test has a second method path, echoOther, on the same server.
@@ -53,83 +47,6 @@ func needLoopback(t *testing.T, hosts ...string) {
 		}
 		require.NoError(t, lis.Close())
 	}
-}
-
-// outcome is what a call delivered; its callbacks run on the test goroutine (inside Tick).
-type outcome struct {
-	id      string
-	resp    *testpb.EchoResponse
-	err     error
-	settled int // how many times a callback ran: exactly once when all is well
-}
-
-// tracker collects the outcomes of the calls a test submits.
-type tracker struct {
-	outs    []*outcome
-	settled int
-}
-
-// track registers callbacks on p that record its outcome under id.
-func (tr *tracker) track(id string, p *calls.Promise[*testpb.EchoResponse]) *outcome {
-	o := &outcome{id: id}
-	tr.outs = append(tr.outs, o)
-	p.Then(func(resp *testpb.EchoResponse) {
-		o.resp = resp
-		o.settled++
-		tr.settled++
-	}).OnError(func(err error) {
-		o.err = err
-		o.settled++
-		tr.settled++
-	})
-	return o
-}
-
-// call submits one call of m with request id and tracks it.
-func (tr *tracker) call(r *reactor.Reactor, m *calls.Method[*testpb.EchoRequest, *testpb.EchoResponse], id string, opts *calls.Options) *outcome {
-	return tr.track(id, reactor.Call(r, m, &testpb.EchoRequest{Message: id}, opts))
-}
-
-// drain ticks r until every tracked call has settled, then checks each settled exactly once.
-func (tr *tracker) drain(t *testing.T, r *reactor.Reactor) {
-	t.Helper()
-	waitFor(t, r, func() bool { return tr.settled >= len(tr.outs) })
-	for _, o := range tr.outs {
-		require.Equal(t, 1, o.settled, "call %s settled %d times", o.id, o.settled)
-	}
-}
-
-// requireAllSucceeded fails the test if a tracked call failed or echoed the wrong message.
-func (tr *tracker) requireAllSucceeded(t *testing.T) {
-	t.Helper()
-	for _, o := range tr.outs {
-		require.NoError(t, o.err, "call %s", o.id)
-		require.Equal(t, o.id, o.resp.GetMessage(), "call %s got another call's response", o.id)
-	}
-}
-
-// burst submits n Echo calls, keeping at most window outstanding, and ticks until all have
-// settled. The window keeps each call's wait for a free lane far below its timeout.
-func burst(t *testing.T, r *reactor.Reactor, prefix string, n, window int) *tracker {
-	t.Helper()
-	tr := &tracker{}
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
-	for tr.settled < n {
-		for len(tr.outs) < n && len(tr.outs)-tr.settled < window {
-			tr.call(r, echo, prefix+strconv.Itoa(len(tr.outs)), nil)
-		}
-		select {
-		case <-r.Ready():
-			r.Tick(time.Second)
-		case <-deadline.C:
-			t.Fatalf("burst %s: %d of %d calls settled within %v", prefix, tr.settled, n, bound)
-		}
-	}
-	for _, o := range tr.outs {
-		require.Equal(t, 1, o.settled, "call %s settled %d times", o.id, o.settled)
-	}
-	return tr
 }
 
 // serverCalls returns each server's Echo count.

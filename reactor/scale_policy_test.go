@@ -24,13 +24,13 @@ import (
 // milliseconds the test takes, so only the reactor's own deadlines settle them.
 func TestScalePolicyTimeout(t *testing.T) {
 	entered := make(chan string, 8)
-	hold := func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+	stall := func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 		entered <- req.GetMessage()
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	srv := testserver.Start(t, withOther(hold))
-	srv.SetHandler(hold)
+	srv := testserver.Start(t, withOther(stall))
+	srv.SetHandler(stall)
 	clk := reactortest.NewManualClock(time.Now())
 	r := newReactor(t, srv, reactor.Config{
 		Clock:          clk,
@@ -39,16 +39,16 @@ func TestScalePolicyTimeout(t *testing.T) {
 		Policies:       []reactor.MethodPolicy{{Method: echo, Timeout: 30 * time.Second}},
 	})
 	t.Cleanup(srv.Stop) // before Close: ends the held calls if the test fails early
-	tr := &tracker{}
+	h := newHost(t, r)
 	// In the order they expire, 10 s apart.
 	cases := []struct {
-		o       *outcome
+		o       *call
 		timeout time.Duration
 	}{
-		{tr.call(r, echoOther, "default", nil), 10 * time.Second},                                  // no policy: DefaultTimeout
-		{tr.call(r, echo, "shorter", &calls.Options{Timeout: 20 * time.Second}), 20 * time.Second}, // overrides the policy
-		{tr.call(r, echo, "policy", nil), 30 * time.Second},                                        // the policy's
-		{tr.call(r, echo, "longer", &calls.Options{Timeout: 40 * time.Second}), 40 * time.Second},  // overrides the policy
+		{h.submit(echoOther, echoReq("default"), nil), 10 * time.Second},                                  // no policy: DefaultTimeout
+		{h.submit(echo, echoReq("shorter"), &calls.Options{Timeout: 20 * time.Second}), 20 * time.Second}, // overrides the policy
+		{h.submit(echo, echoReq("policy"), nil), 30 * time.Second},                                        // the policy's
+		{h.submit(echo, echoReq("longer"), &calls.Options{Timeout: 40 * time.Second}), 40 * time.Second},  // overrides the policy
 	}
 	for range cases { // all in flight: the deadlines below are the reactor's, not "never sent"
 		select {
@@ -59,13 +59,13 @@ func TestScalePolicyTimeout(t *testing.T) {
 	}
 	for i, c := range cases {
 		clk.Advance(10 * time.Second)
-		waitFor(t, r, func() bool { return c.o.settled > 0 })
+		h.waitFor(c.o.done)
 		require.ErrorIs(t, c.o.err, calls.ErrTimeout, "call %s", c.o.id)
 		require.Contains(t, c.o.err.Error(), "(timeout "+c.timeout.String()+")", "call %s", c.o.id)
 		// The Tick that delivered it delivered everything due at the same time: the calls
 		// with later deadlines are still pending.
 		for _, later := range cases[i+1:] {
-			require.Zero(t, later.o.settled, "call %s settled at %v", later.o.id, c.timeout)
+			require.False(t, later.o.done(), "call %s settled at %v", later.o.id, c.timeout)
 		}
 	}
 }
@@ -87,23 +87,23 @@ func TestScalePolicyWaitForReady(t *testing.T) {
 		DefaultTimeout: 5 * time.Second,
 		Backoff:        fastBackoff,
 	})
-	tr := &tracker{}
-	byPolicy := tr.call(r, echo, "policy", nil)
-	byOption := tr.call(r, echoOther, "option", &calls.Options{WaitForReady: true})
-	fast := tr.call(r, echoOther, "fast", nil)
-	forcedFast := tr.call(r, echo, "forced fast", &calls.Options{FailFast: true})
-	waitFor(t, r, func() bool { return fast.settled > 0 && forcedFast.settled > 0 })
+	h := newHost(t, r)
+	byPolicy := h.submit(echo, echoReq("policy"), nil)
+	byOption := h.submit(echoOther, echoReq("option"), &calls.Options{WaitForReady: true})
+	fast := h.submit(echoOther, echoReq("fast"), nil)
+	forcedFast := h.submit(echo, echoReq("forced fast"), &calls.Options{FailFast: true})
+	h.waitFor(func() bool { return fast.done() && forcedFast.done() })
 	require.Equal(t, codes.Unavailable, status.Code(fast.err), "the call without WaitForReady: %v", fast.err)
 	require.Equal(t, codes.Unavailable, status.Code(forcedFast.err), "Options.FailFast overrides the policy: %v", forcedFast.err)
 	both := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{WaitForReady: true, FailFast: true})
 	require.ErrorIs(t, both.Err(), calls.ErrInvalidArgument)
-	require.Zero(t, byPolicy.settled, "the call whose method waits for ready settled: %v", byPolicy.err)
-	require.Zero(t, byOption.settled, "the call with Options.WaitForReady settled: %v", byOption.err)
+	require.False(t, byPolicy.done(), "the call whose method waits for ready settled: %v", byPolicy.err)
+	require.False(t, byOption.done(), "the call with Options.WaitForReady settled: %v", byOption.err)
 
 	srv := testserver.StartOn(t, addr, withOther(func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
 	}))
-	tr.drain(t, r)
+	h.settle()
 	require.NoError(t, byPolicy.err)
 	require.NoError(t, byOption.err)
 	require.EqualValues(t, 1, srv.Calls(), "the Echo call reached the server once")

@@ -75,7 +75,7 @@ func TestScaleRetries(t *testing.T) {
 	})
 
 	const each = 5
-	tr := &tracker{}
+	h := newHost(t, r)
 	type expect struct {
 		attempts int
 		code     codes.Code
@@ -85,17 +85,17 @@ func TestScaleRetries(t *testing.T) {
 		id := "twice" + strconv.Itoa(i) // fails twice: succeeds at the 3rd attempt
 		f.fail(id, 2)
 		want[id] = expect{3, codes.OK}
-		tr.call(r, echo, id, nil)
+		h.submit(echo, echoReq(id), nil)
 
 		id = "always" + strconv.Itoa(i) // fails 4 times: out of attempts
 		f.fail(id, 4)
 		want[id] = expect{4, codes.Unavailable}
-		tr.call(r, echo, id, nil)
+		h.submit(echo, echoReq(id), nil)
 
 		id = "other" + strconv.Itoa(i) // a method that is not idempotent: never retried
 		f.fail(id, 2)
 		want[id] = expect{1, codes.Unavailable}
-		tr.call(r, echoOther, id, nil)
+		h.submit(echoOther, echoReq(id), nil)
 	}
 	// grpc-go keeps at most 256 KiB of a call for retrying: a larger request is not retried
 	// even for an idempotent method (RetryPolicy's documentation says so).
@@ -106,10 +106,10 @@ func TestScaleRetries(t *testing.T) {
 		} else {
 			want[id] = expect{1, codes.Unavailable}
 		}
-		tr.track(id, reactor.Call(r, echo, &testpb.EchoRequest{Message: id, Payload: make([]byte, size)}, nil))
+		h.submit(echo, &testpb.EchoRequest{Message: id, Payload: make([]byte, size)}, nil)
 	}
-	tr.drain(t, r)
-	for _, o := range tr.outs {
+	h.settle()
+	for _, o := range h.calls {
 		w := want[o.id]
 		require.Equal(t, w.code, status.Code(o.err), "call %s: %v", o.id, o.err)
 		require.Equal(t, w.attempts, f.attemptsOf(o.id), "attempts of call %s at the server", o.id)
@@ -152,9 +152,9 @@ func TestScaleServiceConfigLookup(t *testing.T) {
 			})
 			id := "lookup-" + strconv.FormatBool(lookup)
 			f.fail(id, 2)
-			tr := &tracker{}
-			o := tr.call(r, echo, id, nil)
-			tr.drain(t, r)
+			h := newHost(t, r)
+			o := h.submit(echo, echoReq(id), nil)
+			h.settle()
 			if lookup {
 				require.NoError(t, o.err)
 				require.Equal(t, 3, f.attemptsOf(id), "the resolver's service config retries Echo")

@@ -51,11 +51,11 @@ func TestScaleStatsMethods(t *testing.T) {
 		DefaultTimeout: time.Hour,
 	})
 	t.Cleanup(releaseAll) // before Close, if the test fails early
-	tr := &tracker{}
+	h := newHost(t, r)
 
 	// Three Echo calls held by the server: pending throughout the first part.
 	for i := range 3 {
-		tr.call(r, echo, "hold"+strconv.Itoa(i), nil)
+		h.submit(echo, echoReq("hold"+strconv.Itoa(i)), nil)
 	}
 	for range 3 {
 		select {
@@ -66,7 +66,7 @@ func TestScaleStatsMethods(t *testing.T) {
 	}
 	// deliverAfter waits until the only call not held has settled, advances the clock by d
 	// and delivers it: its latency is exactly d.
-	deliverAfter := func(o *outcome, d time.Duration) {
+	deliverAfter := func(o *call, d time.Duration) {
 		t.Helper()
 		select {
 		case <-r.Ready():
@@ -74,8 +74,8 @@ func TestScaleStatsMethods(t *testing.T) {
 			t.Fatalf("call %s did not settle", o.id)
 		}
 		clk.Advance(d)
-		r.Tick(time.Second)
-		require.Equal(t, 1, o.settled, "call %s", o.id)
+		h.Tick(time.Second)
+		require.True(t, o.settledOnce(), "call %s", o.id)
 	}
 	// Echo: 20 calls with latencies 1…20 ms, every 4th failing with NotFound; one rejected at
 	// submission (no latency sample).
@@ -84,12 +84,12 @@ func TestScaleStatsMethods(t *testing.T) {
 		if i%4 == 0 {
 			id = "notfound" + strconv.Itoa(i)
 		}
-		deliverAfter(tr.call(r, echo, id, nil), time.Duration(i)*time.Millisecond)
+		deliverAfter(h.submit(echo, echoReq(id), nil), time.Duration(i)*time.Millisecond)
 	}
-	deliverAfter(tr.call(r, echo, "invalid", &calls.Options{Timeout: -1}), 0)
+	deliverAfter(h.submit(echo, echoReq("invalid"), &calls.Options{Timeout: -1}), 0)
 	// Other: 10 calls with latencies 100…1000 ms.
 	for i := 1; i <= 10; i++ {
-		deliverAfter(tr.call(r, echoOther, "other"+strconv.Itoa(i), nil), time.Duration(i)*100*time.Millisecond)
+		deliverAfter(h.submit(echoOther, echoReq("other"+strconv.Itoa(i)), nil), time.Duration(i)*100*time.Millisecond)
 	}
 
 	s := r.Stats()
@@ -112,7 +112,7 @@ func TestScaleStatsMethods(t *testing.T) {
 	// (Σ 1…20 ms + Σ 100…1000 ms) before the release, so their latency is 10.71 s.
 	clk.Advance(5 * time.Second)
 	releaseAll()
-	tr.drain(t, r)
+	h.settle()
 	s = r.Stats()
 	e = s.Methods[echo.Path()]
 	require.EqualValues(t, 24, e.Submitted)
