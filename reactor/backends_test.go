@@ -10,19 +10,8 @@ import (
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
-
-// backendStates returns Stats().Backends as address → state, for the backends whose state is
-// known.
-func backendStates(r *reactor.Reactor) map[string]connectivity.State {
-	out := map[string]connectivity.State{}
-	for _, b := range r.Stats().Backends {
-		if b.StateKnown {
-			out[b.Addr] = b.State
-		}
-	}
-	return out
-}
 
 // Stats.Backends shows each backend's connectivity, as gRPC's balancer sees it, and the calls
 // that reached it.
@@ -60,6 +49,6 @@ func TestBackendStatsConnectivity(t *testing.T) {
 
 // With Config.Conn, prpc knows nothing of the backends' connectivity.
 func TestBackendStatsUnknownWithConn(t *testing.T) {
-	r := newReactor(t, nil, reactor.Config{Conn: &cfgFakeConn{}})
+	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{})
 	require.Empty(t, backendStates(r))
 }

@@ -21,15 +21,6 @@ import (
 // depends on another goroutine's timing to miss under -race on two busy cores.
 const nextTickRounds = 2000
 
-// echoBackend answers every echo call at once.
-func echoBackend() *reactortest.Backend {
-	b := reactortest.NewBackend()
-	reactortest.Handle(b, echo, func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
-	})
-	return b
-}
-
 // keepBusy keeps up to depth good calls in flight on r from another goroutine until the test
 // ends, so that the lanes keep appending to the delivery queue while the test ticks. The
 // callbacks that return the slots run in the test's Ticks.

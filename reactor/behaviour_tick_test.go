@@ -2,13 +2,11 @@ package reactor_test
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
@@ -17,109 +15,6 @@ import (
 )
 
 // Shared helpers of the behaviour_*_test.go files.
-
-// gate is a test server handler that holds every request with Block set until the test
-// releases it by its Message (or releases all), or until the call's context ends; it answers
-// other requests at once. Either way the response echoes the Message.
-type gate struct {
-	entered   chan string // the Message of each held request, when its handler starts
-	all       chan struct{}
-	allOnce   sync.Once
-	cancelled atomic.Int64 // held handlers that saw their context end
-
-	mu   sync.Mutex
-	open map[string]chan struct{}
-	seen []string // every request's Message, in arrival order
-}
-
-// newGate installs a gate on srv and releases everything when the test ends. Call it after
-// newReactor, so that the release runs before the reactor's Close.
-func newGate(t *testing.T, srv *testserver.Server) *gate {
-	g := &gate{entered: make(chan string, 1024), all: make(chan struct{}), open: map[string]chan struct{}{}}
-	srv.SetHandler(func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		msg := req.GetMessage()
-		g.mu.Lock()
-		g.seen = append(g.seen, msg)
-		g.mu.Unlock()
-		if !req.GetBlock() {
-			return &testpb.EchoResponse{Message: msg}, nil
-		}
-		g.entered <- msg // never blocks: tests hold far fewer than 1024 calls
-		select {
-		case <-g.gate(msg):
-		case <-g.all:
-		case <-ctx.Done():
-			g.cancelled.Add(1)
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		return &testpb.EchoResponse{Message: msg}, nil
-	})
-	t.Cleanup(g.releaseAll)
-	return g
-}
-
-func (g *gate) gate(msg string) chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ch, ok := g.open[msg]
-	if !ok {
-		ch = make(chan struct{})
-		g.open[msg] = ch
-	}
-	return ch
-}
-
-// release lets the held request with this Message answer.
-func (g *gate) release(msg string) { close(g.gate(msg)) }
-
-// releaseAll lets every held request, present and future, answer.
-func (g *gate) releaseAll() { g.allOnce.Do(func() { close(g.all) }) }
-
-// waitEntered waits until n more held requests have reached the handler and returns their
-// Messages in arrival order.
-func (g *gate) waitEntered(t *testing.T, n int) []string {
-	t.Helper()
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
-	var got []string
-	for len(got) < n {
-		select {
-		case m := <-g.entered:
-			got = append(got, m)
-		case <-deadline.C:
-			t.Fatalf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
-		}
-	}
-	return got
-}
-
-func (g *gate) seenMessages() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]string(nil), g.seen...)
-}
-
-// held returns a request the gate holds until released by msg.
-func held(msg string) *testpb.EchoRequest { return &testpb.EchoRequest{Message: msg, Block: true} }
-
-// settleInOrder holds len(msgs) calls, all in flight at once, then releases them in the order
-// given, waiting after each release until the reactor has queued it for Tick. recv is called
-// on the Tick goroutine with each delivered Message. Workers×BatchSize must be at least
-// len(msgs).
-func settleInOrder(t *testing.T, r *reactor.Reactor, g *gate, recv func(string), submit, release []string) {
-	t.Helper()
-	for _, m := range submit {
-		reactor.Call(r, echo, held(m), nil).
-			Then(func(resp *testpb.EchoResponse) { recv(resp.GetMessage()) }).
-			OnError(func(err error) { recv("error: " + err.Error()) })
-	}
-	g.waitEntered(t, len(submit))
-	waitGauges(t, r, len(submit), 0)
-	for i, m := range release {
-		g.release(m)
-		waitGauges(t, r, len(submit)-i-1, 0)
-	}
-}
 
 // Tick behaviour.
 

@@ -33,7 +33,7 @@ func TestTransportContextDeadline(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := &cfgFakeConn{block: make(chan struct{}), entered: make(chan struct{}, 1)}
+			fake := &recordingConn{block: make(chan struct{}), entered: make(chan struct{}, 1)}
 			r := newReactor(t, nil, reactor.Config{Conn: fake})
 			submit := time.Now()
 			var err error

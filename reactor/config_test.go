@@ -2,9 +2,7 @@ package reactor_test
 
 import (
 	"context"
-	"errors"
 	"math"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,81 +12,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
-// cfgFakeConn is a grpc.ClientConnInterface that answers Echo requests without a network and
-// records what each call was given. If block is not nil, Invoke waits until it is closed or
-// the call's context is done.
-type cfgFakeConn struct {
-	block   chan struct{}
-	entered chan struct{} // receives one value per Invoke, if not nil
-
-	mu    sync.Mutex
-	calls []cfgFakeCall
-}
-
-type cfgFakeCall struct {
-	method    string
-	deadline  time.Time
-	hasDL     bool
-	replyMax  int
-	opts      []grpc.CallOption
-	argsType  string
-	replyType string
-}
-
-func (f *cfgFakeConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	dl, ok := ctx.Deadline()
-	rec := cfgFakeCall{method: method, deadline: dl, hasDL: ok, opts: opts}
-	frame, fok := args.(*codec.Frame)
-	r, rok := reply.(*codec.Reply)
-	if fok {
-		rec.argsType = "frame"
-	}
-	if rok {
-		rec.replyType = "reply"
-		rec.replyMax = r.Max
-	}
-	f.mu.Lock()
-	f.calls = append(f.calls, rec)
-	f.mu.Unlock()
-	if f.entered != nil {
-		f.entered <- struct{}{}
-	}
-	if f.block != nil {
-		select {
-		case <-f.block:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if !fok || !rok {
-		return errors.New("cfgFakeConn: unexpected argument types")
-	}
-	req := &testpb.EchoRequest{}
-	if err := proto.Unmarshal(frame.Bytes, req); err != nil {
-		return err
-	}
-	proto.Merge(r.Msg, &testpb.EchoResponse{Message: req.GetMessage()})
-	return nil
-}
-
-func (f *cfgFakeConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	return nil, errors.New("cfgFakeConn: streams are not supported")
-}
-
-func (f *cfgFakeConn) recorded() []cfgFakeCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]cfgFakeCall(nil), f.calls...)
-}
-
 func TestConfigInvalid(t *testing.T) {
-	fake := &cfgFakeConn{}
+	fake := &recordingConn{}
 	conn := func(c reactor.Config) reactor.Config { c.Conn = fake; return c }
 	target := func(c reactor.Config) reactor.Config {
 		c.Target = "127.0.0.1:1"
@@ -189,9 +120,7 @@ func TestConfigBoundsAccepted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &cfgFakeConn{}
-			tt.cfg.Conn = fake
-			r := newReactor(t, nil, tt.cfg)
+			r := reactortest.NewReactor(t, echoBackend(), tt.cfg)
 			var got string
 			p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "ok"}, nil).
 				Then(func(resp *testpb.EchoResponse) { got = resp.GetMessage() })
@@ -226,7 +155,7 @@ func TestConfigBackoffAccepted(t *testing.T) {
 // TestConfigDefaults checks that zero fields resolve to their documented defaults, as seen
 // by the connection: the codec and limit call options, the deadline, the worker count.
 func TestConfigDefaults(t *testing.T) {
-	fake := &cfgFakeConn{}
+	fake := &recordingConn{}
 	r := newReactor(t, nil, reactor.Config{Conn: fake})
 	require.Len(t, r.Stats().Invokers, reactor.DefaultWorkers)
 
@@ -301,7 +230,7 @@ func TestConfigDefaults(t *testing.T) {
 // TestConfigDefaultConcurrency checks the default Workers × BatchSize in-flight bound and the
 // default MaxOutstanding.
 func TestConfigDefaultConcurrency(t *testing.T) {
-	fake := &cfgFakeConn{block: make(chan struct{}), entered: make(chan struct{}, reactor.DefaultMaxOutstanding)}
+	fake := &recordingConn{block: make(chan struct{}), entered: make(chan struct{}, reactor.DefaultMaxOutstanding)}
 	r := newReactor(t, nil, reactor.Config{Conn: fake, MaxTimeout: time.Hour, DefaultTimeout: time.Hour})
 
 	promises := make([]*calls.Promise[*testpb.EchoResponse], 0, reactor.DefaultMaxOutstanding)
@@ -358,8 +287,7 @@ func TestConfigDefaultConcurrency(t *testing.T) {
 // Tick took them, the flag set just after), so Ready never fired again and the host waited
 // forever. The interleaving is a race, so this test repeats it.
 func TestReadyWakeupNotLost(t *testing.T) {
-	fake := &cfgFakeConn{}
-	r := newReactor(t, nil, reactor.Config{Conn: fake, Workers: 4, BatchSize: 8})
+	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{Workers: 4, BatchSize: 8})
 	for round := range 5 {
 		const n = 4000
 		var delivered atomic.Int64

@@ -83,17 +83,6 @@ func hsIssue(t *testing.T, ca *testcerts.CA, usage x509.ExtKeyUsage, notBefore, 
 	})
 }
 
-// hsCall makes one Echo call and returns its error once delivered. Calls expected to
-// fail use failTimeout without WaitForReady: a handshake failure fails them at once (the
-// bound is a margin, not an expectation). After the fix, a call waits for the reconnect.
-func hsCall(t *testing.T, r *reactor.Reactor, waitForReady bool) error {
-	t.Helper()
-	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "secure"},
-		&calls.Options{Timeout: failTimeout, WaitForReady: waitForReady})
-	waitFor(t, r, func() bool { return p.State() != calls.Pending })
-	return p.Err()
-}
-
 // Items 15 and 16: each TLS misconfiguration fails a call with Unavailable, as gRPC reports
 // it, and with a *calls.HandshakeError of the right kind that Stats reports too; once the
 // server is fixed, the same reactor reconnects and the successful handshake clears it.
@@ -232,7 +221,7 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 			srv := testserver.Start(t, grpc.Creds(sc))
 			r := newReactor(t, srv, reactor.Config{Credentials: tt.client, Backoff: fastBackoff})
 
-			err := hsCall(t, r, false)
+			err := tlsCall(t, r, false)
 			require.Error(t, err)
 			t.Log(err)
 			require.Equal(t, codes.Unavailable, status.Code(err), "the code stays Unavailable")
@@ -251,7 +240,7 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 			require.Equal(t, tt.kind, st.LastConnErrorKind)
 
 			sc.set(tt.fixed)
-			require.NoError(t, hsCall(t, r, true), "the same reactor recovers once the server is fixed")
+			require.NoError(t, tlsCall(t, r, true), "the same reactor recovers once the server is fixed")
 			st = r.Stats()
 			require.Empty(t, st.LastConnError, "a successful handshake clears the failure")
 			require.Equal(t, calls.HandshakeOther, st.LastConnErrorKind)
@@ -270,7 +259,7 @@ func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	srv := testserver.Start(t, grpc.Creds(sc))
 	r := newReactor(t, srv, reactor.Config{Credentials: reactor.Insecure(), Backoff: fastBackoff})
 
-	err := hsCall(t, r, false)
+	err := tlsCall(t, r, false)
 	require.Error(t, err)
 	t.Log(err)
 	require.Equal(t, codes.Unavailable, status.Code(err))
@@ -280,7 +269,7 @@ func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	require.Empty(t, r.Stats().LastConnError)
 
 	sc.set(insecure.NewCredentials())
-	require.NoError(t, hsCall(t, r, true))
+	require.NoError(t, tlsCall(t, r, true))
 	require.Empty(t, r.Stats().LastConnError)
 }
 
@@ -293,7 +282,7 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 	srv := testserver.Start(t, grpc.Creds(sc))
 	r := newReactor(t, srv, reactor.Config{Credentials: reactor.TLS(fx.ca.CertPEM, ""), Backoff: fastBackoff})
 
-	err := hsCall(t, r, false)
+	err := tlsCall(t, r, false)
 	var he *calls.HandshakeError
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, calls.HandshakeUnknownAuthority, he.Kind)
@@ -303,7 +292,7 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 	// failure a call reports is that one, not the handshake's; each try fails at once.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err = hsCall(t, r, false)
+		err = tlsCall(t, r, false)
 		require.Equal(t, codes.Unavailable, status.Code(err), "got %v", err)
 		if !strings.Contains(err.Error(), "unknown authority") {
 			break
@@ -319,7 +308,7 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 
 	sc.set(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil)))
 	srv.Restart(t)
-	require.NoError(t, hsCall(t, r, true))
+	require.NoError(t, tlsCall(t, r, true))
 	require.Empty(t, r.Stats().LastConnError)
 }
 
@@ -339,7 +328,7 @@ func TestHandshakeFailureOfAnotherBackend(t *testing.T) {
 		Backoff:       fastBackoff,
 	})
 
-	require.NoError(t, hsCall(t, r, true), "the good backend serves")
+	require.NoError(t, tlsCall(t, r, true), "the good backend serves")
 	// The bad backend fails every attempt, every 60 ms at most (fastBackoff); the good one connected once.
 	deadline := time.Now().Add(10 * time.Second)
 	for r.Stats().LastConnErrorKind != calls.HandshakeUnknownAuthority {

@@ -4,10 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
 )
 
 // echoFunc is the signature of an Echo handler.
@@ -72,4 +80,157 @@ func (s *arrivals) has(msg string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.n[msg] > 0
+}
+
+// gate is a test server handler that holds every request with Block set until the test
+// releases it by its Message (or releases all), or until the call's context ends; it answers
+// other requests at once. Either way the response echoes the Message.
+type gate struct {
+	entered   chan string // the Message of each held request, when its handler starts
+	all       chan struct{}
+	allOnce   sync.Once
+	cancelled atomic.Int64 // held handlers that saw their context end
+
+	mu   sync.Mutex
+	open map[string]chan struct{}
+	seen []string // every request's Message, in arrival order
+}
+
+// newGate installs a gate on srv and releases everything when the test ends. Call it after
+// newReactor, so that the release runs before the reactor's Close.
+func newGate(t *testing.T, srv *testserver.Server) *gate {
+	g := &gate{entered: make(chan string, 1024), all: make(chan struct{}), open: map[string]chan struct{}{}}
+	srv.SetHandler(func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		msg := req.GetMessage()
+		g.mu.Lock()
+		g.seen = append(g.seen, msg)
+		g.mu.Unlock()
+		if !req.GetBlock() {
+			return &testpb.EchoResponse{Message: msg}, nil
+		}
+		g.entered <- msg // never blocks: tests hold far fewer than 1024 calls
+		select {
+		case <-g.gate(msg):
+		case <-g.all:
+		case <-ctx.Done():
+			g.cancelled.Add(1)
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		return &testpb.EchoResponse{Message: msg}, nil
+	})
+	t.Cleanup(g.releaseAll)
+	return g
+}
+
+func (g *gate) gate(msg string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ch, ok := g.open[msg]
+	if !ok {
+		ch = make(chan struct{})
+		g.open[msg] = ch
+	}
+	return ch
+}
+
+// release lets the held request with this Message answer.
+func (g *gate) release(msg string) { close(g.gate(msg)) }
+
+// releaseAll lets every held request, present and future, answer.
+func (g *gate) releaseAll() { g.allOnce.Do(func() { close(g.all) }) }
+
+// waitEntered waits until n more held requests have reached the handler and returns their
+// Messages in arrival order.
+func (g *gate) waitEntered(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	var got []string
+	for len(got) < n {
+		select {
+		case m := <-g.entered:
+			got = append(got, m)
+		case <-deadline.C:
+			t.Fatalf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
+		}
+	}
+	return got
+}
+
+func (g *gate) seenMessages() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.seen...)
+}
+
+// held returns a request the gate holds until released by msg.
+func held(msg string) *testpb.EchoRequest { return &testpb.EchoRequest{Message: msg, Block: true} }
+
+// settleInOrder holds len(msgs) calls, all in flight at once, then releases them in the order
+// given, waiting after each release until the reactor has queued it for Tick. recv is called
+// on the Tick goroutine with each delivered Message. Workers×BatchSize must be at least
+// len(msgs).
+func settleInOrder(t *testing.T, r *reactor.Reactor, g *gate, recv func(string), submit, release []string) {
+	t.Helper()
+	for _, m := range submit {
+		reactor.Call(r, echo, held(m), nil).
+			Then(func(resp *testpb.EchoResponse) { recv(resp.GetMessage()) }).
+			OnError(func(err error) { recv("error: " + err.Error()) })
+	}
+	g.waitEntered(t, len(submit))
+	waitGauges(t, r, len(submit), 0)
+	for i, m := range release {
+		g.release(m)
+		waitGauges(t, r, len(submit)-i-1, 0)
+	}
+}
+
+// otherService serves TestService's Echo under another service name (prpctest.Other), so a
+// test has a second method path, echoOther, on the same server.
+type otherService struct {
+	testpb.UnimplementedTestServiceServer
+	fn echoFunc
+}
+
+func (o *otherService) Echo(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+	return o.fn(ctx, req)
+}
+
+// withOther makes a testserver serve fn as echoOther ("/prpctest.Other/Echo").
+func withOther(fn echoFunc) grpc.ServerOption {
+	return testserver.WithServices(func(r grpc.ServiceRegistrar) {
+		desc := testpb.TestService_ServiceDesc
+		desc.ServiceName = "prpctest.Other"
+		r.RegisterService(&desc, &otherService{fn: fn})
+	})
+}
+
+// serverCalls returns each server's Echo count.
+func serverCalls(srvs []*testserver.Server) []int64 {
+	out := make([]int64, len(srvs))
+	for i, s := range srvs {
+		out[i] = s.Calls()
+	}
+	return out
+}
+
+// since returns now − before, element-wise.
+func since(now, before []int64) []int64 {
+	out := make([]int64, len(now))
+	for i := range now {
+		out[i] = now[i] - before[i]
+	}
+	return out
+}
+
+// requireFairShare checks that each of counts is within ±20% of total/len(counts).
+func requireFairShare(t *testing.T, counts []int64, total int) {
+	t.Helper()
+	fair := float64(total) / float64(len(counts))
+	var sum int64
+	for i, c := range counts {
+		require.InDelta(t, fair, float64(c), 0.2*fair, "backend %d got %d of %d calls (fair share %.0f ± 20%%): %v", i, c, total, fair, counts)
+		sum += c
+	}
+	require.EqualValues(t, total, sum, "calls counted by the servers: %v", counts)
 }

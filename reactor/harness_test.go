@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
@@ -253,4 +254,25 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// backendStates returns Stats().Backends as address → state, for the backends whose state is
+// known.
+func backendStates(r *reactor.Reactor) map[string]connectivity.State {
+	out := map[string]connectivity.State{}
+	for _, b := range r.Stats().Backends {
+		if b.StateKnown {
+			out[b.Addr] = b.State
+		}
+	}
+	return out
+}
+
+// backendState returns the connectivity state Stats().Backends reports for addr, failing the
+// test if it reports none.
+func backendState(t testing.TB, r *reactor.Reactor, addr string) connectivity.State {
+	t.Helper()
+	state, ok := backendStates(r)[addr]
+	require.True(t, ok, "Stats().Backends has no known state for %s: %+v", addr, r.Stats().Backends)
+	return state
 }

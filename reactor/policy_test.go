@@ -11,6 +11,7 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
 func TestServiceConfigGenerated(t *testing.T) {
@@ -102,7 +103,7 @@ func TestConfigPolicyErrors(t *testing.T) {
 		{"service config and generated", func(c *reactor.Config) { c.ServiceConfig = "{}"; c.HealthCheck = true }, "Config.ServiceConfig"},
 		{"conn and idempotent", func(c *reactor.Config) {
 			c.Target, c.Credentials = "", nil
-			c.Conn = &cfgFakeConn{}
+			c.Conn = reactortest.NewBackend()
 			c.Policies = []reactor.MethodPolicy{{Method: echo, Idempotent: true}}
 		}, "Config.Conn"},
 	}

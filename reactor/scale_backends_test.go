@@ -17,6 +17,36 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
+// needLoopback skips the test unless every host (such as "127.0.0.2") can be listened on.
+// Linux routes all of 127.0.0.0/8 to lo; other systems may have only 127.0.0.1.
+func needLoopback(t *testing.T, hosts ...string) {
+	t.Helper()
+	for _, h := range hosts {
+		lis, err := net.Listen("tcp", net.JoinHostPort(h, "0"))
+		if err != nil {
+			t.Skipf("needs the loopback address %s, which cannot be bound here: %v", h, err)
+		}
+		require.NoError(t, lis.Close())
+	}
+}
+
+// backendCalls returns Stats().Backends as address → transport calls.
+func backendCalls(r *reactor.Reactor) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, b := range r.Stats().Backends {
+		out[b.Addr] = b.Calls
+	}
+	return out
+}
+
+// requireStates checks that Stats().Backends knows the state of every backend and reports
+// want.
+func requireStates(t *testing.T, r *reactor.Reactor, want map[string]connectivity.State) {
+	t.Helper()
+	require.Len(t, r.Stats().Backends, len(want), "Stats().Backends")
+	require.Equal(t, want, backendStates(r), "Stats().Backends states")
+}
+
 // TestScaleManyBackends runs three backends on three loopback hosts behind Config.Targets:
 // calls spread evenly, stopping one mid-burst fails exactly the calls in flight on it (with
 // Unavailable) and no other, later calls go to the other two, and a restarted backend gets

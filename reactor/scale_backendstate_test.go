@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/trixnew/prpc/internal/testserver"
@@ -38,16 +36,7 @@ func TestScaleBackendStateHostTargets(t *testing.T) {
 // that gets no calls because its health service reports NOT_SERVING (Config.HealthCheck):
 // its backend is as unusable as one that is down.
 func TestScaleBackendStateHealth(t *testing.T) {
-	healths := []*health.Server{health.NewServer(), health.NewServer()}
-	var srvs []*testserver.Server
-	var addrs []string
-	for _, h := range healths {
-		s := testserver.Start(t, testserver.WithServices(func(r grpc.ServiceRegistrar) {
-			healthpb.RegisterHealthServer(r, h)
-		}))
-		srvs = append(srvs, s)
-		addrs = append(addrs, s.Addr())
-	}
+	healths, srvs, addrs := healthServers(t, 2)
 	r := newReactor(t, nil, reactor.Config{Targets: addrs, HealthCheck: true})
 	h := newHost(t, r)
 	until(t, bound, "both backends get calls", func() bool {

@@ -13,19 +13,26 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// TestScaleHealthCheck checks Config.HealthCheck: a backend whose grpc.health.v1 service
-// reports NOT_SERVING gets no calls until it reports SERVING again.
-func TestScaleHealthCheck(t *testing.T) {
-	healths := []*health.Server{health.NewServer(), health.NewServer()} // SERVING at first
-	var srvs []*testserver.Server
-	var addrs []string
-	for _, h := range healths {
+// healthServers starts n test servers that also serve grpc.health.v1, each reporting
+// SERVING until the test changes its health.Server.
+func healthServers(t *testing.T, n int) (healths []*health.Server, srvs []*testserver.Server, addrs []string) {
+	t.Helper()
+	for range n {
+		hs := health.NewServer()
 		s := testserver.Start(t, testserver.WithServices(func(r grpc.ServiceRegistrar) {
-			healthpb.RegisterHealthServer(r, h)
+			healthpb.RegisterHealthServer(r, hs)
 		}))
+		healths = append(healths, hs)
 		srvs = append(srvs, s)
 		addrs = append(addrs, s.Addr())
 	}
+	return healths, srvs, addrs
+}
+
+// TestScaleHealthCheck checks Config.HealthCheck: a backend whose grpc.health.v1 service
+// reports NOT_SERVING gets no calls until it reports SERVING again.
+func TestScaleHealthCheck(t *testing.T) {
+	healths, srvs, addrs := healthServers(t, 2)
 	r := newReactor(t, nil, reactor.Config{
 		Targets:     addrs,
 		HealthCheck: true,

@@ -209,7 +209,7 @@ func TestSecretsCredentialsNeverShowKey(t *testing.T) {
 
 			r := newReactor(t, srv, cfg)
 			if c != reactor.Insecure() {
-				_ = hsCall(t, r, false) // a working mTLS call, or a failing one: either way
+				_ = tlsCall(t, r, false) // a working mTLS call, or a failing one: either way
 			}
 			requireNoKey(t, forms, "Stats", fmt.Sprintf("%#v", r.Stats()))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
