@@ -43,11 +43,8 @@ func TestCloseRejectsLaterCalls(t *testing.T) {
 }
 
 func TestCloseLetsAdmittedCallsFinish(t *testing.T) {
-	srv := testserver.Start(t)
 	// One lane: "a" in flight, "b" queued behind it.
-	r := newReactor(t, srv, longTimeouts(reactor.Config{Workers: 1, BatchSize: 1}))
-	g := newGate(t, srv)
-	h := newHost(t, r)
+	r, g, h := startGated(t, reactor.Config{Workers: 1, BatchSize: 1})
 
 	var got []string
 	var offHost int
@@ -88,10 +85,7 @@ func TestCloseLetsAdmittedCallsFinish(t *testing.T) {
 }
 
 func TestCloseCutsOffCallsWhenContextEnds(t *testing.T) {
-	srv := testserver.Start(t)
-	r := newReactor(t, srv, longTimeouts(reactor.Config{Workers: 1, BatchSize: 1}))
-	g := newGate(t, srv) // never released before Close: "a" in flight, "b" queued, until cut off
-	h := newHost(t, r)
+	r, g, h := startGated(t, reactor.Config{Workers: 1, BatchSize: 1}) // never released before Close: "a" in flight, "b" queued, until cut off
 
 	errs := map[string]error{}
 	for _, m := range []string{"a", "b"} {
@@ -121,21 +115,5 @@ func TestCloseCutsOffCallsWhenContextEnds(t *testing.T) {
 }
 
 func TestClosePanicsInsideCallback(t *testing.T) {
-	srv := testserver.Start(t)
-	var panics []any // written on the Tick goroutine only
-	r := newReactor(t, srv, reactor.Config{OnCallbackPanic: func(p any) { panics = append(panics, p) }})
-	h := newHost(t, r)
-
-	var after bool
-	reactor.Call(r, echo, &testpb.EchoRequest{}, nil).
-		Always(func() { _ = r.Close(context.Background()) }).
-		Always(func() { after = true })
-	h.waitFor(func() bool { return after })
-	require.Len(t, panics, 1)
-	requirePrpcPanicValue(t, panics[0])
-
-	var ok bool
-	p := reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Then(func(*testpb.EchoResponse) { ok = true })
-	require.NoError(t, p.Err(), "the refused Close did not close the reactor")
-	h.waitFor(func() bool { return ok })
+	requireRefusedInCallback(t, func(r *reactor.Reactor) { _ = r.Close(context.Background()) })
 }

@@ -3,7 +3,6 @@ package reactor_test
 import (
 	"context"
 	"math"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,36 +278,4 @@ func TestConfigDefaultConcurrency(t *testing.T) {
 		return done == len(promises)
 	})
 	require.Len(t, fake.recorded(), reactor.DefaultMaxOutstanding)
-}
-
-// TestReadyWakeupNotLost drives many instant completions through a host that ticks only when
-// Ready fires, while another goroutine submits. A Tick that found nothing to deliver used to
-// leave the wake-up flag set after a spurious wake-up (completions pushed before the previous
-// Tick took them, the flag set just after), so Ready never fired again and the host waited
-// forever. The interleaving is a race, so this test repeats it.
-func TestReadyWakeupNotLost(t *testing.T) {
-	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{Workers: 4, BatchSize: 8})
-	for round := range 5 {
-		const n = 4000
-		var delivered atomic.Int64
-		submitted := make(chan struct{})
-		go func() {
-			defer close(submitted)
-			for range n {
-				reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { delivered.Add(1) })
-			}
-		}()
-		bound := time.NewTimer(10 * time.Second)
-		for delivered.Load() < n {
-			select {
-			case <-r.Ready():
-				r.Tick(time.Second)
-			case <-bound.C:
-				t.Fatalf("round %d: Ready stopped firing with %d of %d calls delivered, %d pending",
-					round, delivered.Load(), n, r.Stats().Pending)
-			}
-		}
-		bound.Stop()
-		<-submitted
-	}
 }

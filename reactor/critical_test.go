@@ -39,13 +39,12 @@ func requireOverloaded(t *testing.T, err error, want string) {
 	require.Contains(t, err.Error(), want)
 }
 
-// TestScaleCriticalReserve checks that critical calls (per call or per method) may use the
+// TestCriticalReserve checks that critical calls (per call or per method) may use the
 // share of MaxOutstanding that CriticalReserve keeps from ordinary calls, and no more.
-func TestScaleCriticalReserve(t *testing.T) {
+func TestCriticalReserve(t *testing.T) {
 	release := make(chan struct{})
 	releaseAll := sync.OnceFunc(func() { close(release) })
-	srv := testserver.Start(t, withOther(hold(release, nil)))
-	srv.SetHandler(hold(release, nil))
+	srv := startBoth(t, hold(release, nil))
 	r := newReactor(t, srv, reactor.Config{
 		MaxOutstanding:  20,
 		CriticalReserve: 5,
@@ -103,11 +102,11 @@ func TestScaleCriticalReserve(t *testing.T) {
 	require.EqualValues(t, 20, s.Succeeded)
 }
 
-// TestScaleCriticalReserveDefault checks CriticalReserve's default: 10% of MaxOutstanding
+// TestCriticalReserveDefault checks CriticalReserve's default: 10% of MaxOutstanding
 // when a method policy is Critical, none otherwise or with -1. A critical call rejected with
 // no reserve is told that CriticalReserve is zero, never left to guess why Critical did not
 // help; a critical call with room is never rejected.
-func TestScaleCriticalReserveDefault(t *testing.T) {
+func TestCriticalReserveDefault(t *testing.T) {
 	srv := testserver.Start(t)
 	critical := []reactor.MethodPolicy{{Method: echoOther, Critical: true}}
 	for _, tc := range []struct {

@@ -2,6 +2,7 @@ package reactor_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestDeadlinesWithManualClock(t *testing.T) {
 	// that delivered A would have delivered it.
 	require.NoError(t, errB)
 	require.Equal(t, calls.Pending, pB.State())
-	requireServerCancelled(t, srv)
+	recv(t, srv.Cancelled(), "the server seeing the call cancelled")
 	require.Eventually(t, func() bool { return r.Stats().InFlight == 1 }, bound, poll)
 
 	require.NoError(t, clock.WaitTimers(ctx, 1))
@@ -51,19 +52,10 @@ func TestDeadlinesWithManualClock(t *testing.T) {
 	h.waitFor(func() bool { return errB != nil })
 	require.ErrorIs(t, errB, calls.ErrTimeout)
 	require.Contains(t, errB.Error(), "(timeout 2m0s)", "zero Options.Timeout means DefaultTimeout")
-	requireServerCancelled(t, srv)
+	recv(t, srv.Cancelled(), "the server seeing the call cancelled")
 	require.Eventually(t, func() bool { return r.Stats().InFlight == 0 }, bound, poll)
 	require.Zero(t, clock.Timers(), "the reactor stops its timer when no call is pending")
 	require.EqualValues(t, 2, r.Stats().TimedOut)
-}
-
-func requireServerCancelled(t *testing.T, srv *testserver.Server) {
-	t.Helper()
-	select {
-	case <-srv.Cancelled():
-	case <-time.After(bound):
-		t.Fatalf("the server did not see the call cancelled within %v", bound)
-	}
 }
 
 func TestDeadlineOutOfRangeIsInvalid(t *testing.T) {
@@ -127,7 +119,7 @@ func TestDeadlineRealClock(t *testing.T) {
 	require.ErrorIs(t, got, calls.ErrTimeout)
 	require.GreaterOrEqual(t, elapsed, timeout)
 	require.LessOrEqual(t, elapsed, timeout+slack)
-	requireServerCancelled(t, srv)
+	recv(t, srv.Cancelled(), "the server seeing the call cancelled")
 }
 
 func TestDeadlineExceededFromServerIsTimeout(t *testing.T) {
@@ -183,4 +175,55 @@ func manualDeadlineReactor(t *testing.T) (*testserver.Server, *reactortest.Manua
 	clock := reactortest.NewManualClock(time.Now())
 	r := newReactor(t, srv, reactor.Config{Clock: clock, DefaultTimeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute})
 	return srv, clock, r, newHost(t, r)
+}
+
+// The transport call's context carries the call's deadline for gRPC to send, or the parent
+// context's if that is earlier; the parent's expiry ends the call.
+func TestTransportContextDeadline(t *testing.T) {
+	parentDeadline := time.Now().Add(200 * time.Millisecond)
+	parent, cancel := context.WithDeadline(context.Background(), parentDeadline)
+	defer cancel()
+	tests := []struct {
+		name   string
+		opts   *calls.Options
+		within func(submit time.Time) (time.Time, time.Time) // bounds of the deadline gRPC sees
+	}{
+		{"the call's own", &calls.Options{Timeout: 3 * time.Second}, func(submit time.Time) (time.Time, time.Time) {
+			return submit.Add(3 * time.Second), time.Now().Add(3 * time.Second)
+		}},
+		{"an earlier parent's", &calls.Options{Timeout: 3 * time.Second, Context: parent}, func(time.Time) (time.Time, time.Time) {
+			return parentDeadline, parentDeadline
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &recordingConn{block: make(chan struct{}), entered: make(chan struct{}, 1)}
+			r := newReactor(t, nil, reactor.Config{Conn: fake})
+			submit := time.Now()
+			var err error
+			var took time.Duration
+			done := false
+			reactor.Call(r, echo, &testpb.EchoRequest{Message: "x"}, tc.opts).
+				OnError(func(e error) { err = e }).Always(func() { took, done = time.Since(submit), true })
+			<-fake.entered
+			lo, hi := tc.within(submit)
+			fake.mu.Lock()
+			got := fake.calls[0].deadline
+			fake.mu.Unlock()
+			require.False(t, got.Before(lo), "deadline %v before %v", got, lo)
+			require.False(t, got.After(hi), "deadline %v after %v", got, hi)
+			if tc.opts.Context == nil {
+				close(fake.block)
+				waitFor(t, r, func() bool { return done })
+				require.NoError(t, err)
+				return
+			}
+			// The parent expires first: the call ends with ErrTimeout (its deadline passed),
+			// well before its own 3 s. The 2 s bound is ten times the parent's 200 ms, a
+			// generous margin that still tells the two deadlines apart.
+			waitFor(t, r, func() bool { return done })
+			require.True(t, errors.Is(err, calls.ErrTimeout), "%v", err)
+			require.Less(t, took, 2*time.Second, "ended by the parent's deadline, not by its own")
+		})
+	}
 }

@@ -32,7 +32,7 @@ const (
 	// milliseconds when a deadline passes. The bound is generous for that, and still fails a
 	// deadline that waits for something else (a response, a reconnect). Deadline precision
 	// is proven exactly on a manual clock, by TestFaultDeadlinesManualClock and
-	// TestFaultTimeouts.
+	// TestTimeoutRules.
 	lateBound = 500 * time.Millisecond
 )
 

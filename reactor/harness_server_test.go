@@ -82,6 +82,17 @@ func (s *arrivals) has(msg string) bool {
 	return s.n[msg] > 0
 }
 
+// startGated starts a test server whose handler is a gate, and a reactor for it with
+// longTimeouts(cfg), so that no held call times out; it returns the reactor, the gate and a
+// host for the reactor. The gate is installed after the reactor, so that it releases its calls
+// before the reactor's Close when the test ends.
+func startGated(t *testing.T, cfg reactor.Config) (*reactor.Reactor, *gate, *host) {
+	t.Helper()
+	srv := testserver.Start(t)
+	r := newReactor(t, srv, longTimeouts(cfg))
+	return r, newGate(t, srv), newHost(t, r)
+}
+
 // gate is a test server handler that holds every request with Block set until the test
 // releases it by its Message (or releases all), or until the call's context ends; it answers
 // other requests at once. Either way the response echoes the Message.
@@ -194,6 +205,14 @@ type otherService struct {
 
 func (o *otherService) Echo(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 	return o.fn(ctx, req)
+}
+
+// startBoth starts a test server that runs fn for both echo and echoOther.
+func startBoth(t *testing.T, fn echoFunc) *testserver.Server {
+	t.Helper()
+	srv := testserver.Start(t, withOther(fn))
+	srv.SetHandler(fn)
+	return srv
 }
 
 // withOther makes a testserver serve fn as echoOther ("/prpctest.Other/Echo").

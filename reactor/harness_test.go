@@ -4,7 +4,6 @@ package reactor_test
 // helpers that make a reactor and wait for it.
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -21,6 +20,22 @@ import (
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 )
+
+const (
+	// bound is how long a test waits for something that normally takes micro- to
+	// milliseconds: a reactor turn, a loopback round trip, a reconnect with fastBackoff, a
+	// goroutine being scheduled. It is hundreds of times that, so that it holds under -race
+	// on a loaded machine; it is reached only when the behaviour under test is broken, and
+	// decides only how long a broken build takes to fail.
+	bound = 10 * time.Second
+
+	// poll is the interval of the waits for conditions that no channel signals.
+	poll = time.Millisecond
+)
+
+// fastBackoff reconnects quickly: the next attempt starts at most MaxDelay × (1 + Jitter) =
+// 60 ms after a failed one, so a restarted or repaired server is used again soon.
+var fastBackoff = reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
 
 var (
 	// echo is the Echo method internal/testserver serves.
@@ -40,22 +55,6 @@ type (
 	echoMethod  = *calls.Method[*testpb.EchoRequest, *testpb.EchoResponse]
 	echoPromise = calls.Promise[*testpb.EchoResponse]
 )
-
-const (
-	// bound is how long a test waits for something that normally takes micro- to
-	// milliseconds: a reactor turn, a loopback round trip, a reconnect with fastBackoff, a
-	// goroutine being scheduled. It is hundreds of times that, so that it holds under -race
-	// on a loaded machine; it is reached only when the behaviour under test is broken, and
-	// decides only how long a broken build takes to fail.
-	bound = 10 * time.Second
-
-	// poll is the interval of the waits for conditions that no channel signals.
-	poll = time.Millisecond
-)
-
-// fastBackoff reconnects quickly: the next attempt starts at most MaxDelay × (1 + Jitter) =
-// 60 ms after a failed one, so a restarted or repaired server is used again soon.
-var fastBackoff = reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
 
 // newReactor starts a reactor with cfg and closes it when the test ends, ignoring Close's
 // result: a test that expects one closes the reactor itself. If cfg has no Target, Targets
@@ -210,6 +209,45 @@ func requirePrpcPanicValue(t testing.TB, p any) {
 	require.True(t, strings.HasPrefix(s, "prpc:"), "panic %q does not start with \"prpc:\"", s)
 }
 
+// requireRefusedInCallback calls reenter, which calls back into the reactor, from a callback
+// that Tick runs, and requires that it panics with a "prpc:" message, that OnCallbackPanic
+// gets the panic and the next callback still runs, and that the reactor stays open and keeps
+// serving.
+func requireRefusedInCallback(t *testing.T, reenter func(r *reactor.Reactor)) {
+	t.Helper()
+	srv := testserver.Start(t)
+	var panics []any // written on the Tick goroutine only
+	r := newReactor(t, srv, reactor.Config{OnCallbackPanic: func(p any) { panics = append(panics, p) }})
+	h := newHost(t, r)
+
+	var after bool
+	reactor.Call(r, echo, &testpb.EchoRequest{}, nil).
+		Always(func() { reenter(r) }).
+		Always(func() { after = true })
+	h.waitFor(func() bool { return after })
+	require.Len(t, panics, 1)
+	requirePrpcPanicValue(t, panics[0])
+
+	var ok bool
+	p := reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Then(func(*testpb.EchoResponse) { ok = true })
+	require.NoError(t, p.Err(), "the refused call did not close the reactor")
+	h.waitFor(func() bool { return ok })
+}
+
+// recv waits for a value from ch and returns it, failing the test, naming what, if none comes
+// within bound.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(bound):
+		t.Fatalf("%s: not within %v", what, bound)
+	}
+	var zero T
+	return zero
+}
+
 // closeCtx returns a context that ends after d, or when the test ends.
 func closeCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -229,23 +267,25 @@ func leakCheck(t *testing.T) {
 // slowTests reports whether the slow, gated tests should run (PRPC_SLOW_TESTS=1).
 func slowTests() bool { return os.Getenv("PRPC_SLOW_TESTS") == "1" }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a slog handler, for tests
-// that read a log after the fact.
+// syncBuffer collects what a slog handler writes, one record per Write, safe for concurrent
+// writes, for tests that read a log after the fact.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	records []string
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.Write(p)
+	b.records = append(b.records, string(p))
+	return len(p), nil
 }
 
+// String returns everything written so far.
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.b.String()
+	return strings.Join(b.records, "")
 }
 
 // maxTime returns the later of a and b.

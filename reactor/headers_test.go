@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,8 +22,193 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
+
+func TestHeadersAndTrailers(t *testing.T) {
+	srv := testserver.Start(t)
+	r := newReactor(t, srv, reactor.Config{})
+
+	t.Run("success", func(t *testing.T) {
+		var header, trailer metadata.MD
+		var p *calls.Promise[*testpb.EchoResponse]
+		p = reactor.Call(r, echo, &testpb.EchoRequest{Message: "h"}, nil).
+			Then(func(*testpb.EchoResponse) { header, trailer = p.Header(), p.Trailer() })
+		waitFor(t, r, func() bool { return p.State() != calls.Pending })
+		require.NoError(t, p.Err())
+		require.Equal(t, []string{testserver.HeaderValue}, header.Get(testserver.HeaderKey), "headers are visible inside Then")
+		require.Equal(t, []string{testserver.TrailerValue}, trailer.Get(testserver.TrailerKey), "trailers are visible inside Then")
+		require.Equal(t, header, p.Header())
+		require.Equal(t, trailer, p.Trailer())
+	})
+
+	t.Run("failure", func(t *testing.T) {
+		var trailerInCallback metadata.MD
+		var p *calls.Promise[*testpb.EchoResponse]
+		p = reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, nil).
+			OnError(func(error) { trailerInCallback = p.Trailer() })
+		waitFor(t, r, func() bool { return p.State() != calls.Pending })
+		err := p.Err()
+		require.Error(t, err)
+		var ce *calls.Error
+		require.True(t, errors.As(err, &ce))
+		require.Equal(t, codes.NotFound, ce.Code())
+		require.Equal(t, "no such player", ce.Message())
+		require.Nil(t, ce.Kind())
+		require.Equal(t, []string{testserver.TrailerValue}, ce.Trailer().Get(testserver.TrailerKey))
+		require.Equal(t, []string{testserver.TrailerValue}, p.Trailer().Get(testserver.TrailerKey))
+		require.Equal(t, []string{testserver.TrailerValue}, trailerInCallback.Get(testserver.TrailerKey))
+	})
+
+	t.Run("local failure has none", func(t *testing.T) {
+		p := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: -1})
+		require.ErrorIs(t, p.Err(), calls.ErrInvalidArgument)
+		var ce *calls.Error
+		require.True(t, errors.As(p.Err(), &ce))
+		require.Nil(t, ce.Trailer())
+		require.Nil(t, p.Header())
+		require.Nil(t, p.Trailer())
+	})
+}
+
+// TestNoResponseMetadata: a method whose policy turns response metadata off gets no header
+// or trailer, on success or failure, while its status, message and response are intact; the
+// same server's metadata still reaches a reactor without the policy (TestHeadersAndTrailers).
+func TestNoResponseMetadata(t *testing.T) {
+	srv := testserver.Start(t)
+	r := newReactor(t, srv, reactor.Config{Policies: []reactor.MethodPolicy{{Method: echo, NoResponseMetadata: true}}})
+	tests := []struct {
+		name string
+		req  *testpb.EchoRequest
+		code codes.Code
+	}{
+		{"success", &testpb.EchoRequest{Message: "h"}, codes.OK},
+		{"failure", &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var header, trailer metadata.MD
+			var resp *testpb.EchoResponse
+			var p *calls.Promise[*testpb.EchoResponse]
+			p = reactor.Call(r, echo, tt.req, nil).
+				Then(func(got *testpb.EchoResponse) { resp = got }).
+				Always(func() { header, trailer = p.Header(), p.Trailer() })
+			waitFor(t, r, func() bool { return p.State() != calls.Pending })
+			require.Nil(t, header)
+			require.Nil(t, trailer)
+			if tt.code == codes.OK {
+				require.NoError(t, p.Err())
+				require.Equal(t, "h", resp.GetMessage())
+				return
+			}
+			var ce *calls.Error
+			require.True(t, errors.As(p.Err(), &ce))
+			require.Equal(t, tt.code, ce.Code())
+			require.Equal(t, "no such player", ce.Message())
+			require.Nil(t, ce.Trailer())
+		})
+	}
+}
+
+// TestReceivedMetadataOverLimitDropped: a response header or trailer larger than
+// MaxMetadataBytes, counted as limits.MetadataSize counts (key + value + 32, "-bin" values
+// after base64), is replaced whole by an empty MD, on success and on failure, and a warning
+// names the method and the block but not the value; one at the limit is kept as sent. The
+// call's outcome is untouched: the response arrives, a failure keeps its code, message and
+// details.
+func TestReceivedMetadataOverLimitDropped(t *testing.T) {
+	const limit = 1024
+	// pad returns metadata of key with one value, of exactly size bytes as counted.
+	pad := func(key string, size int) metadata.MD {
+		md := metadata.MD{key: {"SECRET-" + strings.Repeat("v", size-len(key)-limits.HeaderEntryOverhead-len("SECRET-"))}}
+		require.Equal(t, size, limits.MetadataSize(md))
+		return md
+	}
+	// binPad returns "x-pad-bin" metadata whose value of n raw bytes, counted after base64,
+	// makes size bytes.
+	binPad := func(n, size int) metadata.MD {
+		md := metadata.MD{"x-pad-bin": {"SECRET-" + strings.Repeat("\x00", n-len("SECRET-"))}}
+		require.Equal(t, size, limits.MetadataSize(md))
+		return md
+	}
+	small := metadata.MD{"x-small": {"s"}}
+	details := wrapperspb.String("rich detail")
+	failure := status.New(codes.FailedPrecondition, "not now")
+	failure, err := failure.WithDetails(details)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name                    string
+		header, trailer         metadata.MD
+		fail                    bool
+		keepHeader, keepTrailer bool
+	}{
+		{name: "both at the limit", header: pad("x-pad", limit), trailer: pad("x-pad", limit), keepHeader: true, keepTrailer: true},
+		{name: "header over", header: pad("x-pad", limit+1), trailer: small, keepTrailer: true},
+		{name: "trailer over", header: small, trailer: pad("x-pad", limit+1), keepHeader: true},
+		{name: "both over", header: pad("x-pad", limit+1), trailer: pad("x-pad", limit+1)},
+		// 737 raw bytes are 983 in base64: 9 + 983 + 32 = 1024; 738 are 984.
+		{name: "bin value at the limit after base64", header: binPad(737, limit), trailer: small, keepHeader: true, keepTrailer: true},
+		{name: "bin value over the limit after base64", header: binPad(738, limit+1), trailer: small, keepTrailer: true},
+		{name: "failure, trailer at the limit", header: small, trailer: pad("x-pad", limit), fail: true, keepHeader: true, keepTrailer: true},
+		{name: "failure, trailer over", header: small, trailer: pad("x-pad", limit+1), fail: true, keepHeader: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			backend := reactortest.NewBackend()
+			reactortest.Handle(backend, echo, func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+				require.NoError(t, reactortest.SetHeader(ctx, tt.header))
+				require.NoError(t, reactortest.SetTrailer(ctx, tt.trailer))
+				if tt.fail {
+					return nil, failure.Err()
+				}
+				return &testpb.EchoResponse{Message: req.GetMessage()}, nil
+			})
+			var logs syncBuffer
+			r := newReactor(t, nil, reactor.Config{
+				Conn:   backend,
+				Limits: limits.Limits{MaxMetadataBytes: limit},
+				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			})
+			p, resp, err := roundTrip(t, r, &testpb.EchoRequest{Message: "hi"}, nil)
+
+			if tt.fail {
+				var ce *calls.Error
+				require.True(t, errors.As(err, &ce), "got %T %v", err, err)
+				require.Equal(t, codes.FailedPrecondition, ce.Code())
+				require.Equal(t, "not now", ce.Message())
+				got := ce.GRPCStatus().Details()
+				require.Len(t, got, 1)
+				require.True(t, proto.Equal(details, got[0].(proto.Message)), "details kept: %v", got)
+				require.Equal(t, p.Trailer(), ce.Trailer())
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, "hi", resp.GetMessage())
+			}
+			requireKept := func(what string, keep bool, sent, got metadata.MD) {
+				t.Helper()
+				if keep {
+					require.Equal(t, sent, got, "%s within the limit is kept", what)
+					require.NotContains(t, logs.String(), "block="+what)
+					return
+				}
+				require.NotNil(t, got, "%s over the limit is replaced by an empty MD, not nil", what)
+				require.Empty(t, got, "%s over the limit is dropped whole", what)
+				require.Contains(t, logs.String(), "block="+what)
+			}
+			requireKept("header", tt.keepHeader, tt.header, p.Header())
+			requireKept("trailer", tt.keepTrailer, tt.trailer, p.Trailer())
+			if !tt.keepHeader || !tt.keepTrailer {
+				require.Contains(t, logs.String(), "level=WARN")
+				require.Contains(t, logs.String(), "MaxMetadataBytes dropped")
+				require.Contains(t, logs.String(), echo.Path())
+			}
+			require.NotContains(t, logs.String(), "SECRET-", "the log names no value")
+		})
+	}
+}
 
 // headerCase is one oversized response: what the server sends, and what the call that
 // gets it must see.
@@ -115,12 +301,12 @@ func headerCases(t *testing.T) []headerCase {
 	}
 }
 
-// TestFaultOversizedResponseFailsOnlyItsCall: a server that ignores the client's advertised
+// TestOversizedResponseFailsOnlyItsCall: a server that ignores the client's advertised
 // header list limit answers one call with an oversized header or trailer block while 100 good
 // calls are in flight on the same connection, held by the server until the bad call has
 // settled. The bad call keeps its status code, and every good call succeeds on the one
 // connection: the block, under MaxReceivedHeaderBytes, costs neither the connection nor them.
-func TestFaultOversizedResponseFailsOnlyItsCall(t *testing.T) {
+func TestOversizedResponseFailsOnlyItsCall(t *testing.T) {
 	const good = 100
 	for _, tt := range headerCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,11 +341,11 @@ func TestFaultOversizedResponseFailsOnlyItsCall(t *testing.T) {
 	}
 }
 
-// TestFaultOversizedStatusFromGRPCServer: a grpc-go server honours the header list limit the
+// TestOversizedStatusFromGRPCServer: a grpc-go server honours the header list limit the
 // client advertises and, rather than send a trailer over it, resets the stream with Internal,
 // losing the real status. Under MaxReceivedHeaderBytes, a 100 KiB status message arrives with
 // its real code, cut at MaxStatusMessageBytes, and 64 KiB of details arrive whole.
-func TestFaultOversizedStatusFromGRPCServer(t *testing.T) {
+func TestOversizedStatusFromGRPCServer(t *testing.T) {
 	for _, tt := range headerCases(t) {
 		if tt.grpcErr == nil {
 			continue

@@ -2,10 +2,12 @@ package reactor_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -29,9 +31,9 @@ func healthServers(t *testing.T, n int) (healths []*health.Server, srvs []*tests
 	return healths, srvs, addrs
 }
 
-// TestScaleHealthCheck checks Config.HealthCheck: a backend whose grpc.health.v1 service
+// TestHealthCheck checks Config.HealthCheck: a backend whose grpc.health.v1 service
 // reports NOT_SERVING gets no calls until it reports SERVING again.
-func TestScaleHealthCheck(t *testing.T) {
+func TestHealthCheck(t *testing.T) {
 	healths, srvs, addrs := healthServers(t, 2)
 	r := newReactor(t, nil, reactor.Config{
 		Targets:     addrs,
@@ -66,4 +68,30 @@ func TestScaleHealthCheck(t *testing.T) {
 	before = serverCalls(srvs)
 	requireEchoed(t, h.burst("spread", 200, 64))
 	requireFairShare(t, since(serverCalls(srvs), before), 200)
+}
+
+// TestBackendStateHealth checks that Stats().Backends does not report READY a backend
+// that gets no calls because its health service reports NOT_SERVING (Config.HealthCheck):
+// its backend is as unusable as one that is down.
+func TestBackendStateHealth(t *testing.T) {
+	healths, srvs, addrs := healthServers(t, 2)
+	r := newReactor(t, nil, reactor.Config{Targets: addrs, HealthCheck: true})
+	h := newHost(t, r)
+	until(t, bound, "both backends get calls", func() bool {
+		requireEchoed(t, h.burst("both", 20, 20))
+		return srvs[0].Calls() > 0 && srvs[1].Calls() > 0
+	})
+	healths[0].SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	until(t, bound, "calls leave the NOT_SERVING backend", func() bool {
+		before := srvs[0].Calls()
+		requireEchoed(t, h.burst("leave", 20, 20))
+		return srvs[0].Calls() == before
+	})
+	// The health state reaches the balancer with the same update that took the backend out
+	// of the picker, so no wait is needed; the bound covers a lagging implementation.
+	until(t, 2*time.Second, "the NOT_SERVING backend's state leaves READY", func() bool {
+		requireEchoed(t, h.burst("state", 20, 20))
+		return backendState(t, r, addrs[0]) != connectivity.Ready
+	})
+	require.Equal(t, connectivity.Ready, backendState(t, r, addrs[1]))
 }

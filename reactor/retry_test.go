@@ -57,12 +57,11 @@ func (f *flaky) echo(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoRe
 	return &testpb.EchoResponse{Message: id}, nil
 }
 
-// TestScaleRetries checks that calls of idempotent methods are retried as Config.Retry says
+// TestRetries checks that calls of idempotent methods are retried as Config.Retry says
 // and calls of other methods never are, counting attempts at the server.
-func TestScaleRetries(t *testing.T) {
+func TestRetries(t *testing.T) {
 	f := newFlaky()
-	srv := testserver.Start(t, withOther(f.echo))
-	srv.SetHandler(f.echo)
+	srv := startBoth(t, f.echo)
 	r := newReactor(t, srv, reactor.Config{
 		Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true}, {Method: echoOther}},
 		Retry: reactor.RetryPolicy{
@@ -126,9 +125,9 @@ const retryEchoConfig = `{"methodConfig":[{"name":[{"service":"prpctest.TestServ
 	"retryPolicy":{"maxAttempts":4,"initialBackoff":"0.005s","maxBackoff":"0.020s","backoffMultiplier":2,
 	"retryableStatusCodes":["UNAVAILABLE"]}}]}`
 
-// TestScaleServiceConfigLookup checks that a service config supplied by the name resolver is
+// TestServiceConfigLookup checks that a service config supplied by the name resolver is
 // ignored unless Config.ServiceConfigLookup is set.
-func TestScaleServiceConfigLookup(t *testing.T) {
+func TestServiceConfigLookup(t *testing.T) {
 	f := newFlaky()
 	srv := testserver.Start(t)
 	srv.SetHandler(f.echo)

@@ -292,11 +292,7 @@ func TestFaultGracefulStop(t *testing.T) {
 		require.False(t, c.done(), "call %d settled while the server was stopping: %v", c.seq, c.err)
 	}
 	close(release)
-	select {
-	case <-stopped:
-	case <-time.After(bound):
-		t.Fatal("GracefulStop did not return after its handlers were released")
-	}
+	recv(t, stopped, "GracefulStop returning once its handlers were released")
 	h.settle(h.calls[:inFlight]...)
 	srv.Restart(t)
 	h.settle()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 )
 
@@ -109,4 +111,65 @@ func TestSettleRaces(t *testing.T) {
 			require.Zero(t, r.Tick(0).Delivered, "nothing delivered twice")
 		})
 	}
+}
+
+// TestExactlyOnceUnderRaces races responses against local deadlines and cancels: handler
+// delays are spread around the timeout, and a quarter of the calls are also cancelled at a
+// random moment. Whatever wins, each call settles once.
+func TestExactlyOnceUnderRaces(t *testing.T) {
+	srv := testserver.Start(t)
+	const n, timeout = 256, 100 * time.Millisecond
+	r := newReactor(t, srv, reactor.Config{Workers: 4, BatchSize: 64}) // every call in flight at once
+	h := newHost(t, r)
+	var warm bool // connect first, so that dialling does not decide the first outcomes
+	reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { warm = true })
+	h.waitFor(func() bool { return warm })
+
+	var cancels sync.WaitGroup
+	cs := make([]*call, n)
+	for i := range n {
+		req := &testpb.EchoRequest{DelayMs: int64(rand.IntN(201))} // 0–200 ms
+		c := h.submit(echo, req, &calls.Options{Timeout: timeout})
+		cs[i] = c
+		if i%4 == 0 {
+			cancels.Add(1)
+			time.AfterFunc(time.Duration(rand.IntN(150))*time.Millisecond, func() {
+				defer cancels.Done()
+				c.p.Cancel()
+			})
+		}
+	}
+	h.settle(cs...)
+	cancels.Wait()
+	// Late cancels, late responses and late timer events must not deliver anything again.
+	var flushed bool
+	reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { flushed = true })
+	h.waitFor(func() bool { return flushed })
+	h.Tick(time.Second)
+
+	outcomes := map[string]int{}
+	for _, c := range cs {
+		require.True(t, c.settledOnce(), "%v", c)
+		if c.thens == 1 {
+			require.Equal(t, calls.Succeeded, c.p.State(), "call %d", c.seq)
+			outcomes["ok"]++
+			continue
+		}
+		require.Equal(t, calls.Failed, c.p.State(), "call %d", c.seq)
+		switch err := c.p.Err(); {
+		case errors.Is(err, calls.ErrTimeout):
+			outcomes["timeout"]++
+		case errors.Is(err, calls.ErrCancelled):
+			outcomes["cancelled"]++
+		default:
+			t.Fatalf("call %d: unexpected error %v", c.seq, err)
+		}
+	}
+	s := r.Stats()
+	require.Zero(t, s.Pending)
+	require.EqualValues(t, n+2, s.Submitted)
+	require.EqualValues(t, outcomes["ok"]+2, s.Succeeded)
+	require.EqualValues(t, outcomes["timeout"], s.TimedOut)
+	require.EqualValues(t, outcomes["cancelled"], s.Cancelled)
+	t.Logf("outcomes: %v", outcomes)
 }

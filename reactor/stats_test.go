@@ -2,9 +2,12 @@ package reactor_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,11 +22,11 @@ import (
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
-// TestScaleStatsMethods checks Stats.Methods for two methods: counts by outcome and code, the
+// TestStatsMethods checks Stats.Methods for two methods: counts by outcome and code, the
 // invariant Submitted = Succeeded + Σ Failed + pending, and exact latency percentiles. A
 // manual clock makes latencies exact: each call runs alone, and the clock is advanced by the
 // latency wanted between its completion and the Tick that delivers it.
-func TestScaleStatsMethods(t *testing.T) {
+func TestStatsMethods(t *testing.T) {
 	release := make(chan struct{})
 	releaseAll := sync.OnceFunc(func() { close(release) })
 	entered := make(chan struct{}, 8)
@@ -41,8 +44,7 @@ func TestScaleStatsMethods(t *testing.T) {
 		}
 		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
 	}
-	srv := testserver.Start(t, withOther(handler))
-	srv.SetHandler(handler)
+	srv := startBoth(t, handler)
 	clk := reactortest.NewManualClock(time.Now())
 	r := newReactor(t, srv, reactor.Config{
 		Clock:      clk,
@@ -58,21 +60,13 @@ func TestScaleStatsMethods(t *testing.T) {
 		h.submit(echo, echoReq("hold"+strconv.Itoa(i)), nil)
 	}
 	for range 3 {
-		select {
-		case <-entered:
-		case <-time.After(bound):
-			t.Fatal("the held calls did not reach the server")
-		}
+		recv(t, entered, "a held call at the server")
 	}
 	// deliverAfter waits until the only call not held has settled, advances the clock by d
 	// and delivers it: its latency is exactly d.
 	deliverAfter := func(o *call, d time.Duration) {
 		t.Helper()
-		select {
-		case <-r.Ready():
-		case <-time.After(bound):
-			t.Fatalf("call %s did not settle", o.id)
-		}
+		recv(t, r.Ready(), "call "+o.id+" settled")
 		clk.Advance(d)
 		h.Tick(time.Second)
 		require.True(t, o.settledOnce(), "call %s", o.id)
@@ -126,6 +120,90 @@ func TestScaleStatsMethods(t *testing.T) {
 	require.Zero(t, s.Pending)
 }
 
+func TestStatsInvariantDuringBusyRun(t *testing.T) {
+	srv := testserver.Start(t)
+	const maxOutstanding = 32
+	r := newReactor(t, srv, reactor.Config{Workers: 2, BatchSize: 4, MaxOutstanding: maxOutstanding})
+	h := newHost(t, r)
+
+	// A mix of outcomes: success, server error, local timeout, invalid input; overload comes
+	// from the burst itself.
+	kinds := []struct {
+		req  *testpb.EchoRequest
+		opts *calls.Options
+	}{
+		{&testpb.EchoRequest{Message: "ok"}, nil},
+		{&testpb.EchoRequest{FailCode: int32(codes.NotFound)}, nil},
+		{&testpb.EchoRequest{DelayMs: 200}, &calls.Options{Timeout: 5 * time.Millisecond}},
+		{nil, nil},
+		{&testpb.EchoRequest{}, &calls.Options{Timeout: -time.Second}},
+	}
+	const submitters, perSubmitter = 4, 200
+	const total = submitters * perSubmitter
+
+	stop := make(chan struct{})
+	var samples atomic.Int64
+	violation := make(chan string, 1)
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s := r.Stats()
+			failed := sum(s.Failed)
+			switch {
+			case s.Submitted != s.Succeeded+failed+uint64(s.Pending):
+				violation <- fmt.Sprintf("Submitted %d != Succeeded %d + Failed %d + Pending %d", s.Submitted, s.Succeeded, failed, s.Pending)
+				return
+			case s.TimedOut+s.Overloaded+s.Cancelled+s.Closed > failed:
+				violation <- fmt.Sprintf("failure reasons %d exceed Failed %d", s.TimedOut+s.Overloaded+s.Cancelled+s.Closed, failed)
+				return
+			case s.Pending < 0 || s.Pending > maxOutstanding:
+				violation <- fmt.Sprintf("Pending %d outside [0, %d]", s.Pending, maxOutstanding)
+				return
+			}
+			samples.Add(1)
+			runtime.Gosched()
+		}
+	}()
+
+	var delivered int // callbacks run on this goroutine only
+	var wg sync.WaitGroup
+	for s := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perSubmitter {
+				k := kinds[(s+i)%len(kinds)]
+				reactor.Call(r, echo, k.req, k.opts).Always(func() { delivered++ })
+			}
+		}()
+	}
+	h.waitFor(func() bool { return delivered == total })
+	wg.Wait()
+	close(stop)
+	sampler.Wait()
+	select {
+	case v := <-violation:
+		t.Fatal(v)
+	default:
+	}
+	require.Positive(t, samples.Load())
+
+	s := r.Stats()
+	failed := sum(s.Failed)
+	require.EqualValues(t, total, s.Submitted)
+	require.Zero(t, s.Pending)
+	require.EqualValues(t, total, s.Succeeded+failed)
+	t.Logf("%d samples; succeeded %d, failed %v, timed out %d, overloaded %d", samples.Load(), s.Succeeded, s.Failed, s.TimedOut, s.Overloaded)
+}
+
+// sum returns the total of a Failed map.
 func sum(m map[codes.Code]uint64) uint64 {
 	var n uint64
 	for _, v := range m {

@@ -2,7 +2,6 @@ package reactor_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +18,7 @@ import (
 // Tick behaviour.
 
 func TestTickDeliversInCompletionOrder(t *testing.T) {
-	srv := testserver.Start(t)
-	r := newReactor(t, srv, longTimeouts(reactor.Config{Workers: 1, BatchSize: 3}))
-	g := newGate(t, srv)
-	h := newHost(t, r)
+	r, g, h := startGated(t, reactor.Config{Workers: 1, BatchSize: 3})
 	var order []string
 	settleInOrder(t, r, g, func(m string) { order = append(order, m) }, []string{"a", "b", "c"}, []string{"c", "a", "b"})
 
@@ -32,10 +28,7 @@ func TestTickDeliversInCompletionOrder(t *testing.T) {
 }
 
 func TestTickDeliversOnlyWhatWasReadyWhenItStarted(t *testing.T) {
-	srv := testserver.Start(t)
-	r := newReactor(t, srv, longTimeouts(reactor.Config{}))
-	g := newGate(t, srv)
-	h := newHost(t, r)
+	r, g, h := startGated(t, reactor.Config{})
 
 	var bRan bool
 	var bSettled bool // B's completion was queued for Tick while A's callback still ran
@@ -66,10 +59,7 @@ func TestTickDeliversOnlyWhatWasReadyWhenItStarted(t *testing.T) {
 func TestTickNonPositiveBudgetDeliversExactlyOne(t *testing.T) {
 	for _, budget := range []time.Duration{0, -time.Second} {
 		t.Run(budget.String(), func(t *testing.T) {
-			srv := testserver.Start(t)
-			r := newReactor(t, srv, longTimeouts(reactor.Config{Workers: 1, BatchSize: 3}))
-			g := newGate(t, srv)
-			h := newHost(t, r)
+			r, g, h := startGated(t, reactor.Config{Workers: 1, BatchSize: 3})
 			var order []string
 			msgs := []string{"a", "b", "c"}
 			settleInOrder(t, r, g, func(m string) { order = append(order, m) }, msgs, msgs)
@@ -88,11 +78,8 @@ func TestTickNonPositiveBudgetDeliversExactlyOne(t *testing.T) {
 }
 
 func TestTickBudgetWithManualClock(t *testing.T) {
-	srv := testserver.Start(t)
 	clock := reactortest.NewManualClock(time.Now())
-	r := newReactor(t, srv, longTimeouts(reactor.Config{Workers: 1, BatchSize: 4, Clock: clock}))
-	g := newGate(t, srv)
-	h := newHost(t, r)
+	r, g, h := startGated(t, reactor.Config{Workers: 1, BatchSize: 4, Clock: clock})
 
 	// The budget is 10 ms of the manual clock: the first callback spends 4 ms, still within
 	// it; the second 7 more, 11 ms in all, beyond it.
@@ -117,29 +104,11 @@ func TestTickBudgetWithManualClock(t *testing.T) {
 }
 
 func TestTickPanicsWhenReentered(t *testing.T) {
-	srv := testserver.Start(t)
-	var panics []any // written on the Tick goroutine only
-	r := newReactor(t, srv, reactor.Config{OnCallbackPanic: func(p any) { panics = append(panics, p) }})
-	h := newHost(t, r)
-
-	var after bool
-	reactor.Call(r, echo, &testpb.EchoRequest{}, nil).
-		Always(func() { r.Tick(time.Second) }).
-		Always(func() { after = true })
-	h.waitFor(func() bool { return after })
-	require.Len(t, panics, 1)
-	requirePrpcPanicValue(t, panics[0])
-
-	// The failed re-entry left the reactor usable.
-	var ok bool
-	reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Then(func(*testpb.EchoResponse) { ok = true })
-	h.waitFor(func() bool { return ok })
+	requireRefusedInCallback(t, func(r *reactor.Reactor) { r.Tick(time.Second) })
 }
 
 func TestTickPanicsWhenConcurrent(t *testing.T) {
-	srv := testserver.Start(t)
-	r := newReactor(t, srv, longTimeouts(reactor.Config{}))
-	g := newGate(t, srv)
+	r, g, _ := startGated(t, reactor.Config{})
 
 	inside, hold, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	settleInOrder(t, r, g, func(string) {
@@ -150,11 +119,7 @@ func TestTickPanicsWhenConcurrent(t *testing.T) {
 		defer close(done)
 		r.Tick(time.Second)
 	}()
-	select {
-	case <-inside:
-	case <-time.After(bound):
-		t.Fatal("the other goroutine's Tick did not run the callback")
-	}
+	recv(t, inside, "the other goroutine's Tick running the callback")
 	requirePrpcPanic(t, func() { r.Tick(time.Second) })
 	requirePrpcPanic(t, func() { _ = r.Close(context.Background()) })
 	close(hold)
@@ -177,96 +142,3 @@ func TestTickIdleAllocatesNothing(t *testing.T) {
 }
 
 // Wake-ups.
-
-func TestReadyAndOnReadyCoalesceWakeUps(t *testing.T) {
-	srv := testserver.Start(t)
-	var (
-		h          atomic.Pointer[host]
-		onReady    atomic.Int64
-		onTickGoro atomic.Int64 // OnReady calls made on the goroutine inside Tick
-		notified   = make(chan struct{}, 16)
-	)
-	r := newReactor(t, srv, longTimeouts(reactor.Config{Workers: 1, BatchSize: 5, OnReady: func() {
-		if h.Load().onHost() {
-			onTickGoro.Add(1)
-		}
-		onReady.Add(1)
-		select {
-		case notified <- struct{}{}:
-		default: // more calls than the test expects; the counts catch it
-		}
-	}}))
-	h.Store(newHost(t, r))
-	g := newGate(t, srv)
-	waitNotified := func(want int64) {
-		t.Helper()
-		select {
-		case <-notified:
-		case <-time.After(bound):
-			t.Fatalf("OnReady not called within %v", bound)
-		}
-		require.Equal(t, want, onReady.Load())
-	}
-
-	// Five completions, each in its own reactor turn, before any Tick: one wake-up.
-	var delivered []string
-	msgs := []string{"1", "2", "3", "4", "5"}
-	settleInOrder(t, r, g, func(m string) { delivered = append(delivered, m) }, msgs, msgs)
-	require.Equal(t, int64(1), onReady.Load(), "OnReady called once for a batch of completions")
-	waitNotified(1)
-	require.True(t, readySignalled(r))
-	require.False(t, readySignalled(r), "Ready holds one value")
-
-	// A budget-limited Tick leaves four behind: Ready and OnReady again.
-	rep := h.Load().Tick(0)
-	require.Equal(t, 4, rep.Remaining)
-	require.True(t, readySignalled(r))
-	waitNotified(2)
-
-	// Draining them all wakes nobody; the next completion wakes the host once more.
-	rep = h.Load().Tick(time.Second)
-	require.Equal(t, reactor.TickReport{Delivered: 4, Elapsed: rep.Elapsed}, rep)
-	require.Equal(t, msgs, delivered)
-	require.False(t, readySignalled(r))
-	reactor.Call(r, echo, &testpb.EchoRequest{Message: "6"}, nil)
-	waitNotified(3)
-	require.True(t, readySignalled(r))
-	require.Zero(t, onTickGoro.Load(), "OnReady ran on the goroutine inside Tick")
-	require.Empty(t, notified, "OnReady called more often than asserted")
-}
-
-// TestReadyIsNeverLost is a regression test for a lost wake-up: a host that ticks in a busy
-// loop can take a completion after the reactor queued it but before the reactor signalled
-// it; the signal then arrives for calls already delivered, and the idle Tick it causes must
-// still re-arm Ready, or no later completion wakes the host again. Each round ticks one call
-// home in a busy loop, then waits for the next only on Ready. The race is timing-dependent:
-// before the fix, -race runs failed within the first ~200 rounds (usually within 10); plain
-// runs within ~1400 or not at all.
-func TestReadyIsNeverLost(t *testing.T) {
-	srv := testserver.Start(t)
-	r := newReactor(t, srv, reactor.Config{})
-	const rounds, maxTime = 1000, 3 * time.Second
-	begin := time.Now()
-	for i := 0; i < rounds && time.Since(begin) < maxTime; i++ {
-		var busy, woken bool
-		reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { busy = true })
-		spin := time.Now()
-		for !busy {
-			r.Tick(0)
-			if time.Since(spin) > bound {
-				t.Fatalf("round %d: call not delivered within %v", i, bound)
-			}
-		}
-		reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { woken = true })
-		deadline := time.NewTimer(bound)
-		for !woken {
-			select {
-			case <-r.Ready():
-				r.Tick(time.Second)
-			case <-deadline.C:
-				t.Fatalf("round %d: completion never signalled on Ready: %+v", i, r.Stats())
-			}
-		}
-		deadline.Stop()
-	}
-}

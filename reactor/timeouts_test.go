@@ -20,13 +20,13 @@ import (
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
-// TestFaultTimeouts checks each documented timeout rule of calls.Options.Timeout on a manual
+// TestTimeoutRules checks each documented timeout rule of calls.Options.Timeout on a manual
 // clock: a zero or absent timeout means Config.DefaultTimeout (the call is pending 1 ms
 // before it and fails with ErrTimeout at it), exactly MaxTimeout is allowed, and a negative
 // timeout or one above MaxTimeout fails with ErrInvalidArgument when Call returns, naming the
 // bound, and never reaches the server. The timeouts are minutes long, so gRPC's own deadline,
 // on the system clock, cannot fire during the test.
-func TestFaultTimeouts(t *testing.T) {
+func TestTimeoutRules(t *testing.T) {
 	const (
 		defaultTimeout = 2 * time.Minute
 		maxTimeout     = 10 * time.Minute
