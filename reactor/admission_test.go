@@ -32,7 +32,7 @@ func TestCallNeverBlocks(t *testing.T) {
 
 	// The last admitted call and one over the limit, from another goroutine so that a Call
 	// that blocks fails the test instead of hanging it. Each Call takes microseconds; 1 s
-	// covers -race on two busy cores many times over.
+	// is a generous bound for that, even under -race on a loaded machine.
 	type result struct {
 		last, over *calls.Promise[*testpb.EchoResponse]
 	}

@@ -25,7 +25,7 @@ func needLoopback(t *testing.T, hosts ...string) {
 	for _, h := range hosts {
 		lis, err := net.Listen("tcp", net.JoinHostPort(h, "0"))
 		if err != nil {
-			t.Skipf("needs the loopback address %s, which cannot be bound here: %v", h, err)
+			t.Skipf("needs the loopback address %s, which this system cannot bind: %v", h, err)
 		}
 		require.NoError(t, lis.Close())
 	}
@@ -66,8 +66,8 @@ func TestManyBackends(t *testing.T) {
 		Targets:   addrs,
 		Workers:   workers,
 		BatchSize: batch,
-		// Far above any wait here (the stalled burst below waits for lanes while one backend
-		// holds them all), so no call times out; the bounds of the waits catch hangs.
+		// Far above any wait in this test (the stalled burst below waits for lanes while one
+		// backend holds them all), so no call times out; the bounds of the waits catch hangs.
 		MaxTimeout:     30 * time.Second,
 		DefaultTimeout: 20 * time.Second,
 		Backoff:        fastBackoff,
@@ -91,7 +91,7 @@ func TestManyBackends(t *testing.T) {
 
 	// Fair share: round_robin picks the READY backends in turn, so each gets 1,000 ± 1 of
 	// 3,000 calls; the ±20% margin allows for nothing but a backend leaving the picker, which
-	// must not happen here.
+	// must not happen in this test.
 	const n = 3000
 	before, beforeB := serverCalls(srvs), backendCalls(r)
 	requireEchoed(t, h.burst("fair", n, 256))
@@ -198,8 +198,7 @@ func TestManyBackends(t *testing.T) {
 
 // TestResolverTargets checks that Config.Target takes targets of gRPC's resolvers.
 //
-// localhost may resolve to 127.0.0.1 only (as here, from /etc/hosts) or also to ::1, where
-// the server does not listen. The reactor uses gRPC's default pick_first, which tries the
+// localhost may resolve to 127.0.0.1 only or also to ::1, where the server does not listen. The reactor uses gRPC's default pick_first, which tries the
 // addresses in turn and settles on the one that accepts, so every call succeeds either way
 // (with round_robin, calls would fail on the ::1 backend). The test therefore asserts that
 // every call succeeds and reached the server, whatever localhost resolves to.
@@ -249,11 +248,10 @@ func TestBackendStatsConnectivity(t *testing.T) {
 		Targets: []string{a.Addr(), b.Addr()},
 		Backoff: fastBackoff,
 	})
-	// Bound: both connections are local; 5 s leaves room for -race on two busy cores.
 	require.Eventually(t, func() bool {
 		s := backendStates(r)
 		return s[a.Addr()] == connectivity.Ready && s[b.Addr()] == connectivity.Ready
-	}, 5*time.Second, 5*time.Millisecond)
+	}, bound, poll)
 
 	done := 0
 	for range 20 {
@@ -272,7 +270,7 @@ func TestBackendStatsConnectivity(t *testing.T) {
 	require.Eventually(t, func() bool {
 		s := backendStates(r)
 		return s[a.Addr()] == connectivity.Ready && s[b.Addr()] != connectivity.Ready
-	}, 5*time.Second, 5*time.Millisecond)
+	}, bound, poll)
 }
 
 // With Config.Conn, prpc knows nothing of the backends' connectivity.

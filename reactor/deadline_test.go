@@ -101,9 +101,9 @@ func TestDeadlineOutOfRangeIsInvalid(t *testing.T) {
 // TestDeadlineRealClock checks a 100 ms timeout on the system clock against a handler that
 // never answers. Lower bound: the call cannot settle before its deadline, which is 100 ms
 // after Call read the clock, itself after start. Upper bound: settling takes a timer firing
-// and two goroutine hand-offs, microseconds on an idle machine; under -race on two busy cores
-// a goroutine can wait tens of milliseconds to run, so the bound allows 400 ms, four times the
-// timeout. It checks that the deadline is enforced, not how precisely.
+// and two goroutine hand-offs, which take microseconds, but under -race on a loaded machine a
+// goroutine can wait tens of milliseconds to run, so the bound is a generous 400 ms, four
+// times the timeout. It checks that the deadline is enforced, not how precisely.
 func TestDeadlineRealClock(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})

@@ -1,6 +1,6 @@
 package reactor_test
 
-// Faults 7 and 8 of issue 5: the host stops ticking; the host closes during a burst.
+// Faults of the host: it stops ticking; it closes during a burst.
 
 import (
 	"context"
@@ -81,10 +81,10 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	perCall := float64(grown) / rejectedN
 	t.Logf("heap grew by %d bytes for %d rejected calls: %.0f bytes per rejected call", grown, rejectedN, perCall)
-	// The records are a callcore.Call inside the promise (about 500 bytes), a *calls.Error
-	// with its status and message (about 250), and its node in the queue for Tick: about
-	// 800 bytes. 2 KiB leaves room for allocator size classes and for -race; a rejected call
-	// that kept its encoded request or anything per call beyond these would exceed it.
+	// The records are a callcore.Call inside the promise, a *calls.Error with its status and
+	// message, and a node in the queue for Tick: under a kilobyte. 2 KiB leaves room for
+	// allocator size classes and for -race; a rejected call that kept its encoded request, or
+	// anything per call beyond these, would exceed it.
 	require.Less(t, perCall, 2048.0)
 	for i, p := range promises {
 		require.Equal(t, calls.Failed, p.State(), "rejected call %d is Failed when Call returns", i)
@@ -116,10 +116,8 @@ func TestFaultHostStopsTicking(t *testing.T) {
 
 	// Ticking resumes. The first Tick, with a zero budget, delivers exactly one call, and its
 	// cost must not depend on the ~100,000 calls waiting behind it: no copy of the backlog, so
-	// (almost) no allocation, and no more than tickOverrun of wall time. (Before the fix in
-	// tick.go this Tick copied the whole backlog into a new slice: 2.7 ms and 0.8 MB without
-	// -race, 64 ms with it; and every later Tick moved the rest of the backlog to the front
-	// of that slice, 1–4 ms each under -race.)
+	// (almost) no allocation, and no more than tickOverrun of wall time (the host's audit
+	// checks that).
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	first := h.Tick(0)
@@ -132,8 +130,8 @@ func TestFaultHostStopsTicking(t *testing.T) {
 	require.GreaterOrEqual(t, first.Remaining, maxOutstanding+rejectedN-1)
 	require.LessOrEqual(t, first.Remaining, maxOutstanding+len(rejected)-1)
 	// The bound is a quarter of what copying the backlog's ~100,000 pointers would allocate
-	// (800 KB): the process-wide counter also sees the harness's own audit and the reactor
-	// goroutine, which measured 2–86 KB here under load.
+	// (800 KB), and far above what the process-wide counter also sees meanwhile: the
+	// harness's own audit and the reactor goroutine.
 	require.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(200<<10), "the first Tick copied the backlog")
 	h.settle()
 	for i, c := range admitted {
@@ -162,7 +160,7 @@ func TestFaultHostStopsTicking(t *testing.T) {
 // 2,048 of them held by the server and the rest queued in prpc. Close returns within its
 // context bound plus a margin, with the context's error since it had to cut calls off, and
 // every call settles exactly once: with success (the calls the server answered at once), or
-// ErrClosed (ErrCancelled is allowed by the contract, though nothing here cancels).
+// ErrClosed (ErrCancelled is allowed by the contract, though this test cancels nothing).
 func TestFaultCloseDuringBurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 calls and 2,048 lanes; skipped with -short")
@@ -176,11 +174,10 @@ func TestFaultCloseDuringBurst(t *testing.T) {
 	)
 	// After its context ends, Close settles the remaining ~8,000 calls, cancels the 2,048
 	// transport calls, waits for every lane to return, closes the connection and runs the
-	// remaining callbacks. Without -race that took 30–60 ms here, hence a 500 ms margin. -race
-	// makes this storm of wake-ups and synchronisation among 4,000 goroutines (2,048 lanes and
-	// as many server handlers, in the same process) 10–35 times slower: settling the 7,953
-	// calls alone took the reactor 0.36–1.07 s, and Close 0.4–1.3 s beyond its context, on
-	// two cores shared with other processes. Hence 4 s with -race.
+	// remaining callbacks: tens of milliseconds of work, for which 500 ms is a generous
+	// margin. -race slows this storm of wake-ups and synchronisation among some 4,000
+	// goroutines (2,048 lanes and as many server handlers, in the same process) by an order of
+	// magnitude, hence 4 s with -race.
 	closeMargin := 500 * time.Millisecond
 	if raceEnabled {
 		closeMargin = 4 * time.Second

@@ -1,6 +1,7 @@
 package reactor_test
 
-// Faults 4–6 of issue 5: a blackholed connection, a slow server, a server stream limit.
+// Faults of the network and the server's pace: a blackholed connection, a slow server, a
+// server stream limit.
 
 import (
 	"context"
@@ -80,7 +81,7 @@ func TestFaultBlackholeKeepalive(t *testing.T) {
 	require.Equal(t, codes.Unavailable, c.code(), "%v", c.err)
 	// The last bytes read are the warm call's response, just before the call was submitted:
 	// the ping goes out Time after them and the connection is closed Timeout later, about
-	// 12 s (measured: 12.003 s). Not before Time, since nothing is declared dead before the
+	// 12 s. Not before Time, since nothing is declared dead before the
 	// connection has been silent that long; 3 s of margin above for -race, still far below
 	// the 30 s deadline.
 	require.GreaterOrEqual(t, c.latency(), ka.Time)
@@ -187,8 +188,8 @@ func TestFaultServerStreamLimit(t *testing.T) {
 	require.Zero(t, h.r.Stats().Pending)
 }
 
-// TestFaultDeadlinesManualClock proves the deadline precision of faults 4–6 exactly, on a
-// manual clock: calls that wait on a blackholed connection, on a server that never answers,
+// TestFaultDeadlinesManualClock proves the deadline precision of the faults above exactly, on
+// a manual clock: calls that wait on a blackholed connection, on a server that never answers,
 // and inside gRPC behind a server's stream limit are all still pending 1 ms before their
 // deadline and settle with ErrTimeout at it. The timeouts are minutes long, so gRPC's own
 // deadline, which runs on the system clock, cannot fire first: what settles them is the

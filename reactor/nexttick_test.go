@@ -18,7 +18,7 @@ import (
 )
 
 // nextTickRounds is how many Call-then-Tick pairs each case runs: enough for a queue that
-// depends on another goroutine's timing to miss under -race on two busy cores.
+// depends on another goroutine's timing to miss under -race on a loaded machine.
 const nextTickRounds = 2000
 
 // keepBusy keeps up to depth good calls in flight on r from another goroutine until the test

@@ -64,13 +64,12 @@ func TestReadyAndOnReadyCoalesceWakeUps(t *testing.T) {
 	require.Empty(t, notified, "OnReady called more often than asserted")
 }
 
-// TestReadyIsNeverLost is a regression test for a lost wake-up: a host that ticks in a busy
-// loop can take a completion after the reactor queued it but before the reactor signalled
-// it; the signal then arrives for calls already delivered, and the idle Tick it causes must
-// still re-arm Ready, or no later completion wakes the host again. Each round ticks one call
-// home in a busy loop, then waits for the next only on Ready. The race is timing-dependent:
-// before the fix, -race runs failed within the first ~200 rounds (usually within 10); plain
-// runs within ~1400 or not at all.
+// TestReadyIsNeverLost checks that no wake-up is lost to a host that ticks in a busy loop:
+// such a host can take a completion after the reactor queued it but before the reactor
+// signalled it; the signal then arrives for calls already delivered, and the idle Tick it
+// causes must still re-arm Ready, or no later completion wakes the host again. Each round
+// ticks one call home in a busy loop, then waits for the next only on Ready. The interleaving
+// is a race, so the test runs many rounds, within a time limit.
 func TestReadyIsNeverLost(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})
@@ -101,9 +100,9 @@ func TestReadyIsNeverLost(t *testing.T) {
 }
 
 // TestReadyWakeupNotLost drives many instant completions through a host that ticks only when
-// Ready fires, while another goroutine submits. A Tick that found nothing to deliver used to
-// leave the wake-up flag set after a spurious wake-up (completions pushed before the previous
-// Tick took them, the flag set just after), so Ready never fired again and the host waited
+// Ready fires, while another goroutine submits. A Tick that finds nothing to deliver after a
+// spurious wake-up (completions pushed before the previous Tick took them, the flag set just
+// after) must not leave the wake-up flag set, or Ready never fires again and the host waits
 // forever. The interleaving is a race, so this test repeats it.
 func TestReadyWakeupNotLost(t *testing.T) {
 	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{Workers: 4, BatchSize: 8})

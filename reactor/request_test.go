@@ -46,12 +46,12 @@ func TestRequestEncodedOnce(t *testing.T) {
 	})
 }
 
-// TestRequestBufferOutlivesFailedCall is a regression test, effective under -race, for a data
-// race: a call that times out (or is cancelled) can return from ClientConn.Invoke while gRPC's
-// writer goroutine still reads the request's bytes, so its pooled encode buffer must not be
-// handed to the next Call's encoder. Many short timeouts against a blocked handler, with
-// 16 KiB requests, 256 in flight, make early returns common; before the fix -race reported
-// the race in every run.
+// TestRequestBufferOutlivesFailedCall checks, under -race, that a failed call's request
+// buffer is not reused too early: a call that times out (or is cancelled) can return from
+// ClientConn.Invoke while gRPC's writer goroutine still reads the request's bytes, so its
+// pooled encode buffer must not be handed to the next Call's encoder. Many short timeouts
+// against a blocked handler, with 16 KiB requests, 256 in flight, make early returns common,
+// so the race detector sees any such reuse.
 func TestRequestBufferOutlivesFailedCall(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{Workers: 4, BatchSize: 64})

@@ -38,9 +38,10 @@ func secretToken(t *testing.T) string {
 	return "s3cr3t-" + hex.EncodeToString(b)
 }
 
-// Item 17: an authorization header never appears in a call's error, in prpc's log records
-// or in Stats, whichever way the call fails. Each failed call's OnError callback panics with
-// the error, so that the default OnCallbackPanic logs it (and its stack) through Logger.
+// TestSecretsAuthorizationNeverLeaks: an authorization header never appears in a call's
+// error, in prpc's log records or in Stats, whichever way the call fails. Each failed call's
+// OnError callback panics with the error, so that the default OnCallbackPanic logs it (and its
+// stack) through Logger.
 func TestSecretsAuthorizationNeverLeaks(t *testing.T) {
 	token := secretToken(t)
 	bearer := "Bearer " + token
@@ -162,8 +163,9 @@ func requireNoKey(t *testing.T, forms []string, what, s string) {
 	}
 }
 
-// Item 17: no formatting of credentials shows the private key: not String, not any fmt verb
-// (%#v and %d print a struct's byte slices), not a Config or a Reactor holding them, not slog.
+// TestSecretsCredentialsNeverShowKey: no formatting of credentials shows the private key: not
+// String, not any fmt verb (%#v and %d print a struct's byte slices), not a Config or a Reactor
+// holding them, not slog.
 func TestSecretsCredentialsNeverShowKey(t *testing.T) {
 	fx := newTLSFixture(t)
 	forms := keyForms(t, fx.client.KeyPEM)

@@ -1,7 +1,5 @@
 package reactor_test
 
-// Item 12 of issue 5: zero, negative, above-MaxTimeout and absent timeouts.
-
 import (
 	"context"
 	"fmt"
