@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -215,8 +216,9 @@ func TestReceivedMetadataOverLimitDropped(t *testing.T) {
 type headerCase struct {
 	name string
 	code codes.Code
-	// h2 answers the bad call on the misbehaving HTTP/2 server (nil: not a case for it).
-	h2 func(w http.ResponseWriter)
+	// header and trailer are what the misbehaving HTTP/2 server answers the bad call with,
+	// besides its content-type and its grpc-status, code.
+	header, trailer map[string]string
 	// grpcErr is the error a grpc-go handler returns for the bad call (nil: not a case for it).
 	grpcErr error
 	// check inspects the bad call's error and promise.
@@ -260,39 +262,27 @@ func headerCases(t *testing.T) []headerCase {
 	}
 	return []headerCase{
 		{
-			name: "100 KiB grpc-message",
-			code: codes.FailedPrecondition,
-			h2: func(w http.ResponseWriter) {
-				h2Reply(w, nil, nil, map[string]string{
-					"grpc-status":  strconv.Itoa(int(codes.FailedPrecondition)),
-					"grpc-message": trace, // printable ASCII but '%': sent as is
-				})
-			},
+			name:    "100 KiB grpc-message",
+			code:    codes.FailedPrecondition,
+			trailer: map[string]string{"grpc-message": trace}, // printable ASCII but '%': sent as is
 			grpcErr: status.Error(codes.FailedPrecondition, trace),
 			check:   checkTrace,
 		},
 		{
 			name: "64 KiB grpc-status-details-bin",
 			code: codes.PermissionDenied,
-			h2: func(w http.ResponseWriter) {
-				h2Reply(w, nil, nil, map[string]string{
-					"grpc-status":             strconv.Itoa(int(codes.PermissionDenied)),
-					"grpc-message":            "not your chest",
-					"grpc-status-details-bin": base64.RawStdEncoding.EncodeToString(richBin),
-				})
+			trailer: map[string]string{
+				"grpc-message":            "not your chest",
+				"grpc-status-details-bin": base64.RawStdEncoding.EncodeToString(richBin),
 			},
 			grpcErr: rich.Err(),
 			check:   checkDetails,
 		},
 		{
-			name: "2,000 response headers",
-			code: codes.Aborted,
-			h2: func(w http.ResponseWriter) {
-				h2Reply(w, many, nil, map[string]string{
-					"grpc-status":  strconv.Itoa(int(codes.Aborted)),
-					"grpc-message": "conflict",
-				})
-			},
+			name:    "2,000 response headers",
+			code:    codes.Aborted,
+			header:  many,
+			trailer: map[string]string{"grpc-message": "conflict"},
 			check: func(t *testing.T, ce *calls.Error, p *calls.Promise[*testpb.EchoResponse]) {
 				require.Equal(t, "conflict", ce.Message())
 				require.Equal(t, metadata.MD{}, p.Header(), "a header over MaxMetadataBytes is dropped whole")
@@ -311,7 +301,11 @@ func TestOversizedResponseFailsOnlyItsCall(t *testing.T) {
 	for _, tt := range headerCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
 			leakCheck(t)
-			srv := newH2Server(t, tt.h2)
+			srv := newH2Server(t, func(w http.ResponseWriter) {
+				trailer := maps.Clone(tt.trailer)
+				trailer["grpc-status"] = strconv.Itoa(int(tt.code))
+				h2Reply(w, tt.header, nil, trailer)
+			})
 			// 128 lanes: every good call and the bad one are in flight at once.
 			h := startHost(t, reactor.Config{Target: srv.addr, Workers: 4, BatchSize: 32, DefaultTimeout: 4 * time.Second})
 			for i := range good {

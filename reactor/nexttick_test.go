@@ -31,9 +31,7 @@ func keepBusy(t *testing.T, r *reactor.Reactor, depth int) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for {
 			select {
 			case <-stop:
@@ -43,7 +41,7 @@ func keepBusy(t *testing.T, r *reactor.Reactor, depth int) {
 			reactor.Call(r, echo, &testpb.EchoRequest{Message: "load"}, nil).
 				Always(func() { slots <- struct{}{} })
 		}
-	}()
+	})
 	t.Cleanup(func() { close(stop); wg.Wait() })
 }
 

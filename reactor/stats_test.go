@@ -145,9 +145,7 @@ func TestStatsInvariantDuringBusyRun(t *testing.T) {
 	var samples atomic.Int64
 	violation := make(chan string, 1)
 	var sampler sync.WaitGroup
-	sampler.Add(1)
-	go func() {
-		defer sampler.Done()
+	sampler.Go(func() {
 		for {
 			select {
 			case <-stop:
@@ -170,19 +168,17 @@ func TestStatsInvariantDuringBusyRun(t *testing.T) {
 			samples.Add(1)
 			runtime.Gosched()
 		}
-	}()
+	})
 
 	var delivered int // callbacks run on this goroutine only
 	var wg sync.WaitGroup
 	for s := range submitters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range perSubmitter {
 				k := kinds[(s+i)%len(kinds)]
 				reactor.Call(r, echo, k.req, k.opts).Always(func() { delivered++ })
 			}
-		}()
+		})
 	}
 	h.waitFor(func() bool { return delivered == total })
 	wg.Wait()
