@@ -1,11 +1,16 @@
 package reactor_test
 
-// The harness of the reactor tests is the harness_*_test.go files. This one holds the methods
-// the tests call, the bounds of their waits, and the helpers that make a reactor and wait for
-// it; harness_host_test.go the host that drives a reactor and tracks its calls, and
-// harness_audit_test.go the audit of its Ticks; harness_server_test.go and
-// harness_h2server_test.go the test servers' handlers and a misbehaving HTTP/2 server;
-// harness_conn_test.go in-memory connections; harness_tls_test.go the TLS fixtures.
+// The harness of the reactor tests is the harness_*_test.go files:
+//   - this one: the methods the tests call, the bounds of their waits, and the helpers that
+//     make a reactor and wait for it;
+//   - harness_host_test.go: the host that drives a reactor, and harness_audit_test.go the
+//     audit of its Ticks;
+//   - harness_calls_test.go: the host's records of the calls it submits, and the checks on
+//     them;
+//   - harness_server_test.go and harness_h2server_test.go: the test servers' handlers, and a
+//     misbehaving HTTP/2 server;
+//   - harness_conn_test.go: in-memory connections;
+//   - harness_tls_test.go: the TLS fixtures.
 
 import (
 	"context"

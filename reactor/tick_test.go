@@ -13,8 +13,6 @@ import (
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
-// Shared helpers of the behaviour_*_test.go files.
-
 // Tick behaviour.
 
 func TestTickDeliversInCompletionOrder(t *testing.T) {
