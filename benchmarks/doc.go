@@ -18,5 +18,7 @@
 //
 //	go run ./benchmarks/burst -pin
 //
-// Figures belong in benchmarks and in the burst suite, never in timed unit tests.
+// benchmarks/README.md is the performance report the burst suite generates with -markdown; its
+// first lines name the command that generated it. Figures belong in that report, produced by
+// a command, never in comments or timed unit tests.
 package benchmarks

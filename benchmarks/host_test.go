@@ -160,9 +160,8 @@ func BenchmarkTickBudget(b *testing.B) {
 
 		delivered = 0
 		// Measure Tick, not the collection of the set-up's garbage: without this, a GC cycle
-		// started by the 20,000 submissions is often still running during the Ticks and adds
-		// its pauses and descheduling to their overruns (p99 0.25–1.3 ms against 35–123 µs
-		// with it, measured on the 2-core VM). The Ticks themselves allocate nothing.
+		// started by the submissions can still be running during the Ticks and add its pauses
+		// and descheduling to their overruns. The Ticks themselves allocate nothing.
 		runtime.GC()
 		runtime.LockOSThread() // for threadcpu.Now
 		runtime.ReadMemStats(&m0)

@@ -1,27 +1,243 @@
 package reactor_test
 
 import (
+	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
-// backendStates returns Stats().Backends as address → state, for the backends whose state is
-// known.
-func backendStates(r *reactor.Reactor) map[string]connectivity.State {
-	out := map[string]connectivity.State{}
-	for _, b := range r.Stats().Backends {
-		if b.StateKnown {
-			out[b.Addr] = b.State
+// needLoopback skips the test unless every host (such as "127.0.0.2") can be listened on.
+// Linux routes all of 127.0.0.0/8 to lo; other systems may have only 127.0.0.1.
+func needLoopback(t *testing.T, hosts ...string) {
+	t.Helper()
+	for _, h := range hosts {
+		lis, err := net.Listen("tcp", net.JoinHostPort(h, "0"))
+		if err != nil {
+			t.Skipf("needs the loopback address %s, which this system cannot bind: %v", h, err)
 		}
+		require.NoError(t, lis.Close())
+	}
+}
+
+// backendCalls returns Stats().Backends as address → transport calls.
+func backendCalls(r *reactor.Reactor) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, b := range r.Stats().Backends {
+		out[b.Addr] = b.Calls
 	}
 	return out
+}
+
+// requireStates checks that Stats().Backends knows the state of every backend and reports
+// want.
+func requireStates(t *testing.T, r *reactor.Reactor, want map[string]connectivity.State) {
+	t.Helper()
+	require.Len(t, r.Stats().Backends, len(want), "Stats().Backends")
+	require.Equal(t, want, backendStates(r), "Stats().Backends states")
+}
+
+// TestManyBackends runs three backends on three loopback hosts behind Config.Targets:
+// calls spread evenly, stopping one mid-burst fails exactly the calls in flight on it (with
+// Unavailable) and no other, later calls go to the other two, and a restarted backend gets
+// calls again.
+func TestManyBackends(t *testing.T) {
+	needLoopback(t, "127.0.0.2", "127.0.0.3")
+	srvs := []*testserver.Server{
+		testserver.StartOn(t, "127.0.0.1:0"),
+		testserver.StartOn(t, "127.0.0.2:0"),
+		testserver.StartOn(t, "127.0.0.3:0"),
+	}
+	addrs := []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}
+	const workers, batch = 4, 8
+	const lanes = workers * batch // transport calls in flight at most
+	r := newReactor(t, nil, reactor.Config{
+		Targets:   addrs,
+		Workers:   workers,
+		BatchSize: batch,
+		// Far above any wait in this test (the stalled burst below waits for lanes while one
+		// backend holds them all), so no call times out; the bounds of the waits catch hangs.
+		MaxTimeout:     30 * time.Second,
+		DefaultTimeout: 20 * time.Second,
+		Backoff:        fastBackoff,
+	})
+	h := newHost(t, r)
+
+	// round_robin connects its subchannels in the background: warm up until every backend has
+	// served a call, which means all three are READY in the picker.
+	until(t, bound, "every backend gets calls", func() bool {
+		requireEchoed(t, h.burst("warm", 30, 30))
+		for _, s := range srvs {
+			if s.Calls() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// The subchannels' states are recorded before round_robin sees them, so a backend that
+	// has served a call shows READY.
+	requireStates(t, r, map[string]connectivity.State{addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready})
+
+	// Fair share: round_robin picks the READY backends in turn, so each gets 1,000 ± 1 of
+	// 3,000 calls; the ±20% margin allows for nothing but a backend leaving the picker, which
+	// must not happen in this test.
+	const n = 3000
+	before, beforeB := serverCalls(srvs), backendCalls(r)
+	requireEchoed(t, h.burst("fair", n, 256))
+	got := since(serverCalls(srvs), before)
+	requireFairShare(t, got, n)
+	afterB := backendCalls(r)
+	for i, a := range addrs {
+		require.EqualValues(t, got[i], afterB[a]-beforeB[a], "Stats().Backends[%s] and the server's count disagree", a)
+	}
+
+	// Stop one backend mid-burst. Its handler holds every call it receives (and reports it),
+	// so the burst stalls once all the lanes hold calls on it: at that moment exactly those
+	// calls are in flight on it, and no call is in flight anywhere else.
+	victim := srvs[1]
+	t.Cleanup(victim.Stop) // before Close: ends the held calls if the test fails early
+	entered := make(chan string, 1024)
+	victim.SetHandler(func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		entered <- req.GetMessage()
+		<-ctx.Done() // until Stop cancels it
+		return nil, status.FromContextError(ctx.Err()).Err()
+	})
+	const m = 600 // about 3 × lanes are consumed before the stall; the rest run after the stop
+	var stop []*call
+	for i := range m {
+		stop = append(stop, h.submit(echo, echoReq("stop"+strconv.Itoa(i)), nil))
+	}
+	held := map[string]bool{}
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for len(held) < lanes {
+		select {
+		case id := <-entered:
+			held[id] = true
+		case <-r.Ready():
+			h.Tick(time.Second)
+		case <-deadline.C:
+			t.Fatalf("only %d of %d lanes hold calls on the stopped backend within %v", len(held), lanes, bound)
+		}
+	}
+	atStop, atStopB := serverCalls(srvs), backendCalls(r)
+	victim.Stop()
+	h.settle(stop...)
+
+	failed := 0
+	for _, o := range stop {
+		if held[o.id] {
+			require.Error(t, o.err, "call %s was in flight on the stopped backend", o.id)
+			require.Equal(t, codes.Unavailable, status.Code(o.err), "call %s: %v", o.id, o.err)
+			failed++
+			continue
+		}
+		require.NoError(t, o.err, "call %s was not in flight on the stopped backend", o.id)
+		require.Equal(t, o.id, o.resp.GetMessage())
+	}
+	require.Equal(t, lanes, failed)
+	select {
+	case id := <-entered:
+		t.Fatalf("call %s reached the stopped backend", id)
+	default:
+	}
+	// The calls that ran after the stop went to the other two, about evenly (round_robin over
+	// two READY backends: half each ± a few picks made while the picker changed; margin ±20%).
+	after := since(serverCalls(srvs), atStop)
+	require.Zero(t, after[1])
+	rest := after[0] + after[2]
+	require.Greater(t, rest, int64(m/2), "most of the burst ran after the stop")
+	requireFairShare(t, []int64{after[0], after[2]}, int(rest))
+	afterB = backendCalls(r)
+	require.EqualValues(t, lanes, afterB[addrs[1]]-atStopB[addrs[1]], "Stats().Backends counts the failed calls on the stopped backend")
+	for _, i := range []int{0, 2} {
+		require.EqualValues(t, after[i], afterB[addrs[i]]-atStopB[addrs[i]], "Stats().Backends[%s]", addrs[i])
+	}
+	for _, b := range r.Stats().Backends {
+		if b.Addr == addrs[1] {
+			require.EqualValues(t, lanes, b.Failed[codes.Unavailable], "Stats().Backends[%s].Failed", b.Addr)
+		} else {
+			require.Empty(t, b.Failed, "Stats().Backends[%s].Failed", b.Addr)
+		}
+	}
+
+	// Its state leaves READY (asynchronously: the calls' failures and the state change are
+	// not ordered), while calls keep going to the others.
+	until(t, bound, "the stopped backend's state leaves READY", func() bool {
+		requireEchoed(t, h.burst("down", 30, 30))
+		return backendState(t, r, addrs[1]) != connectivity.Ready
+	})
+	require.Equal(t, atStop[1], victim.Calls())
+
+	// Restart it: with fastBackoff the channel reconnects within about 60 ms; bound is far
+	// more.
+	victim.SetHandler(nil)
+	victim.Restart(t)
+	start := time.Now()
+	until(t, bound, "the restarted backend gets calls again", func() bool {
+		requireEchoed(t, h.burst("back", 30, 30))
+		return victim.Calls() > atStop[1]
+	})
+	t.Logf("restarted backend back in rotation after %v", time.Since(start))
+	requireStates(t, r, map[string]connectivity.State{addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready})
+	before = serverCalls(srvs)
+	requireEchoed(t, h.burst("again", 300, 256))
+	requireFairShare(t, since(serverCalls(srvs), before), 300)
+}
+
+// TestResolverTargets checks that Config.Target takes targets of gRPC's resolvers.
+//
+// localhost may resolve to 127.0.0.1 only or also to ::1, where the server does not listen. The reactor uses gRPC's default pick_first, which tries the
+// addresses in turn and settles on the one that accepts, so every call succeeds either way
+// (with round_robin, calls would fail on the ::1 backend). The test therefore asserts that
+// every call succeeds and reached the server, whatever localhost resolves to.
+func TestResolverTargets(t *testing.T) {
+	srv := testserver.Start(t)
+	_, port, err := net.SplitHostPort(srv.Addr())
+	require.NoError(t, err)
+	hosts, err := net.DefaultResolver.LookupHost(context.Background(), "localhost")
+	require.NoError(t, err)
+	t.Logf("localhost resolves to %v", hosts)
+	for _, target := range []string{"dns:///localhost:" + port, "passthrough:///127.0.0.1:" + port} {
+		t.Run(target, func(t *testing.T) {
+			r := newReactor(t, nil, reactor.Config{Target: target})
+			h := newHost(t, r)
+			before := srv.Calls()
+			requireEchoed(t, h.burst("c", 50, 50))
+			require.EqualValues(t, 50, srv.Calls()-before)
+			require.EqualValues(t, 50, backendCalls(r)[srv.Addr()])
+		})
+	}
+}
+
+// TestBackendStateHostTargets checks that a backend given by host name in
+// Config.Targets is one row of Stats().Backends, with both its state and its calls.
+// (Addresses are usually names in production: "data-1.internal:50051".)
+func TestBackendStateHostTargets(t *testing.T) {
+	srv := testserver.Start(t)
+	_, port, err := net.SplitHostPort(srv.Addr())
+	require.NoError(t, err)
+	named := net.JoinHostPort("localhost", port)
+	r := newReactor(t, nil, reactor.Config{Targets: []string{named}})
+	h := newHost(t, r)
+	requireEchoed(t, h.burst("c", 10, 10))
+	b := r.Stats().Backends
+	require.Len(t, b, 1, "one backend, one row: %+v", b)
+	require.Contains(t, []string{named, srv.Addr()}, b[0].Addr)
+	require.EqualValues(t, 10, b[0].Calls)
+	require.True(t, b[0].StateKnown)
+	require.Equal(t, connectivity.Ready, b[0].State)
 }
 
 // Stats.Backends shows each backend's connectivity, as gRPC's balancer sees it, and the calls
@@ -30,19 +246,18 @@ func TestBackendStatsConnectivity(t *testing.T) {
 	a, b := testserver.Start(t), testserver.Start(t)
 	r := newReactor(t, nil, reactor.Config{
 		Targets: []string{a.Addr(), b.Addr()},
-		Backoff: reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond},
+		Backoff: fastBackoff,
 	})
-	// Bound: both connections are local; 5 s leaves room for -race on two busy cores.
 	require.Eventually(t, func() bool {
 		s := backendStates(r)
 		return s[a.Addr()] == connectivity.Ready && s[b.Addr()] == connectivity.Ready
-	}, 5*time.Second, 5*time.Millisecond)
+	}, bound, poll)
 
 	done := 0
 	for range 20 {
 		reactor.Call(r, echo, &testpb.EchoRequest{Message: "x"}, nil).Always(func() { done++ })
 	}
-	waitFor(t, r, 5*time.Second, func() bool { return done == 20 })
+	waitFor(t, r, func() bool { return done == 20 })
 	var calls uint64
 	for _, be := range r.Stats().Backends {
 		require.Contains(t, []string{a.Addr(), b.Addr()}, be.Addr)
@@ -55,11 +270,11 @@ func TestBackendStatsConnectivity(t *testing.T) {
 	require.Eventually(t, func() bool {
 		s := backendStates(r)
 		return s[a.Addr()] == connectivity.Ready && s[b.Addr()] != connectivity.Ready
-	}, 5*time.Second, 5*time.Millisecond)
+	}, bound, poll)
 }
 
 // With Config.Conn, prpc knows nothing of the backends' connectivity.
 func TestBackendStatsUnknownWithConn(t *testing.T) {
-	r := newReactor(t, nil, reactor.Config{Conn: &cfgFakeConn{}})
+	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{})
 	require.Empty(t, backendStates(r))
 }

@@ -2,10 +2,7 @@ package reactor_test
 
 import (
 	"context"
-	"errors"
 	"math"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,85 +11,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
-// cfgFakeConn is a grpc.ClientConnInterface that answers Echo requests without a network and
-// records what each call was given. If block is not nil, Invoke waits until it is closed or
-// the call's context is done.
-type cfgFakeConn struct {
-	block   chan struct{}
-	entered chan struct{} // receives one value per Invoke, if not nil
-
-	mu    sync.Mutex
-	calls []cfgFakeCall
-}
-
-type cfgFakeCall struct {
-	method    string
-	deadline  time.Time
-	hasDL     bool
-	replyMax  int
-	opts      []grpc.CallOption
-	argsType  string
-	replyType string
-}
-
-func (f *cfgFakeConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	dl, ok := ctx.Deadline()
-	rec := cfgFakeCall{method: method, deadline: dl, hasDL: ok, opts: opts}
-	frame, fok := args.(*codec.Frame)
-	r, rok := reply.(*codec.Reply)
-	if fok {
-		rec.argsType = "frame"
-	}
-	if rok {
-		rec.replyType = "reply"
-		rec.replyMax = r.Max
-	}
-	f.mu.Lock()
-	f.calls = append(f.calls, rec)
-	f.mu.Unlock()
-	if f.entered != nil {
-		f.entered <- struct{}{}
-	}
-	if f.block != nil {
-		select {
-		case <-f.block:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if !fok || !rok {
-		return errors.New("cfgFakeConn: unexpected argument types")
-	}
-	req := &testpb.EchoRequest{}
-	if err := proto.Unmarshal(frame.Bytes, req); err != nil {
-		return err
-	}
-	proto.Merge(r.Msg, &testpb.EchoResponse{Message: req.GetMessage()})
-	return nil
-}
-
-func (f *cfgFakeConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	return nil, errors.New("cfgFakeConn: streams are not supported")
-}
-
-func (f *cfgFakeConn) recorded() []cfgFakeCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]cfgFakeCall(nil), f.calls...)
-}
-
-// otherMethod is a method outside the allowlists under test. Its service is not registered,
-// so MustMethod accepts it unchecked.
-var otherMethod = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Unlisted/Other")
-
 func TestConfigInvalid(t *testing.T) {
-	fake := &cfgFakeConn{}
+	fake := &recordingConn{}
 	conn := func(c reactor.Config) reactor.Config { c.Conn = fake; return c }
 	target := func(c reactor.Config) reactor.Config {
 		c.Target = "127.0.0.1:1"
@@ -193,13 +119,11 @@ func TestConfigBoundsAccepted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &cfgFakeConn{}
-			tt.cfg.Conn = fake
-			r := newReactor(t, nil, tt.cfg)
+			r := reactortest.NewReactor(t, echoBackend(), tt.cfg)
 			var got string
 			p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "ok"}, nil).
 				Then(func(resp *testpb.EchoResponse) { got = resp.GetMessage() })
-			waitFor(t, r, 10*time.Second, func() bool { return p.State() != calls.Pending })
+			waitFor(t, r, func() bool { return p.State() != calls.Pending })
 			require.NoError(t, p.Err())
 			require.Equal(t, "ok", got)
 		})
@@ -230,14 +154,14 @@ func TestConfigBackoffAccepted(t *testing.T) {
 // TestConfigDefaults checks that zero fields resolve to their documented defaults, as seen
 // by the connection: the codec and limit call options, the deadline, the worker count.
 func TestConfigDefaults(t *testing.T) {
-	fake := &cfgFakeConn{}
+	fake := &recordingConn{}
 	r := newReactor(t, nil, reactor.Config{Conn: fake})
 	require.Len(t, r.Stats().Invokers, reactor.DefaultWorkers)
 
 	before := time.Now()
 	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "hi"}, nil)
 	after := time.Now()
-	waitFor(t, r, 10*time.Second, func() bool { return p.State() != calls.Pending })
+	waitFor(t, r, func() bool { return p.State() != calls.Pending })
 	require.NoError(t, p.Err())
 
 	rec := fake.recorded()
@@ -274,7 +198,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, calls.Failed, over.State())
 	require.ErrorIs(t, over.Err(), calls.ErrInvalidArgument)
 	atMax := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: reactor.DefaultMaxTimeout})
-	waitFor(t, r, 10*time.Second, func() bool { return atMax.State() != calls.Pending })
+	waitFor(t, r, func() bool { return atMax.State() != calls.Pending })
 	require.NoError(t, atMax.Err())
 
 	// MaxRequestBytes defaults to 4 MiB: a request of exactly 4 MiB is sent, one more byte is not.
@@ -285,7 +209,7 @@ func TestConfigDefaults(t *testing.T) {
 	req.Payload = append(req.Payload, 0)
 	tooBig := reactor.Call(r, echo, req, nil)
 	require.ErrorIs(t, tooBig.Err(), calls.ErrTooLarge)
-	waitFor(t, r, 10*time.Second, func() bool { return fits.State() != calls.Pending })
+	waitFor(t, r, func() bool { return fits.State() != calls.Pending })
 	require.NoError(t, fits.Err())
 
 	// MaxMetadataBytes defaults to 32 KiB: key + value + 32 per value.
@@ -296,7 +220,7 @@ func TestConfigDefaults(t *testing.T) {
 	mdFits := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: map[string][]string{"x-big": {string(value)}}})
 	mdOver := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: map[string][]string{"x-big": {string(value) + "v"}}})
 	require.ErrorIs(t, mdOver.Err(), calls.ErrTooLarge)
-	waitFor(t, r, 10*time.Second, func() bool { return mdFits.State() != calls.Pending })
+	waitFor(t, r, func() bool { return mdFits.State() != calls.Pending })
 	require.NoError(t, mdFits.Err())
 
 	require.Len(t, fake.recorded(), 4, "rejected calls never reach the connection")
@@ -305,7 +229,7 @@ func TestConfigDefaults(t *testing.T) {
 // TestConfigDefaultConcurrency checks the default Workers × BatchSize in-flight bound and the
 // default MaxOutstanding.
 func TestConfigDefaultConcurrency(t *testing.T) {
-	fake := &cfgFakeConn{block: make(chan struct{}), entered: make(chan struct{}, reactor.DefaultMaxOutstanding)}
+	fake := &recordingConn{block: make(chan struct{}), entered: make(chan struct{}, reactor.DefaultMaxOutstanding)}
 	r := newReactor(t, nil, reactor.Config{Conn: fake, MaxTimeout: time.Hour, DefaultTimeout: time.Hour})
 
 	promises := make([]*calls.Promise[*testpb.EchoResponse], 0, reactor.DefaultMaxOutstanding)
@@ -347,44 +271,11 @@ func TestConfigDefaultConcurrency(t *testing.T) {
 
 	close(fake.block)
 	done := 0
-	waitFor(t, r, 30*time.Second, func() bool {
+	waitFor(t, r, func() bool {
 		for ; done < len(promises) && promises[done].State() != calls.Pending; done++ {
 			require.NoError(t, promises[done].Err())
 		}
 		return done == len(promises)
 	})
 	require.Len(t, fake.recorded(), reactor.DefaultMaxOutstanding)
-}
-
-// TestReadyWakeupNotLost drives many instant completions through a host that ticks only when
-// Ready fires, while another goroutine submits. A Tick that found nothing to deliver used to
-// leave the wake-up flag set after a spurious wake-up (completions pushed before the previous
-// Tick took them, the flag set just after), so Ready never fired again and the host waited
-// forever. The interleaving is a race, so this test repeats it.
-func TestReadyWakeupNotLost(t *testing.T) {
-	fake := &cfgFakeConn{}
-	r := newReactor(t, nil, reactor.Config{Conn: fake, Workers: 4, BatchSize: 8})
-	for round := range 5 {
-		const n = 4000
-		var delivered atomic.Int64
-		submitted := make(chan struct{})
-		go func() {
-			defer close(submitted)
-			for range n {
-				reactor.Call(r, echo, &testpb.EchoRequest{}, nil).Always(func() { delivered.Add(1) })
-			}
-		}()
-		bound := time.NewTimer(10 * time.Second)
-		for delivered.Load() < n {
-			select {
-			case <-r.Ready():
-				r.Tick(time.Second)
-			case <-bound.C:
-				t.Fatalf("round %d: Ready stopped firing with %d of %d calls delivered, %d pending",
-					round, delivered.Load(), n, r.Stats().Pending)
-			}
-		}
-		bound.Stop()
-		<-submitted
-	}
 }

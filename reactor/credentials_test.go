@@ -1,11 +1,9 @@
 package reactor_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -13,43 +11,10 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
-	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testcerts"
-	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 )
-
-// failTimeout bounds each call expected to fail: TLS failures on loopback are reported as
-// Unavailable within milliseconds, so 2 s leaves a wide margin under -race while keeping a
-// regression (a call waiting for its deadline instead) quick to spot.
-const failTimeout = 2 * time.Second
-
-// tlsFixture holds the certificates of the TLS tests.
-type tlsFixture struct {
-	ca, otherCA              *testcerts.CA
-	server, client, stranger *testcerts.Cert // stranger: a client certificate from otherCA
-}
-
-func newTLSFixture(t *testing.T) *tlsFixture {
-	t.Helper()
-	ca := testcerts.NewCA(t, "prpc test CA")
-	other := testcerts.NewCA(t, "prpc other CA")
-	return &tlsFixture{
-		ca:       ca,
-		otherCA:  other,
-		server:   ca.Server(t, "backend.test"),
-		client:   ca.Client(t, "game-server"),
-		stranger: other.Client(t, "intruder"),
-	}
-}
-
-func writeFile(t *testing.T, dir, name string, b []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	require.NoError(t, os.WriteFile(p, b, 0o600))
-	return p
-}
 
 func TestCredentialsRejectedByNew(t *testing.T) {
 	fx := newTLSFixture(t)
@@ -102,20 +67,6 @@ func TestCredentialsRejectedByNew(t *testing.T) {
 	}
 }
 
-// tlsCall makes one Echo call with timeout and returns its error once delivered.
-func tlsCall(t *testing.T, r *reactor.Reactor, timeout time.Duration) error {
-	t.Helper()
-	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "secure"}, &calls.Options{Timeout: timeout})
-	var got string
-	p.Then(func(resp *testpb.EchoResponse) { got = resp.GetMessage() })
-	waitFor(t, r, timeout+10*time.Second, func() bool { return p.State() != calls.Pending })
-	if err := p.Err(); err != nil {
-		return err
-	}
-	require.Equal(t, "secure", got)
-	return nil
-}
-
 func TestCredentialsTLS(t *testing.T) {
 	fx := newTLSFixture(t)
 	tlsServer := testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil))))
@@ -146,7 +97,7 @@ func TestCredentialsTLS(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.srv.Calls()
 			r := newReactor(t, tt.srv, reactor.Config{Credentials: tt.creds})
-			err := tlsCall(t, r, failTimeout)
+			err := tlsCall(t, r, false)
 			if tt.ok {
 				require.NoError(t, err)
 				require.Equal(t, before+1, tt.srv.Calls())
@@ -188,7 +139,7 @@ func TestCredentialsMutualTLS(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := srv.Calls()
 			r := newReactor(t, srv, reactor.Config{Credentials: tt.creds})
-			err := tlsCall(t, r, failTimeout)
+			err := tlsCall(t, r, false)
 			if tt.ok {
 				require.NoError(t, err)
 				require.Equal(t, before+1, srv.Calls())

@@ -27,58 +27,55 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// hsBackoff reconnects within 100 ms, so that a fixed server is used again quickly.
-var hsBackoff = reactor.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
-
-// hsSwitchCreds are server credentials whose handshake can be swapped while the server runs:
+// switchCreds are server credentials whose handshake can be swapped while the server runs:
 // a test breaks the server's TLS, watches the client fail, then fixes it and watches the
 // same reactor recover.
-type hsSwitchCreds struct {
+type switchCreds struct {
 	cur atomic.Pointer[credentials.TransportCredentials]
 }
 
-func hsNewSwitchCreds(tc credentials.TransportCredentials) *hsSwitchCreds {
-	s := &hsSwitchCreds{}
+func newSwitchCreds(tc credentials.TransportCredentials) *switchCreds {
+	s := &switchCreds{}
 	s.set(tc)
 	return s
 }
 
-func (s *hsSwitchCreds) set(tc credentials.TransportCredentials) { s.cur.Store(&tc) }
-func (s *hsSwitchCreds) get() credentials.TransportCredentials   { return *s.cur.Load() }
+func (s *switchCreds) set(tc credentials.TransportCredentials) { s.cur.Store(&tc) }
+func (s *switchCreds) get() credentials.TransportCredentials   { return *s.cur.Load() }
 
-func (s *hsSwitchCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return nil, nil, errors.New("hsSwitchCreds: server side only")
+func (s *switchCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("switchCreds: server side only")
 }
-func (s *hsSwitchCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (s *switchCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	return s.get().ServerHandshake(c)
 }
-func (s *hsSwitchCreds) Info() credentials.ProtocolInfo          { return s.get().Info() }
-func (s *hsSwitchCreds) Clone() credentials.TransportCredentials { return s }
-func (s *hsSwitchCreds) OverrideServerName(string) error         { return nil }
+func (s *switchCreds) Info() credentials.ProtocolInfo          { return s.get().Info() }
+func (s *switchCreds) Clone() credentials.TransportCredentials { return s }
+func (s *switchCreds) OverrideServerName(string) error         { return nil }
 
-var _ credentials.TransportCredentials = (*hsSwitchCreds)(nil)
+var _ credentials.TransportCredentials = (*switchCreds)(nil)
 
-// hsRawTLSServer completes a TLS handshake with cfg as crypto/tls does it, without gRPC's
+// rawTLSServer completes a TLS handshake with cfg as crypto/tls does it, without gRPC's
 // credentials (which always offer ALPN "h2"), then refuses the connection. It stands in for
 // a TLS server that is not a gRPC server.
-type hsRawTLSServer struct {
+type rawTLSServer struct {
 	credentials.TransportCredentials // for Info
 	cfg                              *tls.Config
 }
 
-func (s hsRawTLSServer) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (s rawTLSServer) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	tc := tls.Server(c, s.cfg)
 	err := tc.Handshake()
 	tc.Close()
 	if err == nil {
-		err = errors.New("hsRawTLSServer: not a gRPC server")
+		err = errors.New("rawTLSServer: not a gRPC server")
 	}
 	return nil, nil, err
 }
 
-// hsIssue makes a certificate for 127.0.0.1 and "backend.test" with the extended key usage
+// issueCert makes a certificate for 127.0.0.1 and "backend.test" with the extended key usage
 // usage, valid from notBefore to notAfter (zero: testcerts' defaults).
-func hsIssue(t *testing.T, ca *testcerts.CA, usage x509.ExtKeyUsage, notBefore, notAfter time.Time) *testcerts.Cert {
+func issueCert(t *testing.T, ca *testcerts.CA, usage x509.ExtKeyUsage, notBefore, notAfter time.Time) *testcerts.Cert {
 	t.Helper()
 	return ca.Issue(t, "backend.test", testcerts.Options{
 		DNSNames: []string{"backend.test"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
@@ -86,28 +83,18 @@ func hsIssue(t *testing.T, ca *testcerts.CA, usage x509.ExtKeyUsage, notBefore, 
 	})
 }
 
-// hsCall makes one Echo call and returns its error once delivered. Calls expected to
-// fail use failTimeout without WaitForReady: a handshake failure fails them at once (the
-// bound is a margin, not an expectation). After the fix, a call waits for the reconnect.
-func hsCall(t *testing.T, r *reactor.Reactor, waitForReady bool) error {
-	t.Helper()
-	p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "secure"},
-		&calls.Options{Timeout: failTimeout, WaitForReady: waitForReady})
-	waitFor(t, r, failTimeout+10*time.Second, func() bool { return p.State() != calls.Pending })
-	return p.Err()
-}
-
-// Items 15 and 16: each TLS misconfiguration fails a call with Unavailable, as gRPC reports
-// it, and with a *calls.HandshakeError of the right kind that Stats reports too; once the
-// server is fixed, the same reactor reconnects and the successful handshake clears it.
+// TestHandshakeFailuresAreClassified: each TLS misconfiguration fails a call with Unavailable,
+// as gRPC reports it, and with a *calls.HandshakeError of the right kind that Stats reports
+// too; once the server is fixed, the same reactor reconnects and the successful handshake
+// clears it.
 func TestHandshakeFailuresAreClassified(t *testing.T) {
 	fx := newTLSFixture(t)
 	good := credentials.NewTLS(testcerts.ServerTLS(fx.server, nil))
 	now := time.Now()
-	expired := hsIssue(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
-	notYetValid := hsIssue(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(24*time.Hour), now.Add(48*time.Hour))
-	expiredClient := hsIssue(t, fx.ca, x509.ExtKeyUsageClientAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
-	clientUsage := hsIssue(t, fx.ca, x509.ExtKeyUsageClientAuth, time.Time{}, time.Time{})
+	expired := issueCert(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	notYetValid := issueCert(t, fx.ca, x509.ExtKeyUsageServerAuth, now.Add(24*time.Hour), now.Add(48*time.Hour))
+	expiredClient := issueCert(t, fx.ca, x509.ExtKeyUsageClientAuth, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	clientUsage := issueCert(t, fx.ca, x509.ExtKeyUsageClientAuth, time.Time{}, time.Time{})
 	wrongTestCert := fx.ca.Issue(t, "wrong.test", testcerts.Options{DNSNames: []string{"wrong.test"}, Usage: x509.ExtKeyUsageServerAuth})
 	bothCAs := x509.NewCertPool()
 	bothCAs.AddCert(fx.ca.Cert)
@@ -173,13 +160,13 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 		},
 		{
 			name:   "TLS server without ALPN",
-			broken: hsRawTLSServer{good, tlsCfg(testcerts.ServerTLS(fx.server, nil))},
+			broken: rawTLSServer{good, tlsCfg(testcerts.ServerTLS(fx.server, nil))},
 			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeProtocolMismatch, cause: "ALPN",
 		},
 		{
 			name:   "TLS server speaking HTTP/1.1 only",
-			broken: hsRawTLSServer{good, tlsCfg(testcerts.ServerTLS(fx.server, nil), "http/1.1")},
+			broken: rawTLSServer{good, tlsCfg(testcerts.ServerTLS(fx.server, nil), "http/1.1")},
 			fixed:  good, client: reactor.TLS(fx.ca.CertPEM, ""),
 			kind: calls.HandshakeProtocolMismatch, cause: "no application protocol",
 		},
@@ -231,11 +218,11 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sc := hsNewSwitchCreds(tt.broken)
+			sc := newSwitchCreds(tt.broken)
 			srv := testserver.Start(t, grpc.Creds(sc))
-			r := newReactor(t, srv, reactor.Config{Credentials: tt.client, Backoff: hsBackoff})
+			r := newReactor(t, srv, reactor.Config{Credentials: tt.client, Backoff: fastBackoff})
 
-			err := hsCall(t, r, false)
+			err := tlsCall(t, r, false)
 			require.Error(t, err)
 			t.Log(err)
 			require.Equal(t, codes.Unavailable, status.Code(err), "the code stays Unavailable")
@@ -254,7 +241,7 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 			require.Equal(t, tt.kind, st.LastConnErrorKind)
 
 			sc.set(tt.fixed)
-			require.NoError(t, hsCall(t, r, true), "the same reactor recovers once the server is fixed")
+			require.NoError(t, tlsCall(t, r, true), "the same reactor recovers once the server is fixed")
 			st = r.Stats()
 			require.Empty(t, st.LastConnError, "a successful handshake clears the failure")
 			require.Equal(t, calls.HandshakeOther, st.LastConnErrorKind)
@@ -269,11 +256,11 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 // can only say what gRPC says: Unavailable, no HandshakeError, no LastConnError.
 func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	fx := newTLSFixture(t)
-	sc := hsNewSwitchCreds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil)))
+	sc := newSwitchCreds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil)))
 	srv := testserver.Start(t, grpc.Creds(sc))
-	r := newReactor(t, srv, reactor.Config{Credentials: reactor.Insecure(), Backoff: hsBackoff})
+	r := newReactor(t, srv, reactor.Config{Credentials: reactor.Insecure(), Backoff: fastBackoff})
 
-	err := hsCall(t, r, false)
+	err := tlsCall(t, r, false)
 	require.Error(t, err)
 	t.Log(err)
 	require.Equal(t, codes.Unavailable, status.Code(err))
@@ -283,7 +270,7 @@ func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	require.Empty(t, r.Stats().LastConnError)
 
 	sc.set(insecure.NewCredentials())
-	require.NoError(t, hsCall(t, r, true))
+	require.NoError(t, tlsCall(t, r, true))
 	require.Empty(t, r.Stats().LastConnError)
 }
 
@@ -292,11 +279,11 @@ func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 // reason.
 func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 	fx := newTLSFixture(t)
-	sc := hsNewSwitchCreds(credentials.NewTLS(testcerts.ServerTLS(fx.otherCA.Server(t, "backend.test"), nil)))
+	sc := newSwitchCreds(credentials.NewTLS(testcerts.ServerTLS(fx.otherCA.Server(t, "backend.test"), nil)))
 	srv := testserver.Start(t, grpc.Creds(sc))
-	r := newReactor(t, srv, reactor.Config{Credentials: reactor.TLS(fx.ca.CertPEM, ""), Backoff: hsBackoff})
+	r := newReactor(t, srv, reactor.Config{Credentials: reactor.TLS(fx.ca.CertPEM, ""), Backoff: fastBackoff})
 
-	err := hsCall(t, r, false)
+	err := tlsCall(t, r, false)
 	var he *calls.HandshakeError
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, calls.HandshakeUnknownAuthority, he.Kind)
@@ -306,7 +293,7 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 	// failure a call reports is that one, not the handshake's; each try fails at once.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err = hsCall(t, r, false)
+		err = tlsCall(t, r, false)
 		require.Equal(t, codes.Unavailable, status.Code(err), "got %v", err)
 		if !strings.Contains(err.Error(), "unknown authority") {
 			break
@@ -322,7 +309,7 @@ func TestHandshakeFailureNotBlamedForOutage(t *testing.T) {
 
 	sc.set(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil)))
 	srv.Restart(t)
-	require.NoError(t, hsCall(t, r, true))
+	require.NoError(t, tlsCall(t, r, true))
 	require.Empty(t, r.Stats().LastConnError)
 }
 
@@ -339,18 +326,18 @@ func TestHandshakeFailureOfAnotherBackend(t *testing.T) {
 		Credentials:   reactor.TLS(fx.ca.CertPEM, "backend.test"),
 		DialOptions:   []grpc.DialOption{grpc.WithResolvers(res)},
 		ServiceConfig: `{"loadBalancingConfig": [{"round_robin": {}}]}`,
-		Backoff:       hsBackoff,
+		Backoff:       fastBackoff,
 	})
 
-	require.NoError(t, hsCall(t, r, true), "the good backend serves")
-	// The bad backend fails every attempt, every 100 ms at most; the good one connected once.
+	require.NoError(t, tlsCall(t, r, true), "the good backend serves")
+	// The bad backend fails every attempt, every 60 ms at most (fastBackoff); the good one connected once.
 	deadline := time.Now().Add(10 * time.Second)
 	for r.Stats().LastConnErrorKind != calls.HandshakeUnknownAuthority {
 		require.True(t, time.Now().Before(deadline), "no handshake failure recorded: %+v", r.Stats())
 		time.Sleep(10 * time.Millisecond)
 	}
 	p := reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.Unavailable), FailMessage: "maintenance"}, &calls.Options{Timeout: failTimeout})
-	waitFor(t, r, failTimeout+10*time.Second, func() bool { return p.State() != calls.Pending })
+	waitFor(t, r, func() bool { return p.State() != calls.Pending })
 	t.Log(p.Err())
 	require.Equal(t, codes.Unavailable, status.Code(p.Err()))
 	require.ErrorIs(t, p.Err(), calls.ErrUnavailable, "the server's own Unavailable matches ErrUnavailable")

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,24 +30,6 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// secretLog is a slog destination that tests read after the fact.
-type secretLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *secretLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *secretLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 func secretToken(t *testing.T) string {
 	t.Helper()
 	b := make([]byte, 12)
@@ -57,9 +38,10 @@ func secretToken(t *testing.T) string {
 	return "s3cr3t-" + hex.EncodeToString(b)
 }
 
-// Item 17: an authorization header never appears in a call's error, in prpc's log records
-// or in Stats, whichever way the call fails. Each failed call's OnError callback panics with
-// the error, so that the default OnCallbackPanic logs it (and its stack) through Logger.
+// TestSecretsAuthorizationNeverLeaks: an authorization header never appears in a call's
+// error, in prpc's log records or in Stats, whichever way the call fails. Each failed call's
+// OnError callback panics with the error, so that the default OnCallbackPanic logs it (and its
+// stack) through Logger.
 func TestSecretsAuthorizationNeverLeaks(t *testing.T) {
 	token := secretToken(t)
 	bearer := "Bearer " + token
@@ -102,11 +84,11 @@ func TestSecretsAuthorizationNeverLeaks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			log := &secretLog{}
+			log := &syncBuffer{}
 			r := newReactor(t, tt.srv, reactor.Config{
 				Credentials: tt.creds,
 				Logger:      slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-				Backoff:     hsBackoff,
+				Backoff:     fastBackoff,
 			})
 			timeout := tt.timeout
 			if timeout == 0 {
@@ -115,7 +97,7 @@ func TestSecretsAuthorizationNeverLeaks(t *testing.T) {
 			before := tt.srv.Calls()
 			p := reactor.Call(r, echo, tt.req, &calls.Options{Timeout: timeout, Metadata: tt.md})
 			p.OnError(func(err error) { panic(err) })
-			waitFor(t, r, timeout+10*time.Second, func() bool { return p.State() != calls.Pending })
+			waitFor(t, r, func() bool { return p.State() != calls.Pending })
 			err := p.Err()
 			require.Error(t, err)
 			t.Log(err)
@@ -181,8 +163,9 @@ func requireNoKey(t *testing.T, forms []string, what, s string) {
 	}
 }
 
-// Item 17: no formatting of credentials shows the private key: not String, not any fmt verb
-// (%#v and %d print a struct's byte slices), not a Config or a Reactor holding them, not slog.
+// TestSecretsCredentialsNeverShowKey: no formatting of credentials shows the private key: not
+// String, not any fmt verb (%#v and %d print a struct's byte slices), not a Config or a Reactor
+// holding them, not slog.
 func TestSecretsCredentialsNeverShowKey(t *testing.T) {
 	fx := newTLSFixture(t)
 	forms := keyForms(t, fx.client.KeyPEM)
@@ -217,7 +200,7 @@ func TestSecretsCredentialsNeverShowKey(t *testing.T) {
 			for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%10.3s", "%T"} {
 				requireNoKey(t, forms, "credentials "+verb, fmt.Sprintf(verb, c))
 			}
-			cfg := reactor.Config{Target: srv.Addr(), Credentials: c, Backoff: hsBackoff}
+			cfg := reactor.Config{Target: srv.Addr(), Credentials: c, Backoff: fastBackoff}
 			for _, verb := range []string{"%v", "%+v", "%#v", "%d", "%x"} {
 				requireNoKey(t, forms, "Config "+verb, fmt.Sprintf(verb, cfg))
 			}
@@ -228,7 +211,7 @@ func TestSecretsCredentialsNeverShowKey(t *testing.T) {
 
 			r := newReactor(t, srv, cfg)
 			if c != reactor.Insecure() {
-				_ = hsCall(t, r, false) // a working mTLS call, or a failing one: either way
+				_ = tlsCall(t, r, false) // a working mTLS call, or a failing one: either way
 			}
 			requireNoKey(t, forms, "Stats", fmt.Sprintf("%#v", r.Stats()))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

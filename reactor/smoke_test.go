@@ -24,7 +24,7 @@ func TestSmoke(t *testing.T) {
 			OnError(func(err error) { failed = err }).
 			Always(func() { n++ })
 	}
-	waitFor(t, r, 5*time.Second, func() bool { return n == 100 })
+	waitFor(t, r, func() bool { return n == 100 })
 	require.NoError(t, failed)
 	require.Equal(t, "hi", got)
 	st := r.Stats()
@@ -33,7 +33,7 @@ func TestSmoke(t *testing.T) {
 	require.Zero(t, st.Pending)
 	var timeoutErr error
 	p := reactor.Call(r, echo, &testpb.EchoRequest{Block: true}, &calls.Options{Timeout: 50 * time.Millisecond}).OnError(func(err error) { timeoutErr = err })
-	waitFor(t, r, 5*time.Second, func() bool { return timeoutErr != nil })
+	waitFor(t, r, func() bool { return timeoutErr != nil })
 	require.ErrorIs(t, timeoutErr, calls.ErrTimeout)
 	require.Equal(t, calls.Failed, p.State())
 	t.Log(timeoutErr)

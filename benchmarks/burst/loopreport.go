@@ -88,7 +88,7 @@ func (lr *LoopResult) verdict(inProcess bool) string {
 func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 	lr := r.Loop
 	s := lr.Shape
-	fmt.Fprintf(b, "Loop suite: a prpc reactor (Workers %d, BatchSize %d, every call's timeout %v) driven by loop.Run at %d TPS with Budget %v, woken between ticks by Ready. "+
+	fmt.Fprintf(b, "A prpc reactor (Workers %d, BatchSize %d, every call's timeout %v) driven by loop.Run at %d TPS with Budget %v, woken between ticks by Ready. "+
 		"OnTick burns %g ms of CPU every tick; on tick %d it first submits %s GetPlayer calls, every response checked. "+
 		"Warm-up: %d calls through each trial's reactor before its loop starts. The loop stops %d ticks after the first tick to start once every call has its outcome.\n",
 		s.Workers, s.Batch, r.Timeout, lr.TPS, r.Budget, ms(lr.GameWork), lr.SubmitTick, thousands(s.Calls), r.Warmup, lr.TailTicks)
@@ -103,7 +103,7 @@ func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 		"the minor page faults it took itself, and its involuntary context switches (the kernel gave its CPU to another thread); " +
 		"submit minus submit CPU is time it waited for a CPU. " +
 		"Burst: first submission to last outcome.\n")
-	fmt.Fprintf(b, "\n#### %s\n\n", suiteLoop)
+	b.WriteString("\n")
 	b.WriteString("| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | submit faults | submit CPU | submit sys | submit thread faults | submit preempted | burst | calls ok | errors |\n")
 	b.WriteString("|---:|:-:|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(trial string, t LoopTrial) {

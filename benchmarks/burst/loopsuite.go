@@ -16,9 +16,8 @@ import (
 )
 
 // The loop suite: the extreme burst submitted from inside a loop.Run game loop that does real
-// CPU work every tick, to check the performance issue's target, a 20 TPS loop doing 10 ms of
-// game work per tick during the extreme burst (unpinned) keeps its tick interval p99 ≤ 52 ms
-// and skips no tick.
+// CPU work every tick, to check its target: a 20 TPS loop doing 10 ms of game work per tick
+// during the extreme burst (unpinned) keeps its tick interval p99 ≤ 52 ms and skips no tick.
 const (
 	suiteLoop       = "loop"
 	loopTPS         = 20
@@ -87,8 +86,9 @@ type SubmitThread struct {
 // Errors is the number of calls that failed or were answered wrongly.
 func (t LoopTrial) Errors() int { return t.Failed + t.Wrong }
 
-// MeetsTarget reports whether the trial meets the target: tick interval p99 at most
-// 52 ms over the burst window and no skipped tick in the whole run.
+// MeetsTarget reports whether the trial meets the loop suite's target: tick interval p99 at
+// most loopTargetP99 over the burst window and no more than loopTargetSkips skipped ticks in
+// the whole run.
 func (t LoopTrial) MeetsTarget() bool {
 	return t.Interval.N > 0 && t.Interval.P99 <= loopTargetP99 && t.Skipped <= loopTargetSkips
 }

@@ -52,6 +52,7 @@ func TestLoopFlags(t *testing.T) {
 	for _, c := range []struct {
 		args    []string
 		want    Shape // zero: the loop suite is off
+		burst   int   // burst suites run besides the loop suite
 		wantErr string
 	}{
 		{args: []string{"-suite", "loop"}, want: Shape{20000, 6, 16, 3}},
@@ -60,7 +61,9 @@ func TestLoopFlags(t *testing.T) {
 		{args: nil},
 		{args: []string{"-suite", "all"}},
 		{args: []string{"-suite", "extreme"}},
-		{args: []string{"-suite", "loop", "-pin"}, wantErr: "the loop suite runs unpinned: client and backend share both cores; drop -pin"},
+		{args: []string{"-suite", "all,loop"}, want: Shape{20000, 6, 16, 3}, burst: 2},
+		{args: []string{"-suite", "loop,extreme", "-trials", "2"}, want: Shape{20000, 6, 16, 2}, burst: 1},
+		{args: []string{"-suite", "loop", "-pin"}, wantErr: "the loop suite runs client and backend unpinned, on the machine's CPUs: drop -pin"},
 	} {
 		o, err := parseFlags(c.args, &bytes.Buffer{})
 		if c.wantErr != "" {
@@ -77,8 +80,8 @@ func TestLoopFlags(t *testing.T) {
 		if on != (c.want != Shape{}) || got != c.want {
 			t.Errorf("%q: loop shape %+v (on %v), want %+v", c.args, got, on, c.want)
 		}
-		if on && o.suites() != nil {
-			t.Errorf("%q: runs the burst suites %+v too", c.args, o.suites())
+		if on && len(o.suites()) != c.burst {
+			t.Errorf("%q: runs the burst suites %+v, want %d", c.args, o.suites(), c.burst)
 		}
 		if !on && len(o.suites()) == 0 {
 			t.Errorf("%q: runs nothing", c.args)
@@ -179,7 +182,7 @@ func TestLoopMarkdown(t *testing.T) {
 		if err := rep.WriteMarkdown(&out); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range append(c.want, "#### loop", "| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped |",
+		for _, want := range append(c.want, "\n## Loop suite\n", "| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped |",
 			"| submit | submit faults | submit CPU | submit sys | submit thread faults | submit preempted | burst |",
 			"Submit faults: minor page faults of the process while submitting every call (getrusage ru_minflt)",
 			"Submit CPU, sys, thread faults and preempted: what submitting cost the loop's own OS thread, the goroutine locked to it: its CPU time (CLOCK_THREAD_CPUTIME_ID)") {

@@ -38,8 +38,9 @@
 //	all       standard, then extreme
 //	loop      prpc only: the extreme burst inside a game loop (runs only when asked)
 //
-// each shape of standard and extreme with three trials per client. -calls (with -workers,
-// -batch, -trials) runs one shape of your own instead.
+// or a comma-separated list of them, such as all,loop; each shape of standard and extreme
+// runs three trials per client. -calls (with -workers, -batch, -trials) runs one shape of
+// your own instead.
 //
 // The loop suite checks the target of a 20 TPS loop doing 10 ms of game work per tick during
 // the extreme burst, unpinned: tick interval p99 ≤ 52 ms and no skipped tick. Each trial
@@ -55,8 +56,11 @@
 //
 //	go run ./benchmarks/burst -suite loop
 //
-// The tables go to stdout as Markdown, or as JSON with -json; progress goes to stderr. The
-// exit status is 1 if any call failed or any response was wrong.
+// The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
+// -markdown FILE the complete report (a title, a notice naming the command, the machine, the
+// summary of the ratios and their spread, every table, and how to reproduce it) also replaces
+// FILE once the run has finished; benchmarks/README.md is generated so. The exit status is 1
+// if any call failed or any response was wrong.
 package main
 
 import (
@@ -68,11 +72,10 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
 )
@@ -102,6 +105,7 @@ var errCallsFailed = errors.New("calls failed or were answered wrongly")
 // options are the parsed flags.
 type options struct {
 	suite                         string
+	names                         []string // the suites -suite names, "all" expanded, in running order
 	calls, workers, batch, trials int
 	timeout, budget               time.Duration
 	warmup                        int
@@ -110,13 +114,14 @@ type options struct {
 	prpcNoMetadata                bool
 	clients                       string
 	cpuprofile, memprofile        string
+	markdown                      string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.suite, "suite", "all", "suites to run: standard, extreme, all (standard and extreme), or "+
+	fs.StringVar(&o.suite, "suite", "all", "comma-separated suites to run: standard, extreme, all (standard and extreme), "+
 		"loop (prpc driven by a 20 TPS loop.Run doing 10 ms of game work per tick during the extreme burst; unpinned)")
 	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
@@ -133,6 +138,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.clients, "clients", clientPRPC+","+clientBaseline, "comma-separated clients to run: "+clientPRPC+", "+clientBaseline)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`")
 	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to `file`")
+	fs.StringVar(&o.markdown, "markdown", "", "also write the complete report, with its title, the command and how to reproduce it, to `file`, "+
+		"replacing it once the run has finished (e.g. benchmarks/README.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./benchmarks/burst [flags]\n\n"+
 			"Runs pRPC's burst suites through prpc and through plain grpc-go, against the data-service\n"+
@@ -145,11 +152,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	names, err := suiteNames(o.suite)
+	if err != nil {
+		return o, err
+	}
+	o.names = names
+	loopOn := slices.Contains(names, suiteLoop)
 	switch {
-	case o.suite != "standard" && o.suite != "extreme" && o.suite != "all" && o.suite != suiteLoop:
-		return o, fmt.Errorf("-suite %q: want standard, extreme, all or loop", o.suite)
-	case o.suite == suiteLoop && o.pin:
-		return o, errors.New("the loop suite runs unpinned: client and backend share both cores; drop -pin")
+	case loopOn && o.pin:
+		return o, errors.New("the loop suite runs client and backend unpinned, on the machine's CPUs: drop -pin")
+	case loopOn && len(names) > 1 && o.calls > 0:
+		return o, fmt.Errorf("-calls resizes the loop suite's burst with -suite loop alone, and replaces the burst suites otherwise; with -suite %q it is ambiguous: run the loop suite apart", o.suite)
 	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
 		return o, errors.New("-calls, -workers, -batch, -trials and -warmup must not be negative")
 	case o.calls == 0 && (o.workers > 0 || o.batch > 0):
@@ -171,9 +184,33 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// suites returns the burst suites o asks to run: none with -suite loop.
+// suiteNames parses the value of -suite: a comma-separated list of standard, extreme, all
+// (standard and extreme) and loop. It returns the suites named, each once, in running order:
+// standard, extreme, loop.
+func suiteNames(list string) ([]string, error) {
+	named := map[string]bool{}
+	for name := range strings.SplitSeq(list, ",") {
+		switch name {
+		case standardSuite.Name, extremeSuite.Name, suiteLoop:
+			named[name] = true
+		case "all":
+			named[standardSuite.Name], named[extremeSuite.Name] = true, true
+		default:
+			return nil, fmt.Errorf("-suite %q: unknown suite %q; want standard, extreme, all or loop, or a comma-separated list of them", list, name)
+		}
+	}
+	var names []string
+	for _, name := range []string{standardSuite.Name, extremeSuite.Name, suiteLoop} {
+		if named[name] {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// suites returns the burst suites o asks to run: none with -suite loop alone.
 func (o options) suites() []Suite {
-	if o.suite == suiteLoop {
+	if !slices.Contains(o.names, standardSuite.Name) && !slices.Contains(o.names, extremeSuite.Name) {
 		return nil
 	}
 	if o.calls > 0 {
@@ -185,7 +222,7 @@ func (o options) suites() []Suite {
 	}
 	var out []Suite
 	for _, s := range []Suite{standardSuite, extremeSuite} {
-		if o.suite != "all" && o.suite != s.Name {
+		if !slices.Contains(o.names, s.Name) {
 			continue
 		}
 		s.Shapes = append([]Shape(nil), s.Shapes...)
@@ -199,7 +236,7 @@ func (o options) suites() []Suite {
 
 // loopShape returns the loop suite's burst, if o asks for the loop suite.
 func (o options) loopShape() (Shape, bool) {
-	if o.suite != suiteLoop {
+	if !slices.Contains(o.names, suiteLoop) {
 		return Shape{}, false
 	}
 	s := loopShape
@@ -231,6 +268,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	rep := &Report{
 		Command:          strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
 		Machine:          machine(),
+		Started:          time.Now(),
 		InProcess:        o.inprocess,
 		BaselineMetadata: o.baselineMetadata,
 		PRPCNoMetadata:   o.prpcNoMetadata,
@@ -325,6 +363,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		rep.ClientAffinity, rep.BackendAffinity = affinity(0), affinity(be.pid())
 	}
 	rep.Machine.LoadEnd = loadAverage()
+	rep.Elapsed = time.Since(rep.Started)
+	if o.markdown != "" {
+		if err := writeDocument(o.markdown, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "burst: wrote the report to %s\n", o.markdown)
+	}
 	if o.json {
 		err = rep.WriteJSON(stdout)
 	} else {
@@ -337,19 +382,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return fmt.Errorf("%d %w", n, errCallsFailed)
 	}
 	return nil
-}
-
-// loadAverage returns the 1, 5 and 15-minute load averages from /proc/loadavg, or "".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // syncWriter serialises writes to w, which is written by this process and by the goroutine
@@ -376,27 +408,4 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// machine describes this machine.
-func machine() Machine {
-	m := Machine{
-		CPUs:        runtime.NumCPU(),
-		CPUModel:    "unknown CPU",
-		GOOS:        runtime.GOOS,
-		GOARCH:      runtime.GOARCH,
-		GoVersion:   runtime.Version(),
-		GRPCVersion: grpc.Version,
-		GOMAXPROCS:  runtime.GOMAXPROCS(0),
-	}
-	m.LoadStart = loadAverage()
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(b)) {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -166,6 +167,11 @@ func TestFlagErrors(t *testing.T) {
 		{"-baseline-metadata", "-prpc-no-metadata"},
 		{"-timeout", "0s"},
 		{"extra"},
+		{"-suite", ""},
+		{"-suite", "all,huge"},
+		{"-suite", "standard,loop", "-pin"},
+		{"-suite", "all,loop", "-calls", "100"},
+		{"-markdown", filepath.Join("no", "such", "dir", "report.md"), "-inprocess", "-calls", "10", "-trials", "1", "-warmup", "0"},
 	} {
 		var out bytes.Buffer
 		if err := run(context.Background(), args, &out, &out); err == nil {
@@ -202,6 +208,34 @@ func TestSuites(t *testing.T) {
 	}
 	if standardSuite.Shapes[0].Trials != 3 {
 		t.Error("-trials changed the suite's own table")
+	}
+}
+
+func TestSuiteNames(t *testing.T) {
+	for _, c := range []struct {
+		list    string
+		want    []string
+		wantErr string
+	}{
+		{list: "all", want: []string{"standard", "extreme"}},
+		{list: "loop", want: []string{"loop"}},
+		{list: "all,loop", want: []string{"standard", "extreme", "loop"}},
+		{list: "loop,extreme,standard", want: []string{"standard", "extreme", "loop"}},
+		{list: "extreme,all,extreme", want: []string{"standard", "extreme"}},
+		{list: "all,huge", wantErr: `-suite "all,huge": unknown suite "huge"; want standard, extreme, all or loop, or a comma-separated list of them`},
+		{list: "", wantErr: `-suite "": unknown suite ""`},
+		{list: "standard,", wantErr: `-suite "standard,": unknown suite ""`},
+	} {
+		got, err := suiteNames(c.list)
+		if c.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
+				t.Errorf("suiteNames(%q) = %q, %v; want error %q", c.list, got, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("suiteNames(%q) = %q, %v; want %q", c.list, got, err, c.want)
+		}
 	}
 }
 

@@ -20,7 +20,8 @@ func TestMain(m *testing.M) {
 }
 
 // longWait bounds waits that end as soon as the awaited event happens; it only turns a hang
-// into a failure, so it is far above anything a run needs, even under -race on two cores.
+// into a failure, so it is far above anything a run needs, even under -race on a machine
+// busy with other work.
 const longWait = 30 * time.Second
 
 func TestRunSucceeds(t *testing.T) {

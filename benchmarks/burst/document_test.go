@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pairedShape returns a made-up shape whose trial i runs the baseline with base and prpc
+// with prpc[i], both over calls calls.
+func pairedShape(s Shape, base TrialResult, prpc []TrialResult) ShapeResult {
+	sh := ShapeResult{Shape: s}
+	for i, p := range prpc {
+		for _, tr := range []TrialResult{p, base} {
+			tr.Trial, tr.Calls, tr.OK, tr.BackendCPU, tr.PeakReset = i+1, s.Calls, s.Calls, -1, true
+			sh.Trials = append(sh.Trials, tr)
+		}
+	}
+	return sh
+}
+
+// trialOf is one made-up trial of client: total time, CPU time, p50 and p99 latency.
+func trialOf(client string, total, cpu, p50, p99 time.Duration) TrialResult {
+	return TrialResult{Client: client, Total: total, CPU: cpu, Lat: Latency{Avg: p50, P50: p50, P95: p99, P99: p99}}
+}
+
+// docReport returns a made-up report: the standard suite's first shape over three trials, in
+// which prpc's calls/s ratios are 0.80, 1.00 and 0.90, its CPU/call ratios 1.10, 1.20 and
+// 1.00, its p50 ratios 1.00, 0.90 and 1.10 and its p99 ratios 1.00, 1.05 and 0.95; and the
+// loop suite over three trials with interval p99s of 51, 60 and 55 ms.
+func docReport() *Report {
+	ms := time.Millisecond
+	base := trialOf(clientBaseline, time.Second, 40*ms, 100*ms, 200*ms)
+	prpc := []TrialResult{
+		trialOf(clientPRPC, 1250*ms, 44*ms, 100*ms, 200*ms),
+		trialOf(clientPRPC, time.Second, 48*ms, 90*ms, 210*ms),
+		trialOf(clientPRPC, 1111111111, 40*ms, 110*ms, 190*ms), // 1 s ÷ 0.9
+	}
+	lr := &LoopResult{Shape: loopShape, TPS: loopTPS, GameWork: loopGameWork, SubmitTick: loopSubmitTick, TailTicks: loopTailTicks}
+	for i, p99 := range []time.Duration{51 * ms, 60 * ms, 55 * ms} {
+		lr.Trials = append(lr.Trials, LoopTrial{
+			Trial: i + 1, Calls: loopShape.Calls, OK: loopShape.Calls, Ticks: 60,
+			Interval: Intervals{N: 50, P50: 50 * ms, P99: p99, Max: p99},
+		})
+	}
+	return &Report{
+		Command: "go run ./benchmarks/burst -suite all,loop -markdown benchmarks/README.md",
+		Machine: Machine{
+			CPUs: 2, CPUModel: "Test CPU", GOOS: "linux", GOARCH: "amd64", Kernel: "6.0.0-test", OSName: "Test OS 1",
+			GoVersion: "go1.26.0", GRPCVersion: "v1.85.0", GOMAXPROCS: 2, LoadStart: "0.10 0.20 0.30", LoadEnd: "1.10 0.40 0.35",
+		},
+		Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Elapsed: 90 * time.Second,
+		Timeout: 10 * time.Second, Budget: 2 * time.Millisecond, Warmup: 1000,
+		Suites: []SuiteResult{{Name: standardSuite.Name, Shapes: []ShapeResult{pairedShape(Shape{1000, 2, 2, 3}, base, prpc)}}},
+		Loop:   lr,
+	}
+}
+
+// headings returns the Markdown headings of doc, in order.
+func headings(doc string) []string {
+	var hs []string
+	for line := range strings.Lines(doc) {
+		if strings.HasPrefix(line, "#") {
+			hs = append(hs, strings.TrimSpace(line))
+		}
+	}
+	return hs
+}
+
+// checkTables checks that every row of every table in doc has as many cells as the table's
+// header row.
+func checkTables(t *testing.T, doc string) {
+	t.Helper()
+	want := -1
+	for line := range strings.Lines(doc) {
+		if !strings.HasPrefix(line, "|") {
+			want = -1
+			continue
+		}
+		n := strings.Count(line, "|")
+		if want < 0 {
+			want = n
+		} else if n != want {
+			t.Errorf("row with %d bars in a table whose header has %d: %q", n, want, line)
+		}
+	}
+}
+
+func TestWriteDocument(t *testing.T) {
+	const (
+		summaryHead = "| suite | calls | W×B | trials | calls/s | client CPU/call | p50 | p99 |"
+		summaryRow  = "| standard | 1,000 | 2×2 | 3 | 0.90× (0.80–1.00) | 1.10× (1.00–1.20) | 1.00× (0.90–1.10) | 1.00× (0.95–1.05) |"
+		loopLine    = "Loop suite, prpc alone, 3 trials: tick interval p99 over the burst 55.00 ms (51.00–60.00), skipped ticks 0 at most."
+	)
+	tests := []struct {
+		name     string
+		edit     func(*Report)
+		headings []string
+		want     []string // lines or parts of lines the document has
+		wantNot  []string
+	}{
+		{
+			name: "burst and loop suites",
+			edit: func(*Report) {},
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
+				"## Loop suite", "## How to reproduce"},
+			want: []string{summaryHead, summaryRow, loopLine, "**not met** (1 of 3 trials)"},
+		},
+		{
+			name:     "burst suites only",
+			edit:     func(r *Report) { r.Loop = nil },
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard", "## How to reproduce"},
+			want:     []string{summaryRow},
+			wantNot:  []string{"## Loop suite", "Loop suite, prpc alone"},
+		},
+		{
+			name:     "loop suite only",
+			edit:     func(r *Report) { r.Suites = nil },
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Loop suite", "## How to reproduce"},
+			want:     []string{loopLine},
+			wantNot:  []string{summaryHead, "## Burst suites"},
+		},
+		{
+			name: "one trial: no spread",
+			edit: func(r *Report) {
+				sh := &r.Suites[0].Shapes[0]
+				sh.Shape.Trials, sh.Trials = 1, sh.Trials[:2]
+				r.Loop.Trials = r.Loop.Trials[:1]
+			},
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
+				"## Loop suite", "## How to reproduce"},
+			want: []string{"| standard | 1,000 | 2×2 | 1 | 0.80× | 1.10× | 1.00× | 1.00× |",
+				"Loop suite, prpc alone, 1 trials: tick interval p99 over the burst 51.00 ms, skipped ticks 0 at most."},
+			wantNot: []string{"**median**"},
+		},
+		{
+			name: "prpc alone: no ratios",
+			edit: func(r *Report) {
+				sh := &r.Suites[0].Shapes[0]
+				sh.Trials = slices.DeleteFunc(sh.Trials, func(t TrialResult) bool { return t.Client == clientBaseline })
+			},
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
+				"## Loop suite", "## How to reproduce"},
+			want: []string{"| standard | 1,000 | 2×2 | 3 | – | – | – | – |"},
+		},
+		{
+			name: "pinned, separate process",
+			edit: func(r *Report) { r.Pinned, r.ClientAffinity, r.BackendAffinity = true, "0", "1" },
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
+				"## Loop suite", "## How to reproduce"},
+			want: []string{"- Backend: a separate process. Pinned: client threads on CPU 0, backend threads on CPU 1."},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := docReport()
+			tt.edit(r)
+			var doc, body bytes.Buffer
+			if err := r.WriteDocument(&doc); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.WriteMarkdown(&body); err != nil {
+				t.Fatal(err)
+			}
+			got := doc.String()
+			if h := headings(got); !slices.Equal(h, tt.headings) {
+				t.Errorf("headings = %q, want %q", h, tt.headings)
+			}
+			if !strings.HasPrefix(got, "# Performance report\n\n<!-- Generated by `"+r.Command+"`. Do not edit") {
+				t.Errorf("the document does not open with its title and the generating command:\n%s", got)
+			}
+			// The document is what WriteMarkdown writes, between its own opening and reproduce section.
+			if !strings.Contains(got, "\n"+body.String()+"\n## How to reproduce\n") {
+				t.Errorf("the document does not hold WriteMarkdown's output whole:\ndocument:\n%s\nWriteMarkdown:\n%s", got, body.String())
+			}
+			if strings.Contains(body.String(), "# Performance report") || strings.Contains(body.String(), "## How to reproduce") {
+				t.Errorf("WriteMarkdown writes the document's own parts:\n%s", body.String())
+			}
+			machine := []string{
+				"Command: `" + r.Command + "`\n",
+				"- CPU: Test CPU, 2 cores (GOMAXPROCS 2)\n",
+				"- OS: Test OS 1, kernel 6.0.0-test, linux/amd64\n",
+				"- Go: go1.26.0; grpc-go: v1.85.0\n",
+				"- Run: started 2026-01-02 03:04 UTC, took 1m30s\n",
+				"- Load average (1, 5, 15 min): 0.10 0.20 0.30 at the start, 1.10 0.40 0.35 at the end.",
+			}
+			for _, want := range append(machine, tt.want...) {
+				if !strings.Contains(got, want) {
+					t.Errorf("the document lacks %q:\n%s", want, got)
+				}
+			}
+			for _, not := range tt.wantNot {
+				if strings.Contains(got, not) {
+					t.Errorf("the document has %q:\n%s", not, got)
+				}
+			}
+			checkTables(t, got)
+			// One per-trial row per client and trial, and a median row per client over several.
+			if len(r.Suites) > 0 {
+				sh := r.Suites[0].Shapes[0]
+				clients := map[string]bool{}
+				for _, tr := range sh.Trials {
+					clients[tr.Client] = true
+				}
+				want := len(sh.Trials)
+				if sh.Shape.Trials > 1 {
+					want += len(clients)
+				}
+				if n := strings.Count(got, "\n| 1,000 | 2×2 |"); n != want {
+					t.Errorf("%d rows of the shape, want %d:\n%s", n, want, got)
+				}
+			}
+		})
+	}
+}
+
+func TestSpreadText(t *testing.T) {
+	for _, c := range []struct {
+		s    spread
+		n    int
+		unit string
+		want string
+	}{
+		{spread{0.97, 0.9, 1.02}, 3, "×", "0.97× (0.90–1.02)"},
+		{spread{0.97, 0.97, 0.97}, 1, "×", "0.97×"},
+		{spread{55.091, 50.63, 59.555}, 2, " ms", "55.09 ms (50.63–59.55)"},
+	} {
+		if got := spreadText(c.s, c.n, c.unit); got != c.want {
+			t.Errorf("spreadText(%+v, %d, %q) = %q, want %q", c.s, c.n, c.unit, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		s    spread
+		n    int
+		want string
+	}{
+		{spread{1.1, 1, 1.2}, 3, "1.10× (1.00–1.20)"},
+		{spread{}, 0, "–"},
+		{spread{}, 2, "–"}, // an unknown ratio, as when the baseline's figure was 0
+	} {
+		if got := ratioCell(c.s, c.n); got != c.want {
+			t.Errorf("ratioCell(%+v, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	for _, c := range []struct {
+		v    []float64
+		want spread
+	}{
+		{nil, spread{}},
+		{[]float64{2}, spread{2, 2, 2}},
+		{[]float64{3, 1, 2}, spread{2, 1, 3}},
+		{[]float64{4, 1, 2, 3}, spread{2.5, 1, 4}},
+	} {
+		if got := spreadOf(c.v, func(x float64) float64 { return x }); got != c.want {
+			t.Errorf("spreadOf(%v) = %+v, want %+v", c.v, got, c.want)
+		}
+	}
+}
+
+// TestMarkdownFlag runs a small burst with -markdown and checks that it replaces the file with
+// the document, and that a run that fails leaves the file as it was.
+func TestMarkdownFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	const old = "an older report\n"
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"-inprocess", "-calls", "-1", "-markdown", path}, &stdout, &stderr); err == nil {
+		t.Fatal("run with -calls -1 succeeded")
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != old {
+		t.Fatalf("a run that failed changed the file: %q, %v", b, err)
+	}
+	args := []string{"-inprocess", "-calls", "50", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "0", "-markdown", path}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	cmd := "go run ./benchmarks/burst " + strings.Join(args, " ")
+	if !strings.HasPrefix(doc, "# Performance report\n\n<!-- Generated by `"+cmd+"`.") || strings.Contains(doc, old) {
+		t.Errorf("the file is not the run's document:\n%s", doc)
+	}
+	for _, want := range []string{"## Machine", "| custom | 50 | 2×2 | 1 |", "| 50 | 2×2 | 1 | prpc |", "## How to reproduce"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the document lacks %q:\n%s", want, doc)
+		}
+	}
+	// The document is written through a temporary file, which is gone.
+	if entries, err := os.ReadDir(filepath.Dir(path)); err != nil || len(entries) != 1 {
+		t.Errorf("the directory holds %v (%v), want the report alone", entries, err)
+	}
+}

@@ -1,6 +1,0 @@
-//go:build !race
-
-package reactor_test
-
-// faultRace reports whether the race detector is on.
-const faultRace = false

@@ -1,0 +1,93 @@
+package reactor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/reactor/reactortest"
+)
+
+// echoBackend returns an in-memory backend that answers every Echo call at once with its
+// Message.
+func echoBackend() *reactortest.Backend {
+	b := reactortest.NewBackend()
+	reactortest.Handle(b, echo, func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
+	})
+	return b
+}
+
+// recordingConn is a grpc.ClientConnInterface that answers Echo requests without a network and
+// records what each call was given: its deadline, call options and argument types, which a
+// reactortest.Backend does not show. If block is not nil, Invoke waits until it is closed or
+// the call's context is done.
+type recordingConn struct {
+	block   chan struct{}
+	entered chan struct{} // receives one value per Invoke, if not nil
+
+	mu    sync.Mutex
+	calls []recordedCall
+}
+
+type recordedCall struct {
+	method    string
+	deadline  time.Time
+	hasDL     bool
+	replyMax  int
+	opts      []grpc.CallOption
+	argsType  string
+	replyType string
+}
+
+func (f *recordingConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	dl, ok := ctx.Deadline()
+	rec := recordedCall{method: method, deadline: dl, hasDL: ok, opts: opts}
+	frame, fok := args.(*codec.Frame)
+	r, rok := reply.(*codec.Reply)
+	if fok {
+		rec.argsType = "frame"
+	}
+	if rok {
+		rec.replyType = "reply"
+		rec.replyMax = r.Max
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, rec)
+	f.mu.Unlock()
+	if f.entered != nil {
+		f.entered <- struct{}{}
+	}
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if !fok || !rok {
+		return errors.New("recordingConn: unexpected argument types")
+	}
+	req := &testpb.EchoRequest{}
+	if err := proto.Unmarshal(frame.Bytes, req); err != nil {
+		return err
+	}
+	proto.Merge(r.Msg, &testpb.EchoResponse{Message: req.GetMessage()})
+	return nil
+}
+
+func (f *recordingConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, errors.New("recordingConn: streams are not supported")
+}
+
+func (f *recordingConn) recorded() []recordedCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]recordedCall(nil), f.calls...)
+}
