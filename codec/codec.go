@@ -1,5 +1,6 @@
 // Package codec is prpc's raw-bytes gRPC codec. A request is encoded once, on the goroutine
-// that submits it, into a pooled Buffer (Size, then Encode); the codec hands those bytes to
+// that submits it, into a buffer the caller keeps for reuse (Size, then Append); the codec
+// hands those bytes to
 // gRPC in a Frame without a second marshal or a copy, and decodes a response straight from
 // gRPC's receive buffers into the message a Reply names, on the invoker lane that ran the
 // call, refusing one larger than the Reply's bound.
