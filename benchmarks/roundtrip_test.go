@@ -49,8 +49,8 @@ const roundTripTimeout = reactor.DefaultTimeout
 //
 //   - prpc: reactor.Call, then the loop waits on Ready and runs Tick until the callback has
 //     run — submit to callback, as a game loop sees it;
-//   - prpc-no-metadata: the same, with GetPlayer's policy turning response metadata off
-//     (MethodPolicy.NoResponseMetadata): its B/op and allocs/op against prpc's are what
+//   - prpc-metadata: the same, with GetPlayer's policy asking for response metadata
+//     (MethodPolicy.ResponseMetadata): its B/op and allocs/op against prpc's are what
 //     capturing the header and trailer costs;
 //   - plain-invoke: the generated stub's GetPlayer on a grpc.ClientConn, with a context
 //     timeout per call as prpc sets one.
@@ -90,7 +90,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 	}
 	b.Run("prpc", prpcRoundTrip(nil))
-	b.Run("prpc-no-metadata", prpcRoundTrip([]reactor.MethodPolicy{{Method: getPlayer, NoResponseMetadata: true}}))
+	b.Run("prpc-metadata", prpcRoundTrip([]reactor.MethodPolicy{{Method: getPlayer, ResponseMetadata: true}}))
 
 	b.Run("plain-invoke", func(b *testing.B) {
 		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -151,8 +151,10 @@ func (e *Error) Method() string { return e.method }
 func (e *Error) GRPCStatus() *status.Status { return e.st }
 
 // Trailer returns the trailers the server sent with a failure; nil for local failures and for
-// methods whose policy turns response metadata off (reactor.MethodPolicy.NoResponseMetadata);
-// empty if they were larger than limits.Limits.MaxMetadataBytes, which drops them whole.
+// calls that did not ask for response metadata (Options.ResponseMetadata,
+// reactor.MethodPolicy.ResponseMetadata); empty if they were larger than
+// limits.Limits.MaxMetadataBytes, which drops them whole. The status details travel in the
+// status whether or not the trailer was asked for.
 func (e *Error) Trailer() metadata.MD { return e.trailer }
 
 // Is reports whether e matches target: the sentinel of its condition, or the same error.

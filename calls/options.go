@@ -56,4 +56,10 @@ type Options struct {
 	// is critical; otherwise a critical call is rejected like any other, with an ErrOverloaded
 	// error that names CriticalReserve.
 	Critical bool
+
+	// ResponseMetadata asks gRPC for the call's response header and trailer, for
+	// Promise.Header, Promise.Trailer and Error.Trailer, as grpc.Header and grpc.Trailer do;
+	// without it (and without the method policy's reactor.MethodPolicy.ResponseMetadata) they
+	// are nil. The status code, message and details reach the error either way.
+	ResponseMetadata bool
 }

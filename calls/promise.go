@@ -60,18 +60,18 @@ func (p *Promise[Resp]) State() State { return State(p.core().State()) }
 func (p *Promise[Resp]) Err() error { return p.core().Err() }
 
 // Header returns the response headers the server sent, once the outcome is visible; nil
-// before, if the call never reached the server, or if the method's policy turns response
-// metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the headers were larger
-// than limits.Limits.MaxMetadataBytes, which drops them whole.
+// before, if the call never reached the server, or if nobody asked for them
+// (Options.ResponseMetadata, reactor.MethodPolicy.ResponseMetadata); empty if the headers
+// were larger than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Header() metadata.MD {
 	h, _ := p.core().Metadata()
 	return h
 }
 
 // Trailer returns the response trailers the server sent, once the outcome is visible; nil
-// before, if the call never reached the server, or if the method's policy turns response
-// metadata off (reactor.MethodPolicy.NoResponseMetadata); empty if the trailers were larger
-// than limits.Limits.MaxMetadataBytes, which drops them whole.
+// before, if the call never reached the server, or if nobody asked for them
+// (Options.ResponseMetadata, reactor.MethodPolicy.ResponseMetadata); empty if the trailers
+// were larger than limits.Limits.MaxMetadataBytes, which drops them whole.
 func (p *Promise[Resp]) Trailer() metadata.MD {
 	_, t := p.core().Metadata()
 	return t

@@ -128,7 +128,7 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 		c.Extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
 	}
 	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
-	c.NoMetadata = policy.noMetadata
+	c.Metadata = opts.ResponseMetadata || policy.metadata
 	c.Admitted = true
 	gen := c.Gen()
 	p.Bind(c, gen)

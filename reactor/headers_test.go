@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -28,14 +29,17 @@ import (
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
+// TestHeadersAndTrailers: a call that asks for response metadata sees the server's header
+// and trailer, inside its callbacks and after, on success and on failure.
 func TestHeadersAndTrailers(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})
+	withMetadata := &calls.Options{ResponseMetadata: true}
 
 	t.Run("success", func(t *testing.T) {
 		var header, trailer metadata.MD
 		var p *calls.Promise[*testpb.EchoResponse]
-		p = reactor.Call(r, echo, &testpb.EchoRequest{Message: "h"}, nil).
+		p = reactor.Call(r, echo, &testpb.EchoRequest{Message: "h"}, withMetadata).
 			Then(func(*testpb.EchoResponse) { header, trailer = p.Header(), p.Trailer() })
 		waitFor(t, r, func() bool { return p.State() != calls.Pending })
 		require.NoError(t, p.Err())
@@ -48,7 +52,7 @@ func TestHeadersAndTrailers(t *testing.T) {
 	t.Run("failure", func(t *testing.T) {
 		var trailerInCallback metadata.MD
 		var p *calls.Promise[*testpb.EchoResponse]
-		p = reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, nil).
+		p = reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, withMetadata).
 			OnError(func(error) { trailerInCallback = p.Trailer() })
 		waitFor(t, r, func() bool { return p.State() != calls.Pending })
 		err := p.Err()
@@ -74,31 +78,63 @@ func TestHeadersAndTrailers(t *testing.T) {
 	})
 }
 
-// TestNoResponseMetadata: a method whose policy turns response metadata off gets no header
-// or trailer, on success or failure, while its status, message and response are intact; the
-// same server's metadata still reaches a reactor without the policy (TestHeadersAndTrailers).
-func TestNoResponseMetadata(t *testing.T) {
-	srv := testserver.Start(t)
-	r := newReactor(t, srv, reactor.Config{Policies: []reactor.MethodPolicy{{Method: echo, NoResponseMetadata: true}}})
+// TestResponseMetadataIsOptIn: as in grpc-go, a call gets the server's header and trailer
+// only when it asks, by its options or its method's policy; otherwise Header, Trailer and
+// Error.Trailer are nil, on success or failure, while its status, message and response are
+// intact.
+func TestResponseMetadataIsOptIn(t *testing.T) {
+	// Both methods send a header and a trailer, then answer as asked.
+	srv := startBoth(t, func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		if err := grpc.SetHeader(ctx, metadata.Pairs(testserver.HeaderKey, testserver.HeaderValue)); err != nil {
+			return nil, err
+		}
+		if err := grpc.SetTrailer(ctx, metadata.Pairs(testserver.TrailerKey, testserver.TrailerValue)); err != nil {
+			return nil, err
+		}
+		if c := req.GetFailCode(); c != 0 {
+			st, err := status.New(codes.Code(c), req.GetFailMessage()).WithDetails(wrapperspb.String("detail"))
+			if err != nil {
+				return nil, err
+			}
+			return nil, st.Err()
+		}
+		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
+	})
+	other := reactor.MethodPolicy{Method: echoOther, ResponseMetadata: true}
+	r := newReactor(t, srv, reactor.Config{Policies: []reactor.MethodPolicy{other}})
 	tests := []struct {
-		name string
-		req  *testpb.EchoRequest
-		code codes.Code
+		name   string
+		method *calls.Method[*testpb.EchoRequest, *testpb.EchoResponse]
+		opts   *calls.Options
+		req    *testpb.EchoRequest
+		code   codes.Code
+		want   bool // header and trailer captured
 	}{
-		{"success", &testpb.EchoRequest{Message: "h"}, codes.OK},
-		{"failure", &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, codes.NotFound},
+		{"default, success", echo, nil, &testpb.EchoRequest{Message: "h"}, codes.OK, false},
+		{"default, failure", echo, nil, &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, codes.NotFound, false},
+		{"per call, success", echo, &calls.Options{ResponseMetadata: true}, &testpb.EchoRequest{Message: "h"}, codes.OK, true},
+		{"per call, failure", echo, &calls.Options{ResponseMetadata: true}, &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, codes.NotFound, true},
+		{"per method, success", echoOther, nil, &testpb.EchoRequest{Message: "h"}, codes.OK, true},
+		{"per method, failure", echoOther, nil, &testpb.EchoRequest{FailCode: int32(codes.NotFound), FailMessage: "no such player"}, codes.NotFound, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var header, trailer metadata.MD
 			var resp *testpb.EchoResponse
 			var p *calls.Promise[*testpb.EchoResponse]
-			p = reactor.Call(r, echo, tt.req, nil).
+			p = reactor.Call(r, tt.method, tt.req, tt.opts).
 				Then(func(got *testpb.EchoResponse) { resp = got }).
 				Always(func() { header, trailer = p.Header(), p.Trailer() })
 			waitFor(t, r, func() bool { return p.State() != calls.Pending })
-			require.Nil(t, header)
-			require.Nil(t, trailer)
+			if tt.want {
+				if tt.code == codes.OK {
+					require.Equal(t, []string{testserver.HeaderValue}, header.Get(testserver.HeaderKey))
+				}
+				require.Equal(t, []string{testserver.TrailerValue}, trailer.Get(testserver.TrailerKey))
+			} else {
+				require.Nil(t, header)
+				require.Nil(t, trailer)
+			}
 			if tt.code == codes.OK {
 				require.NoError(t, p.Err())
 				require.Equal(t, "h", resp.GetMessage())
@@ -108,7 +144,14 @@ func TestNoResponseMetadata(t *testing.T) {
 			require.True(t, errors.As(p.Err(), &ce))
 			require.Equal(t, tt.code, ce.Code())
 			require.Equal(t, "no such player", ce.Message())
-			require.Nil(t, ce.Trailer())
+			details := ce.GRPCStatus().Details()
+			require.Len(t, details, 1, "the status details reach the error, asked for or not")
+			require.True(t, proto.Equal(wrapperspb.String("detail"), details[0].(proto.Message)))
+			if tt.want {
+				require.Equal(t, []string{testserver.TrailerValue}, ce.Trailer().Get(testserver.TrailerKey))
+			} else {
+				require.Nil(t, ce.Trailer())
+			}
 		})
 	}
 }
@@ -169,9 +212,10 @@ func TestReceivedMetadataOverLimitDropped(t *testing.T) {
 			})
 			var logs syncBuffer
 			r := newReactor(t, nil, reactor.Config{
-				Conn:   backend,
-				Limits: limits.Limits{MaxMetadataBytes: limit},
-				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+				Conn:     backend,
+				Limits:   limits.Limits{MaxMetadataBytes: limit},
+				Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+				Policies: []reactor.MethodPolicy{{Method: echo, ResponseMetadata: true}},
 			})
 			p, resp, err := roundTrip(t, r, &testpb.EchoRequest{Message: "hi"}, nil)
 
@@ -307,7 +351,8 @@ func TestOversizedResponseFailsOnlyItsCall(t *testing.T) {
 				h2Reply(w, tt.header, nil, trailer)
 			})
 			// 128 lanes: every good call and the bad one are in flight at once.
-			h := startHost(t, reactor.Config{Target: srv.addr, Workers: 4, BatchSize: 32, DefaultTimeout: 4 * time.Second})
+			h := startHost(t, reactor.Config{Target: srv.addr, Workers: 4, BatchSize: 32, DefaultTimeout: 4 * time.Second,
+				Policies: []reactor.MethodPolicy{{Method: echo, ResponseMetadata: true}}})
 			for i := range good {
 				h.submit(echo, echoReq(fmt.Sprint("good", i)), nil)
 			}
@@ -353,7 +398,7 @@ func TestOversizedStatusFromGRPCServer(t *testing.T) {
 				}
 				return &testpb.EchoResponse{Message: req.GetMessage()}, nil
 			})
-			h := startHost(t, reactor.Config{Target: srv.Addr()})
+			h := startHost(t, reactor.Config{Target: srv.Addr(), Policies: []reactor.MethodPolicy{{Method: echo, ResponseMetadata: true}}})
 			bad := h.submit(echo, echoReq(h2Bad), nil)
 			after := h.submit(echo, echoReq("after"), nil)
 			h.settle()

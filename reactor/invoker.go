@@ -48,7 +48,7 @@ func (r *Reactor) lane(inv int) {
 		}
 		header, trailer, p = nil, nil, peer.Peer{}
 		opts := withMetadata
-		if c.NoMetadata {
+		if !c.Metadata {
 			opts = bare
 		}
 		value, err := r.invoke(c, ctx, opts, frame, &reply)

@@ -14,7 +14,7 @@ import (
 
 // MethodPolicy sets the defaults of one method's calls. A call's Options may override
 // Timeout, turn WaitForReady on (or off, with FailFast) and make the call Critical;
-// Idempotent and NoResponseMetadata belong to the method. New resolves the policies once; a
+// Idempotent and ResponseMetadata belong to the method. New resolves the policies once; a
 // call costs one map lookup for its method's policy.
 type MethodPolicy struct {
 	// Method is the method the policy applies to. Required; one policy per method.
@@ -39,13 +39,14 @@ type MethodPolicy struct {
 	// with cosmetic reads.
 	Critical bool
 
-	// NoResponseMetadata stops prpc from asking gRPC for the response header and trailer of
-	// this method's calls: Promise.Header, Promise.Trailer and calls.Error.Trailer are then
-	// nil for them (status codes, messages and details are unaffected). grpc-go hands the
-	// header and trailer over only as copies of both maps, which costs every call several
-	// allocations (BenchmarkRoundTrip's prpc-no-metadata case shows how many); set it for
-	// busy methods whose response metadata nobody reads.
-	NoResponseMetadata bool
+	// ResponseMetadata asks gRPC for the response header and trailer of every call of this
+	// method, for Promise.Header, Promise.Trailer and calls.Error.Trailer; without it (and
+	// without calls.Options.ResponseMetadata) they are nil, as in grpc-go, where a call gets
+	// its header and trailer only when it asks (grpc.Header, grpc.Trailer). Status codes,
+	// messages and details reach every error either way. grpc-go hands the header and trailer
+	// over only as copies of both maps, which costs each call that asks several allocations
+	// (BenchmarkRoundTrip's prpc-metadata case shows how many).
+	ResponseMetadata bool
 }
 
 // RetryPolicy is how gRPC retries the calls of idempotent methods (MethodPolicy.Idempotent),
@@ -140,7 +141,7 @@ type methodPolicy struct {
 	timeout      time.Duration
 	waitForReady bool
 	critical     bool
-	noMetadata   bool
+	metadata     bool // ResponseMetadata
 }
 
 // resolvePolicies checks c.Policies and indexes them by path.
@@ -165,7 +166,7 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 		if timeout == 0 {
 			timeout = c.DefaultTimeout
 		}
-		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, noMetadata: p.NoResponseMetadata}
+		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata}
 	}
 	return out, nil
 }

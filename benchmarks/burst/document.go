@@ -65,9 +65,9 @@ From the repository's root:
   extreme suites; ` + "`-suite loop`" + ` runs the loop suite, and ` + "`-suite all,loop`" + ` all three.
 - ` + "`-pin`" + ` (Linux) runs the client on CPU 0 and the backend on CPU 1, so that client CPU/call is
   the client's alone. The loop suite runs unpinned, so it needs a run of its own.
-- ` + "`-baseline-metadata`" + ` makes the pool capture every response's header and trailer, as prpc
-  does; ` + "`-prpc-no-metadata`" + ` turns prpc's capture off for GetPlayer instead. Either way both
-  clients do the same work.
+- By default neither client captures a response's header and trailer, as neither does
+  unless asked; ` + "`-metadata`" + ` makes both capture them (prpc with
+  MethodPolicy.ResponseMetadata, the pool with grpc.Header and grpc.Trailer).
 - ` + "`-json`" + ` writes the report to stdout as JSON; ` + "`-markdown FILE`" + ` writes this document.
 
 The Go micro-benchmarks are not part of this report. Run them with

@@ -15,8 +15,7 @@ type jsonReport struct {
 	ElapsedS        float64     `json:"elapsed_s"`
 	Backend         string      `json:"backend"`
 	Pinned          bool        `json:"pinned"`
-	BaselineMD      bool        `json:"baseline_captures_metadata"`
-	PRPCNoMD        bool        `json:"prpc_skips_metadata"`
+	Metadata        bool        `json:"metadata"`
 	ClientAffinity  string      `json:"client_affinity,omitempty"`
 	BackendAffinity string      `json:"backend_affinity,omitempty"`
 	TimeoutMs       float64     `json:"timeout_ms"`
@@ -83,8 +82,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		Warmup:          r.Warmup,
 		Percentiles:     "nearest rank: the smallest sample with at least q% of the samples at or below it",
 		Errors:          r.Errors(),
-		BaselineMD:      r.BaselineMetadata,
-		PRPCNoMD:        r.PRPCNoMetadata,
+		Metadata:        r.Metadata,
 	}
 	if r.InProcess {
 		jr.Backend = "in process"

@@ -138,7 +138,7 @@ func (rn *runner) runLoop(s Shape) (*LoopResult, error) {
 // The loop closes the reactor.
 func (rn *runner) loopTrial(s Shape) (LoopTrial, error) {
 	tr := LoopTrial{Calls: s.Calls}
-	c, err := newPRPCClient(rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.noMetadata)
+	c, err := newPRPCClient(rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
 	if err != nil {
 		return tr, fmt.Errorf("prpc client: %w", err)
 	}

@@ -21,11 +21,9 @@
 // store, run by default in a separate process: this binary re-executed, stopping when its
 // stdin closes. With -pin (Linux) the client runs on CPU 0 and the backend on CPU 1, so the
 // client's CPU time is its own; with -inprocess the backend runs in the client's process and
-// the CPU time includes it. With -baseline-metadata the grpc-go baseline also captures every
-// response's header and trailer, as prpc does for every call (Promise.Header and
-// Promise.Trailer need them, and grpc-go copies both maps to hand them over), so that the two
-// clients do the same work; -prpc-no-metadata instead turns the capture off in prpc, with
-// GetPlayer's MethodPolicy.NoResponseMetadata.
+// the CPU time includes it. Neither client captures a response's header and trailer unless
+// -metadata makes both do it: prpc with GetPlayer's MethodPolicy.ResponseMetadata, the
+// grpc-go pool with grpc.Header and grpc.Trailer.
 //
 // Usage:
 //
@@ -110,8 +108,7 @@ type options struct {
 	timeout, budget               time.Duration
 	warmup                        int
 	inprocess, pin, json          bool
-	baselineMetadata              bool
-	prpcNoMetadata                bool
+	metadata                      bool
 	clients                       string
 	cpuprofile, memprofile        string
 	markdown                      string
@@ -131,8 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
 	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
-	fs.BoolVar(&o.baselineMetadata, "baseline-metadata", false, "the grpc-go baseline captures every response's header and trailer (grpc.Header, grpc.Trailer), as prpc does for Promise.Header and Promise.Trailer")
-	fs.BoolVar(&o.prpcNoMetadata, "prpc-no-metadata", false, "prpc's GetPlayer policy turns response metadata off (reactor.MethodPolicy.NoResponseMetadata), so that, like the default baseline, it does not capture each response's header and trailer")
+	fs.BoolVar(&o.metadata, "metadata", false, "both clients capture every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
 	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
 	fs.StringVar(&o.clients, "clients", clientPRPC+","+clientBaseline, "comma-separated clients to run: "+clientPRPC+", "+clientBaseline)
@@ -169,8 +165,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-workers and -batch shape a -calls run; give -calls too")
 	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
-	case o.baselineMetadata && o.prpcNoMetadata:
-		return o, errors.New("-baseline-metadata and -prpc-no-metadata each make the two clients do the same metadata work, from opposite sides; together prpc would skip what the baseline captures: give one")
 	case o.pin && o.inprocess:
 		return o, errors.New("-pin puts the backend on its own CPU, which needs it in a separate process: drop -inprocess")
 	case o.pin && !pinSupported:
@@ -266,16 +260,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	suites := o.suites()
 	loopSh, loopOn := o.loopShape()
 	rep := &Report{
-		Command:          strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
-		Machine:          machine(),
-		Started:          time.Now(),
-		InProcess:        o.inprocess,
-		BaselineMetadata: o.baselineMetadata,
-		PRPCNoMetadata:   o.prpcNoMetadata,
-		Pinned:           o.pin,
-		Timeout:          o.timeout,
-		Budget:           o.budget,
-		Warmup:           o.warmup,
+		Command:   strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
+		Machine:   machine(),
+		Started:   time.Now(),
+		InProcess: o.inprocess,
+		Metadata:  o.metadata,
+		Pinned:    o.pin,
+		Timeout:   o.timeout,
+		Budget:    o.budget,
+		Warmup:    o.warmup,
 	}
 	if o.pin {
 		runtime.GOMAXPROCS(1)
@@ -320,7 +313,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	rn := &runner{
 		addr: be.addr, backend: be, clients: strings.Split(o.clients, ","),
-		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.baselineMetadata, noMetadata: o.prpcNoMetadata,
+		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.metadata,
 		xuids: xuids, players: players, progress: stderr,
 	}
 

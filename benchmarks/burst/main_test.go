@@ -164,7 +164,6 @@ func TestFlagErrors(t *testing.T) {
 		{"-calls", "-1"},
 		{"-clients", "prpc,curl"},
 		{"-inprocess", "-pin"},
-		{"-baseline-metadata", "-prpc-no-metadata"},
 		{"-timeout", "0s"},
 		{"extra"},
 		{"-suite", ""},
@@ -385,8 +384,8 @@ func TestFaultsColumn(t *testing.T) {
 	}
 }
 
-// TestBaselineMetadata checks that -baseline-metadata makes the grpc-go baseline capture each
-// response's header.
+// TestBaselineMetadata checks that -metadata makes the grpc-go baseline capture each response's
+// header.
 func TestBaselineMetadata(t *testing.T) {
 	for _, capture := range []bool{false, true} {
 		be, err := startBackend(context.Background(), true, -1, io.Discard)
@@ -426,9 +425,9 @@ func TestBaselineMetadata(t *testing.T) {
 	}
 }
 
-// TestPRPCNoMetadata checks that -prpc-no-metadata turns response metadata off for prpc's
-// GetPlayer calls.
-func TestPRPCNoMetadata(t *testing.T) {
+// TestPRPCMetadata checks that -metadata makes prpc capture each GetPlayer response's header,
+// and that without it prpc captures none, the library's default.
+func TestPRPCMetadata(t *testing.T) {
 	be, err := startBackend(context.Background(), true, -1, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -437,8 +436,8 @@ func TestPRPCNoMetadata(t *testing.T) {
 	if err := seed(context.Background(), be.addr, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, noMetadata := range []bool{false, true} {
-		c, err := newPRPCClient(be.addr, Shape{Calls: 1, Workers: 1, Batch: 1}, 10*time.Second, 2*time.Millisecond, 1, noMetadata)
+	for _, metadata := range []bool{false, true} {
+		c, err := newPRPCClient(be.addr, Shape{Calls: 1, Workers: 1, Batch: 1}, 10*time.Second, 2*time.Millisecond, 1, metadata)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,24 +455,23 @@ func TestPRPCNoMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p.Err() != nil {
-			t.Fatalf("noMetadata %v: %v", noMetadata, p.Err())
+			t.Fatalf("metadata %v: %v", metadata, p.Err())
 		}
-		if got := p.Header() != nil; got == noMetadata {
-			t.Errorf("noMetadata %v: header captured %v", noMetadata, got)
+		if got := p.Header() != nil; got != metadata {
+			t.Errorf("metadata %v: header captured %v", metadata, got)
 		}
 	}
 }
 
-// TestMetadataFlagsReported checks that the JSON and Markdown reports say which client's
-// metadata capture a flag changed.
+// TestMetadataFlagsReported checks that the JSON and Markdown reports say when -metadata made
+// both clients capture response metadata.
 func TestMetadataFlagsReported(t *testing.T) {
 	tests := []struct {
 		flag   string
 		inJSON func(jsonReport) bool
 		report Report
 	}{
-		{"-baseline-metadata", func(r jsonReport) bool { return r.BaselineMD }, Report{BaselineMetadata: true}},
-		{"-prpc-no-metadata", func(r jsonReport) bool { return r.PRPCNoMD }, Report{PRPCNoMetadata: true}},
+		{"-metadata", func(r jsonReport) bool { return r.Metadata }, Report{Metadata: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {

@@ -125,11 +125,8 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 		"the trial starts after freed memory is returned to the OS, so they include pages the heap had held before. " +
 		peakRSSNote(r) +
 		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better).\n")
-	if r.PRPCNoMetadata {
-		b.WriteString("prpc's GetPlayer policy turns response metadata off (MethodPolicy.NoResponseMetadata, -prpc-no-metadata): neither client captures each response's header and trailer.\n")
-	}
-	if r.BaselineMetadata {
-		b.WriteString("The grpc-go baseline captures every response's header and trailer (grpc.Header, grpc.Trailer), as prpc does for Promise.Header and Promise.Trailer (-baseline-metadata).\n")
+	if r.Metadata {
+		b.WriteString("Both clients capture every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer (-metadata).\n")
 	}
 	for _, s := range r.Suites {
 		backendCol := !r.InProcess && hasBackendCPU(s)

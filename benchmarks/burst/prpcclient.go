@@ -21,12 +21,12 @@ type prpcClient struct {
 }
 
 // newPRPCClient returns a reactor for addr with s's Workers and BatchSize, room for maxCalls
-// outstanding calls, and timeout as every call's timeout. With noMetadata, GetPlayer's policy
-// turns response metadata off (reactor.MethodPolicy.NoResponseMetadata).
-func newPRPCClient(addr string, s Shape, timeout, budget time.Duration, maxCalls int, noMetadata bool) (*prpcClient, error) {
+// outstanding calls, and timeout as every call's timeout. With metadata, GetPlayer's policy
+// asks for every response's header and trailer (reactor.MethodPolicy.ResponseMetadata).
+func newPRPCClient(addr string, s Shape, timeout, budget time.Duration, maxCalls int, metadata bool) (*prpcClient, error) {
 	var policies []reactor.MethodPolicy
-	if noMetadata {
-		policies = []reactor.MethodPolicy{{Method: getPlayer, NoResponseMetadata: true}}
+	if metadata {
+		policies = []reactor.MethodPolicy{{Method: getPlayer, ResponseMetadata: true}}
 	}
 	r, err := reactor.New(reactor.Config{
 		Policies:       policies,

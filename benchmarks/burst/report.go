@@ -20,11 +20,9 @@ type Report struct {
 	// InProcess is true when the backend ran in the client's process, whose CPU time then
 	// includes the backend's.
 	InProcess bool
-	// BaselineMetadata is true when the grpc-go baseline captured every response's header
-	// and trailer, as prpc does.
-	BaselineMetadata bool
-	// PRPCNoMetadata is true when prpc's GetPlayer policy turned response metadata off.
-	PRPCNoMetadata bool
+	// Metadata is true when both clients captured every response's header and trailer
+	// (-metadata).
+	Metadata bool
 	// Pinned is true when the client ran on CPU 0 and the backend on CPU 1.
 	Pinned                          bool
 	ClientAffinity, BackendAffinity string

@@ -138,17 +138,16 @@ type ShapeResult struct {
 
 // runner runs shapes against one backend.
 type runner struct {
-	addr       string
-	backend    *backend
-	clients    []string
-	timeout    time.Duration
-	budget     time.Duration
-	warmup     int
-	metadata   bool                // the baseline captures each response's header and trailer
-	noMetadata bool                // prpc's GetPlayer policy turns response metadata off
-	xuids      []string            // xuids[i] is what call i asks for
-	players    []*networkpb.Player // players[i] is the answer call i must get
-	progress   io.Writer
+	addr     string
+	backend  *backend
+	clients  []string
+	timeout  time.Duration
+	budget   time.Duration
+	warmup   int
+	metadata bool                // both clients capture each response's header and trailer
+	xuids    []string            // xuids[i] is what call i asks for
+	players  []*networkpb.Player // players[i] is the answer call i must get
+	progress io.Writer
 }
 
 // runShape creates the clients for s, warms each up, then runs the trials interleaved: trial 1
@@ -170,7 +169,7 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 		)
 		switch name {
 		case clientPRPC:
-			c, err = newPRPCClient(rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.noMetadata)
+			c, err = newPRPCClient(rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
 		case clientBaseline:
 			c, err = newBaselineClient(rn.addr, s, rn.timeout, max(s.Calls, rn.warmup), rn.metadata)
 		}

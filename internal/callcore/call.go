@@ -114,7 +114,7 @@ type Call struct {
 	Deadline     int64  // Submitted plus the call's timeout
 	Extra        *Extra // nil unless the call has metadata, a parent context or call options
 	WaitForReady bool   // passed to gRPC as grpc.WaitForReady(true)
-	NoMetadata   bool   // the response header and trailer are not asked for
+	Metadata     bool   // the response header and trailer are asked for
 	Admitted     bool   // holds an admission slot until delivered
 
 	// Scheduling fields: owned by the reactor goroutine, but for the claim and Ctx.
@@ -179,7 +179,7 @@ func (c *Call) Recycle() {
 	gen := c.Gen() + 1
 	c.Ops, c.Target, c.Request, c.Extra = nil, nil, c.Request[:0], nil
 	c.Submitted, c.Deadline = 0, 0
-	c.WaitForReady, c.NoMetadata, c.Admitted, c.Queued, c.InHeap = false, false, false, false, false
+	c.WaitForReady, c.Metadata, c.Admitted, c.Queued, c.InHeap = false, false, false, false, false
 	c.Value, c.Err, c.Header, c.Trailer, c.Reason = nil, nil, nil, nil, ReasonNone
 	c.cancel.Store(nil)
 	c.state.Store(pack(gen, Unclaimed)) // last: whoever sees the new generation sees a clean record

@@ -64,7 +64,7 @@ func TestBackend(t *testing.T) {
 				require.NoError(t, reactortest.SetTrailer(ctx, metadata.Pairs("x-t", "2")))
 				return &testpb.EchoResponse{Message: md.Get("server-id")[0]}, nil
 			},
-			opts: &calls.Options{Metadata: metadata.MD{"Server-ID": {"lobby"}}},
+			opts: &calls.Options{Metadata: metadata.MD{"Server-ID": {"lobby"}}, ResponseMetadata: true},
 			check: func(t *testing.T, resp *testpb.EchoResponse, err error, p *calls.Promise[*testpb.EchoResponse]) {
 				require.NoError(t, err)
 				require.Equal(t, "lobby", resp.GetMessage())

@@ -329,7 +329,7 @@ func runCustomMetadata(r *reactor.Reactor) error {
 		Payload:      &testpb.Payload{Type: testpb.PayloadType_COMPRESSABLE, Body: make([]byte, 1)},
 	}
 	md := metadata.Pairs(initialMetadataKey, initialMetadataValue, trailingMetadataKey, trailingMetadataValue)
-	p := reactor.Call(r, unaryCall, req, &calls.Options{Metadata: md})
+	p := reactor.Call(r, unaryCall, req, &calls.Options{Metadata: md, ResponseMetadata: true})
 	resp, err := await(r, p)
 	if err != nil {
 		return err
