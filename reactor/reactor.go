@@ -103,6 +103,7 @@ type Reactor struct {
 	delivery    []*callcore.Call
 	head        int
 	host        host
+	released    []*callcore.Call // records the Tick in progress freed, for the pool
 	deliveredAt int64 // the time of the delivery in progress, for its latency
 	closeOnce   sync.Once
 	closeErr    error

@@ -35,11 +35,26 @@ func (p *recordPool) get() *callcore.Call {
 // put starts the record's next use and keeps it. The record must be settled, and no
 // goroutine may use it afterwards but through a generation check.
 func (p *recordPool) put(c *callcore.Call) {
+	recycle(c)
+	p.mu.Lock()
+	p.free = append(p.free, c)
+	p.mu.Unlock()
+}
+
+// putAll is put for every record of cs, under one lock.
+func (p *recordPool) putAll(cs []*callcore.Call) {
+	for _, c := range cs {
+		recycle(c)
+	}
+	p.mu.Lock()
+	p.free = append(p.free, cs...)
+	p.mu.Unlock()
+}
+
+// recycle starts c's next use, dropping an encode buffer too large to keep.
+func recycle(c *callcore.Call) {
 	if cap(c.Request) > codec.MaxKeptBuffer {
 		c.Request = nil
 	}
 	c.Recycle()
-	p.mu.Lock()
-	p.free = append(p.free, c)
-	p.mu.Unlock()
 }
