@@ -157,6 +157,13 @@ func (p *Pool[Req, Resp]) Tick(budget time.Duration) reactor.TickReport {
 // or for replies an earlier Tick already ran.
 func (p *Pool[Req, Resp]) Ready() <-chan struct{} { return p.ready }
 
+// Queued returns the number of calls submitted that no worker has taken yet. It is safe from
+// any goroutine.
+func (p *Pool[Req, Resp]) Queued() int { return len(p.jobs) }
+
+// Waiting returns the number of replies waiting for Tick. It is safe from any goroutine.
+func (p *Pool[Req, Resp]) Waiting() int { return len(p.replies) }
+
 // Close stops the Pool: the workers make the calls already submitted, then exit, while Close
 // runs the callbacks of their replies. If ctx is done first, the calls still running or
 // queued are cancelled (their callbacks get the cancellation error) and Close returns

@@ -49,7 +49,7 @@ func newPool(t *testing.T, call func(context.Context, int, ...grpc.CallOption) (
 // waitReplies waits until n replies wait for Tick.
 func waitReplies(t *testing.T, p *Pool[int, int], n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(p.replies) == n }, patience, time.Millisecond)
+	require.Eventually(t, func() bool { return p.Waiting() == n }, patience, time.Millisecond)
 }
 
 func TestNewValidates(t *testing.T) {
@@ -143,6 +143,8 @@ func TestTickBudget(t *testing.T) {
 			require.Equal(t, c.wantDelivered, rep.Delivered)
 			require.Equal(t, c.wantDelivered, ran)
 			require.Equal(t, c.waiting-c.wantDelivered, rep.Remaining)
+			require.Equal(t, rep.Remaining, p.Waiting())
+			require.Zero(t, p.Queued())
 			require.Equal(t, c.wantDelivered == 0, rep.Elapsed == 0, "Elapsed %v", rep.Elapsed)
 		})
 	}
