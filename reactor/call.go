@@ -17,7 +17,7 @@ import (
 // blocks and does no network I/O; it is safe from any goroutine. opts may be nil. What it costs
 // the calling goroutine is the request's encoding into a pooled buffer, one allocation for the
 // promise and its call state (more for a call with metadata, a Context or CallOptions) and two
-// short mutex holds; BenchmarkHostCost measures it.
+// short mutex holds; BenchmarkHostCostBurst (module benchmarks) measures it in a burst.
 //
 // The request is encoded before Call returns, so later changes to req change nothing sent.
 // Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods), a
