@@ -73,11 +73,15 @@ func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
 	for _, sz := range lr.Sizes {
 		trials = max(trials, sz.Shape.Trials)
 	}
+	count := "one trial"
+	if trials > 1 {
+		count = fmt.Sprintf("%d interleaved trials", trials)
+	}
 	fmt.Fprintf(b, "Loop suite: prpc against the hand-written %s in the same game loop (%d TPS, %g ms of game work per tick, the burst submitted on tick %d), "+
-		"up to %d interleaved trials per client and burst size; %s. "+
+		"%s per client and burst size; %s. "+
 		"Submission and the time to the last delivery: each client's median in ms with the least and the greatest in brackets, and the median of the per-trial ratios with their spread. "+
 		"Longest tick interval: over the burst windows of all the trials; late ticks: intervals over %g ms, summed over all the trials.\n\n",
-		poolName, lr.TPS, ms(lr.GameWork), lr.SubmitTick, trials, r.placement(), ms(loopLate))
+		poolName, lr.TPS, ms(lr.GameWork), lr.SubmitTick, count, r.placement(), ms(loopLate))
 	b.WriteString("| calls | figure | prpc | " + poolName + " | prpc ÷ pool | target | verdict |\n")
 	b.WriteString("|---:|:--|---:|---:|---:|:--|:--|\n")
 	for _, sz := range lr.Sizes {
