@@ -116,6 +116,17 @@ func TestLoopCompare(t *testing.T) {
 			want: verdicts{"met", "met", "met", "met"},
 		},
 		{
+			name: "late ticks summed over the trials",
+			size: func() LoopSize {
+				pool := loopPool()
+				pool[0].Interval.Late, pool[1].Interval.Late = 1, 1
+				return loopSizeOf(2000, loopPRPC(1, 200*msec, 51*msec, 2), pool)
+			}(),
+			submit: spread{1, 1, 1}, cpu: spread{2, 2, 2}, toLast: spread{1, 1, 1},
+			longest: [2]time.Duration{51 * msec, 52 * msec}, late: [2]int{2, 2}, paired: 3, wantTrial: [2]int{3, 3},
+			want: verdicts{"met", "met", "met", "met"},
+		},
+		{
 			name:    "prpc alone",
 			size:    loopSizeOf(2000, loopPRPC(1, 200*msec, 51*msec, 1), nil),
 			longest: [2]time.Duration{51 * msec, 0}, late: [2]int{1, 0}, wantTrial: [2]int{3, 0},
