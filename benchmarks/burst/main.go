@@ -61,7 +61,7 @@
 // pool. It runs unpinned unless -pin is given; the targets are judged unpinned.
 //
 //	go run ./benchmarks/burst -suite loop
-
+//
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
 // summary of the ratios and their spread, every table, and how to reproduce it) also replaces
