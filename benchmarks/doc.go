@@ -4,8 +4,12 @@
 //
 // They are:
 //
-//   - BenchmarkHostCost: what prpc costs the host goroutine per call (submit, and delivery in
-//     Tick) over an in-memory transport that answers at once, with custom metric host-ns/call;
+//   - BenchmarkHostCostBurst: what a burst of 20,000 calls costs the host goroutine per call,
+//     prpc against the hand-written pool, with the data-service example on loopback: ns/op is
+//     the submission, host-ns/call the submission and the delivery in Tick;
+//   - BenchmarkHostCostStub: prpc's own work on the host goroutine per call (submit, and
+//     delivery in Tick) over an in-memory transport that answers at once, in small batches
+//     with warm memory, with custom metric host-ns/call; it does not predict a real burst;
 //   - BenchmarkIdleTick: a Tick with nothing to deliver;
 //   - BenchmarkTickBudget: Tick(2ms) against a backlog of 20,000 completions, with how far each
 //     Tick overran its budget (overrun-p99-µs, overrun-max-µs);

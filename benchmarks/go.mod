@@ -3,6 +3,7 @@ module github.com/trixnew/prpc/benchmarks
 go 1.26.0
 
 require (
+	github.com/stretchr/testify v1.12.1
 	github.com/trixnew/prpc v0.0.0-00010101000000-000000000000
 	github.com/trixnew/prpc/examples v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
@@ -17,6 +18,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -17,8 +17,8 @@ import (
 // blocks and does no network I/O; it is safe from any goroutine. opts may be nil. What it costs
 // the calling goroutine is the request's encoding into the buffer of a reused call record, one
 // small allocation for the promise (more for a call with metadata, a Context or
-// CallOptions), and three short mutex holds that prpc's own goroutines do not share; the
-// burst suite's loop suite measures it in a real burst.
+// CallOptions), and three short mutex holds that prpc's own goroutines do not share;
+// BenchmarkHostCostBurst (module benchmarks) measures it in a burst.
 //
 // The request is encoded before Call returns, so later changes to req change nothing sent.
 // Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods), a

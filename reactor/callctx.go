@@ -9,7 +9,7 @@ import (
 // for gRPC to send (grpc-timeout), without a timer of its own. The reactor's deadline heap
 // already settles the call at its deadline and then cancels this context, so a per-call timer
 // (context.WithDeadline) would only duplicate it, adding allocations and a runtime timer
-// insertion and removal to every call (BenchmarkHostCost counts the allocations per call).
+// insertion and removal to every call (BenchmarkHostCostStub counts the allocations per call).
 //
 // Done, Err and Value are those of the embedded cancellable context, so gRPC's own child
 // contexts attach to it without a goroutine. If the parent's deadline is earlier, Deadline

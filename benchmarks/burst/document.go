@@ -64,7 +64,8 @@ From the repository's root:
 - ` + "`go run ./benchmarks/burst -h`" + ` lists the flags. Without flags the suite runs the standard and
   extreme suites; ` + "`-suite loop`" + ` runs the loop suite, and ` + "`-suite all,loop`" + ` all three.
 - ` + "`-pin`" + ` (Linux) runs the client on CPU 0 and the backend on CPU 1, so that client CPU/call is
-  the client's alone. The loop suite runs unpinned, so it needs a run of its own.
+  the client's alone. The loop suite's targets are judged on an unpinned run; a pinned run of
+  it (` + "`-suite loop -pin`" + `) is reported beside it.
 - By default neither client captures a response's header and trailer, as neither does
   unless asked; ` + "`-metadata`" + ` makes both capture them (prpc with
   MethodPolicy.ResponseMetadata, the pool with grpc.Header and grpc.Trailer).
@@ -74,8 +75,11 @@ The Go micro-benchmarks are not part of this report. Run them with
 
 ` + "```sh\ngo test -run '^$' -bench . -benchmem ./benchmarks/\n```" + `
 
-- BenchmarkHostCost: what prpc costs the host goroutine per call, submit and delivery, over an
-  in-memory transport (host-ns/call);
+- BenchmarkHostCostBurst: what a burst costs the host goroutine per call, prpc against the
+  hand-written pool, with a real backend on loopback (ns/op: submitting; host-ns/call: submitting
+  and delivering);
+- BenchmarkHostCostStub: prpc's own host work per call over a stub transport with warm memory,
+  in small batches; it does not predict a real burst;
 - BenchmarkIdleTick: a Tick with nothing to deliver;
 - BenchmarkTickBudget: Tick(2ms) against a backlog of completions, and how far each Tick overran
   its budget (overrun-p99-µs, overrun-max-µs);

@@ -9,19 +9,21 @@ import (
 
 // Rendering of the loop suite's result, in Markdown and JSON.
 
-// median returns the median of each figure over the trials (errors summed), as a LoopTrial
-// with Trial 0.
-func (lr *LoopResult) median() LoopTrial {
-	ts := lr.Trials
+// median returns, for one client, the median of each figure over its trials (errors, late
+// ticks and skipped ticks summed), as a LoopTrial with Trial 0.
+func (sz LoopSize) median(client string) (LoopTrial, bool) {
+	ts := sz.clientTrials(client)
+	if len(ts) == 0 {
+		return LoopTrial{}, false
+	}
 	med := func(f func(LoopTrial) float64) float64 { return medianOf(ts, f) }
 	dur := func(f func(LoopTrial) time.Duration) time.Duration { return medianDur(ts, f) }
 	count := func(f func(LoopTrial) uint64) uint64 {
 		return uint64(med(func(t LoopTrial) float64 { return float64(f(t)) }))
 	}
-	m := LoopTrial{Calls: lr.Shape.Calls}
+	m := LoopTrial{Client: client, Calls: sz.Shape.Calls}
 	m.OK = int(med(func(t LoopTrial) float64 { return float64(t.OK) }))
 	m.Ticks = count(func(t LoopTrial) uint64 { return t.Ticks })
-	m.Skipped = count(func(t LoopTrial) uint64 { return t.Skipped })
 	m.Overruns = count(func(t LoopTrial) uint64 { return t.Overruns })
 	m.Wakeups = count(func(t LoopTrial) uint64 { return t.Wakeups })
 	m.Interval.N = int(med(func(t LoopTrial) float64 { return float64(t.Interval.N) }))
@@ -42,111 +44,233 @@ func (lr *LoopResult) median() LoopTrial {
 	for _, t := range ts {
 		m.Failed += t.Failed
 		m.Wrong += t.Wrong
+		m.Interval.Late += t.Interval.Late
+		m.Skipped += t.Skipped
 	}
-	return m
+	return m, true
 }
 
-// meeting returns the number of trials that meet the target.
-func (lr *LoopResult) meeting() int {
-	n := 0
-	for _, t := range lr.Trials {
-		if t.MeetsTarget() {
-			n++
+// poolName names the pool in the report.
+const poolName = "grpc-go pool"
+
+// placement says where the run put client and backend, and how that bears on the targets.
+func (r *Report) placement() string {
+	switch {
+	case r.InProcess:
+		return "backend in the client's process, so this run's conditions are not the targets'"
+	case r.Pinned:
+		return "pinned (client on CPU 0, backend on CPU 1); the targets are judged on an unpinned run"
+	default:
+		return "unpinned, as the targets are judged"
+	}
+}
+
+// writeLoopSummaryMarkdown writes the loop suite's part of the summary: per burst size, each
+// client's figures, the ratios prpc ÷ pool and the targets.
+func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
+	lr := r.Loop
+	trials := 0
+	for _, sz := range lr.Sizes {
+		trials = max(trials, sz.Shape.Trials)
+	}
+	count := "one trial"
+	if trials > 1 {
+		count = fmt.Sprintf("%d interleaved trials", trials)
+	}
+	fmt.Fprintf(b, "Loop suite: prpc against the hand-written %s in the same game loop (%d TPS, %g ms of game work per tick, the burst submitted on tick %d), "+
+		"%s per client and burst size; %s. "+
+		"Submission and the time to the last delivery: each client's median in ms with the least and the greatest in brackets, and the median of the per-trial ratios with their spread. "+
+		"Longest tick interval: over the burst windows of all the trials; late ticks: intervals over %g ms, summed over all the trials.\n\n",
+		poolName, lr.TPS, ms(lr.GameWork), lr.SubmitTick, count, r.placement(), ms(loopLate))
+	b.WriteString("| calls | figure | prpc | " + poolName + " | prpc ÷ pool | target | verdict |\n")
+	b.WriteString("|---:|:--|---:|---:|---:|:--|:--|\n")
+	for _, sz := range lr.Sizes {
+		c := sz.compare()
+		tg := map[string]loopTarget{}
+		for _, t := range c.targets() {
+			tg[t.Figure] = t
 		}
+		msCell := func(f loopFigures, s spread) string {
+			if f.Trials == 0 {
+				return "–"
+			}
+			return spreadText(s, f.Trials, " ms")
+		}
+		row := func(fig, p, pool, ratio string) {
+			target, verdict := "–", "–"
+			if t, ok := tg[fig]; ok {
+				target, verdict = t.Target, t.verdictCell()
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", thousands(c.Calls), fig, p, pool, ratio, target, verdict)
+		}
+		row(figSubmit, msCell(c.PRPC, c.PRPC.Submit), msCell(c.Pool, c.Pool.Submit), ratioCell(c.Submit, c.Paired))
+		row(figSubmitCPU, msCell(c.PRPC, c.PRPC.SubmitCPU), msCell(c.Pool, c.Pool.SubmitCPU), ratioCell(c.SubmitCPU, c.Paired))
+		longest := func(f loopFigures) string {
+			if f.Trials == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.2f ms", ms(f.Longest))
+		}
+		diff := "–"
+		if c.PRPC.Trials > 0 && c.Pool.Trials > 0 {
+			diff = fmt.Sprintf("%+.2f ms", ms(c.PRPC.Longest-c.Pool.Longest))
+		}
+		row(figLongest, longest(c.PRPC), longest(c.Pool), diff)
+		late := func(f loopFigures) string {
+			if f.Trials == 0 {
+				return "–"
+			}
+			return strconv.Itoa(f.Late)
+		}
+		row(figLate, late(c.PRPC), late(c.Pool), "–")
+		row(figDelivery, msCell(c.PRPC, c.PRPC.ToLastDelivery), msCell(c.Pool, c.Pool.ToLastDelivery), ratioCell(c.ToLastDelivery, c.Paired))
 	}
-	return n
 }
 
-// targetMet reports whether every trial met the target.
-func (lr *LoopResult) targetMet() bool {
-	return len(lr.Trials) > 0 && lr.meeting() == len(lr.Trials)
-}
-
-// verdict is the one-line verdict on the target, with a caveat when the run's conditions are
-// not the target's.
-func (lr *LoopResult) verdict(inProcess bool) string {
-	met := "**not met**"
-	if lr.targetMet() {
-		met = "**met**"
-	}
-	v := fmt.Sprintf("Target (%d TPS, %g ms of game work per tick, extreme burst, unpinned): tick interval p99 ≤ %g ms and %d skipped ticks, in every trial: %s (%d of %d trials).",
-		lr.TPS, ms(lr.GameWork), ms(loopTargetP99), loopTargetSkips, met, lr.meeting(), len(lr.Trials))
-	var differ []string
-	if s := lr.Shape; s.Calls != loopShape.Calls || s.Workers != loopShape.Workers || s.Batch != loopShape.Batch {
-		differ = append(differ, fmt.Sprintf("the burst is %s, not the extreme %s", s, loopShape))
-	}
-	if inProcess {
-		differ = append(differ, "the backend ran in the client's process")
-	}
-	if len(differ) > 0 {
-		v += " This run's conditions are not the target's: " + strings.Join(differ, "; ") + "."
-	}
-	return v
-}
-
-// writeLoopMarkdown writes the loop suite's notes, table and verdict.
+// writeLoopMarkdown writes the loop suite's notes and its table of every trial.
 func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 	lr := r.Loop
-	s := lr.Shape
-	fmt.Fprintf(b, "A prpc reactor (Workers %d, BatchSize %d, every call's timeout %v) driven by loop.Run at %d TPS with Budget %v, woken between ticks by Ready. "+
-		"OnTick burns %g ms of CPU every tick; on tick %d it first submits %s GetPlayer calls, every response checked. "+
-		"Warm-up: %d calls through each trial's reactor before its loop starts. The loop stops %d ticks after the first tick to start once every call has its outcome.\n",
-		s.Workers, s.Batch, r.Timeout, lr.TPS, r.Budget, ms(lr.GameWork), lr.SubmitTick, thousands(s.Calls), r.Warmup, lr.TailTicks)
+	fmt.Fprintf(b, "Each trial hands a fresh client to loop.Run at %d TPS with Budget %v, woken between ticks by Ready. "+
+		"OnTick burns %g ms of CPU every tick; on tick %d it first submits the burst of GetPlayer calls as game logic does, "+
+		"a new request per call and callbacks that capture the call's own state, and every response is checked. "+
+		"prpc: a reactor with Workers × BatchSize as given, every call's timeout %v; it runs the callbacks (Then, OnError) in its Tick. "+
+		"%s: the hand-written pool, as many goroutines as Workers × BatchSize fed by a buffered channel of {request, callback}, "+
+		"each calling the generated stub's GetPlayer with a timeout of %v from when it takes the call and sending the reply to a buffered channel, "+
+		"which the loop drains with Tick(Budget), running one callback per call, as it drains the reactor. "+
+		"Warm-up: %d calls through each trial's client before its loop starts, after which freed memory is returned to the OS. "+
+		"The trials are interleaved, prpc then the pool. The loop stops %d ticks after the first tick to start once every call has its outcome.\n",
+		lr.TPS, r.Budget, ms(lr.GameWork), lr.SubmitTick, r.Timeout, poolName, r.Timeout, r.Warmup, lr.TailTicks)
 	b.WriteString("Tick intervals: between successive tick starts, from the tick that submits the burst to the first tick after the last outcome; " +
 		"percentiles by nearest rank, so with fewer than 100 intervals p99 is the longest. " +
 		"Max after submit tick: the longest of them but the first, whose tick submitted the burst. " +
-		"Skipped, overruns, tick p99 and max (OnTick plus the reactor's Tick) and delivery (time in the reactor's Tick, in ticks and wake-ups): loop.Stats over the whole run. " +
+		fmt.Sprintf("Late: intervals over %g ms. ", ms(loopLate)) +
+		"Skipped, overruns, tick p99 and max (OnTick plus the client's Tick) and delivery (time in the client's Tick, in ticks and wake-ups): loop.Stats over the whole run. " +
 		"Submit: submitting every call. Submit faults: minor page faults of the process while submitting every call (getrusage ru_minflt), " +
-		"each a first touch of a fresh page; process-wide, so they include any the reactor's goroutines took meanwhile. " +
+		"each a first touch of a fresh page; process-wide, so they include any the client's goroutines took meanwhile. " +
 		"Submit CPU, sys, thread faults and preempted: what submitting cost the loop's own OS thread, the goroutine locked to it: " +
 		"its CPU time (CLOCK_THREAD_CPUTIME_ID), and from getrusage(RUSAGE_THREAD) the part in the kernel (to the thread's last scheduler tick, a few ms), " +
 		"the minor page faults it took itself, and its involuntary context switches (the kernel gave its CPU to another thread); " +
 		"submit minus submit CPU is time it waited for a CPU. " +
-		"Burst: first submission to last outcome.\n")
+		"To last delivery: from the start of the submitting tick to the last outcome. " +
+		"Ratios: prpc ÷ pool in the same trial number.\n")
 	b.WriteString("\n")
-	b.WriteString("| calls | W×B | trial | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | submit faults | submit CPU | submit sys | submit thread faults | submit preempted | burst | calls ok | errors |\n")
-	b.WriteString("|---:|:-:|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	row := func(trial string, t LoopTrial) {
-		fmt.Fprintf(b, "| %s | %d×%d | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %d | %d | %.2f ms | %.2f ms | %.1f ms | %d | %.2f ms | %s | %.2f ms | %.2f ms | %s | %d | %.3f s | %s | %d |\n",
-			thousands(s.Calls), s.Workers, s.Batch, trial, t.Ticks, t.Interval.N,
-			ms(t.Interval.P50), ms(t.Interval.P99), ms(t.Interval.Max), ms(t.AfterSubmit), t.Skipped, t.Overruns,
-			ms(t.TickP99), ms(t.TickMax), ms(t.Delivery), t.Wakeups, ms(t.Submit), thousands(int(t.SubmitFaults)),
-			ms(t.SubmitThread.CPU), ms(t.SubmitThread.Sys), thousands(int(t.SubmitThread.Faults)), t.SubmitThread.Preempted, t.Burst.Seconds(),
-			thousands(t.OK), t.Errors())
-	}
-	for _, t := range lr.Trials {
-		row(strconv.Itoa(t.Trial), t)
-	}
-	if len(lr.Trials) > 1 {
-		row("**median**", lr.median())
-	}
-	for _, t := range lr.Trials {
-		if t.FirstErr != "" {
-			fmt.Fprintf(b, "\nFirst error of trial %d: %s\n", t.Trial, t.FirstErr)
+	b.WriteString("| calls | workers | trial | client | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | late | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | submit faults | submit CPU | submit sys | submit thread faults | submit preempted | to last delivery | calls ok | errors | submit ratio | submit CPU ratio | to last delivery ratio |\n")
+	b.WriteString("|---:|:-:|:-:|:--|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, sz := range lr.Sizes {
+		s := sz.Shape
+		row := func(trial string, t LoopTrial, rs *loopRatios) {
+			workers := fmt.Sprintf("%d×%d", s.Workers, s.Batch)
+			if t.Client == clientBaseline {
+				workers = strconv.Itoa(s.Workers * s.Batch)
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %d | %d | %d | %.2f ms | %.2f ms | %.1f ms | %d | %.2f ms | %s | %.2f ms | %.2f ms | %s | %d | %.1f ms | %s | %d |",
+				thousands(s.Calls), workers, trial, t.Client, t.Ticks, t.Interval.N,
+				ms(t.Interval.P50), ms(t.Interval.P99), ms(t.Interval.Max), ms(t.AfterSubmit), t.Interval.Late, t.Skipped, t.Overruns,
+				ms(t.TickP99), ms(t.TickMax), ms(t.Delivery), t.Wakeups, ms(t.Submit), thousands(int(t.SubmitFaults)),
+				ms(t.SubmitThread.CPU), ms(t.SubmitThread.Sys), thousands(int(t.SubmitThread.Faults)), t.SubmitThread.Preempted, ms(t.Burst),
+				thousands(t.OK), t.Errors())
+			if rs != nil {
+				fmt.Fprintf(b, " %s | %s | %s |\n", times(rs.Submit), times(rs.SubmitCPU), times(rs.ToLastDelivery))
+			} else {
+				b.WriteString(" | | |\n")
+			}
+		}
+		for _, t := range sz.Trials {
+			var rs *loopRatios
+			if p, base, ok := sz.pair(t.Trial); ok && t.Client == clientPRPC {
+				x := loopRatioOf(p, base)
+				rs = &x
+			}
+			row(strconv.Itoa(t.Trial), t, rs)
+		}
+		if s.Trials > 1 {
+			c := sz.compare()
+			for _, name := range []string{clientPRPC, clientBaseline} {
+				m, ok := sz.median(name)
+				if !ok {
+					continue
+				}
+				var rs *loopRatios
+				if name == clientPRPC && c.Paired > 0 {
+					rs = &loopRatios{Submit: c.Submit.median, SubmitCPU: c.SubmitCPU.median, ToLastDelivery: c.ToLastDelivery.median}
+				}
+				row("**median**", m, rs)
+			}
 		}
 	}
-	b.WriteString("\n" + lr.verdict(r.InProcess) + "\n")
+	b.WriteString("\nMedian rows: the median of each figure over the client's trials, but late ticks, skipped ticks and errors, which are summed; " +
+		"their ratios are the medians of the per-trial ratios.\n")
+	for _, sz := range lr.Sizes {
+		for _, t := range sz.Trials {
+			if t.FirstErr != "" {
+				fmt.Fprintf(b, "\nFirst error of %s trial %d of %s calls: %s\n", t.Client, t.Trial, thousands(sz.Shape.Calls), t.FirstErr)
+			}
+		}
+	}
 }
 
 // JSON output.
 
 type jsonLoop struct {
-	Calls               int             `json:"calls"`
-	Workers             int             `json:"workers"`
-	Batch               int             `json:"batch"`
-	TPS                 int             `json:"tps"`
-	GameWorkMs          float64         `json:"game_work_ms"`
-	SubmitTick          int             `json:"submit_tick"`
-	TailTicks           int             `json:"tail_ticks"`
-	TargetIntervalP99Ms float64         `json:"target_interval_p99_ms"`
-	TargetSkipped       int             `json:"target_skipped"`
-	Trials              []jsonLoopTrial `json:"trials"`
-	Median              *jsonLoopTrial  `json:"median,omitempty"`
-	TrialsMeetingTarget int             `json:"trials_meeting_target"`
-	TargetMet           bool            `json:"target_met"`
+	TPS            int            `json:"tps"`
+	GameWorkMs     float64        `json:"game_work_ms"`
+	SubmitTick     int            `json:"submit_tick"`
+	TailTicks      int            `json:"tail_ticks"`
+	LateIntervalMs float64        `json:"late_interval_ms"`
+	Sizes          []jsonLoopSize `json:"sizes"`
+}
+
+type jsonLoopSize struct {
+	Calls       int `json:"calls"`
+	Workers     int `json:"workers"`
+	Batch       int `json:"batch"`
+	PoolWorkers int `json:"pool_workers"`
+	Trials      int `json:"trials"`
+	// Results are in running order.
+	Results []jsonLoopTrial `json:"results"`
+	// Medians holds a median trial per client that ran more than one trial.
+	Medians    []jsonLoopTrial    `json:"medians,omitempty"`
+	Ratios     []loopRatios       `json:"ratios,omitempty"`
+	Comparison jsonLoopComparison `json:"comparison"`
+	Targets    []loopTarget       `json:"targets"`
+}
+
+type jsonSpread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func (s spread) toJSON() jsonSpread { return jsonSpread{Median: s.median, Min: s.min, Max: s.max} }
+
+type jsonLoopFigures struct {
+	Trials           int        `json:"trials"`
+	SubmitMs         jsonSpread `json:"submit_ms"`
+	SubmitCPUMs      jsonSpread `json:"submit_thread_cpu_ms"`
+	ToLastDeliveryMs jsonSpread `json:"to_last_delivery_ms"`
+	LongestMs        float64    `json:"longest_interval_ms"`
+	Late             int        `json:"late_ticks"`
+	Skipped          uint64     `json:"skipped_ticks"`
+}
+
+func (f loopFigures) toJSON() jsonLoopFigures {
+	return jsonLoopFigures{
+		Trials: f.Trials, SubmitMs: f.Submit.toJSON(), SubmitCPUMs: f.SubmitCPU.toJSON(), ToLastDeliveryMs: f.ToLastDelivery.toJSON(),
+		LongestMs: ms(f.Longest), Late: f.Late, Skipped: f.Skipped,
+	}
+}
+
+type jsonLoopComparison struct {
+	PRPC                jsonLoopFigures `json:"prpc"`
+	Pool                jsonLoopFigures `json:"pool"`
+	PairedTrials        int             `json:"paired_trials"`
+	SubmitRatio         jsonSpread      `json:"submit_ratio"`
+	SubmitCPURatio      jsonSpread      `json:"submit_thread_cpu_ratio"`
+	ToLastDeliveryRatio jsonSpread      `json:"to_last_delivery_ratio"`
 }
 
 type jsonLoopTrial struct {
+	Client             string  `json:"client"`
 	Trial              int     `json:"trial,omitempty"`
 	Ticks              uint64  `json:"ticks"`
 	BurstIntervals     int     `json:"burst_intervals"`
@@ -154,6 +278,7 @@ type jsonLoopTrial struct {
 	IntervalP99Ms      float64 `json:"interval_p99_ms"`
 	IntervalMaxMs      float64 `json:"interval_max_ms"`
 	AfterSubmitMs      float64 `json:"interval_max_after_submit_tick_ms"`
+	Late               int     `json:"late_intervals"`
 	Skipped            uint64  `json:"skipped"`
 	Overruns           uint64  `json:"overruns"`
 	TickP99Ms          float64 `json:"tick_p99_ms"`
@@ -166,43 +291,54 @@ type jsonLoopTrial struct {
 	SubmitSysMs        float64 `json:"submit_thread_sys_ms"`
 	SubmitThreadFaults int64   `json:"submit_thread_minor_faults"`
 	SubmitPreempted    int64   `json:"submit_thread_preempted"`
-	BurstS             float64 `json:"burst_s"`
+	ToLastDeliveryMs   float64 `json:"to_last_delivery_ms"`
 	Calls              int     `json:"calls"`
 	OK                 int     `json:"ok"`
 	Failed             int     `json:"failed"`
 	Wrong              int     `json:"wrong"`
 	FirstError         string  `json:"first_error,omitempty"`
-	MeetsTarget        bool    `json:"meets_target"`
 }
 
 func (t LoopTrial) toJSON() jsonLoopTrial {
 	return jsonLoopTrial{
-		Trial: t.Trial, Ticks: t.Ticks, BurstIntervals: t.Interval.N,
+		Client: t.Client, Trial: t.Trial, Ticks: t.Ticks, BurstIntervals: t.Interval.N,
 		IntervalP50Ms: ms(t.Interval.P50), IntervalP99Ms: ms(t.Interval.P99), IntervalMaxMs: ms(t.Interval.Max),
-		AfterSubmitMs: ms(t.AfterSubmit),
-		Skipped:       t.Skipped, Overruns: t.Overruns, TickP99Ms: ms(t.TickP99), TickMaxMs: ms(t.TickMax),
+		AfterSubmitMs: ms(t.AfterSubmit), Late: t.Interval.Late,
+		Skipped: t.Skipped, Overruns: t.Overruns, TickP99Ms: ms(t.TickP99), TickMaxMs: ms(t.TickMax),
 		DeliveryMs: ms(t.Delivery), Wakeups: t.Wakeups, SubmitMs: ms(t.Submit), SubmitFaults: t.SubmitFaults,
 		SubmitCPUMs: ms(t.SubmitThread.CPU), SubmitSysMs: ms(t.SubmitThread.Sys),
 		SubmitThreadFaults: t.SubmitThread.Faults, SubmitPreempted: t.SubmitThread.Preempted,
-		BurstS: t.Burst.Seconds(),
-		Calls:  t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, FirstError: t.FirstErr,
-		MeetsTarget: t.MeetsTarget(),
+		ToLastDeliveryMs: ms(t.Burst),
+		Calls:            t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, FirstError: t.FirstErr,
 	}
 }
 
 func (lr *LoopResult) toJSON() *jsonLoop {
 	jl := &jsonLoop{
-		Calls: lr.Shape.Calls, Workers: lr.Shape.Workers, Batch: lr.Shape.Batch,
 		TPS: lr.TPS, GameWorkMs: ms(lr.GameWork), SubmitTick: lr.SubmitTick, TailTicks: lr.TailTicks,
-		TargetIntervalP99Ms: ms(loopTargetP99), TargetSkipped: loopTargetSkips,
-		TrialsMeetingTarget: lr.meeting(), TargetMet: lr.targetMet(),
+		LateIntervalMs: ms(loopLate),
 	}
-	for _, t := range lr.Trials {
-		jl.Trials = append(jl.Trials, t.toJSON())
-	}
-	if len(lr.Trials) > 1 {
-		m := lr.median().toJSON()
-		jl.Median = &m
+	for _, sz := range lr.Sizes {
+		s := sz.Shape
+		c := sz.compare()
+		js := jsonLoopSize{
+			Calls: s.Calls, Workers: s.Workers, Batch: s.Batch, PoolWorkers: s.Workers * s.Batch, Trials: s.Trials,
+			Ratios: sz.trialRatios(),
+			Comparison: jsonLoopComparison{
+				PRPC: c.PRPC.toJSON(), Pool: c.Pool.toJSON(), PairedTrials: c.Paired,
+				SubmitRatio: c.Submit.toJSON(), SubmitCPURatio: c.SubmitCPU.toJSON(), ToLastDeliveryRatio: c.ToLastDelivery.toJSON(),
+			},
+			Targets: c.targets(),
+		}
+		for _, t := range sz.Trials {
+			js.Results = append(js.Results, t.toJSON())
+		}
+		for _, name := range []string{clientPRPC, clientBaseline} {
+			if m, ok := sz.median(name); ok && len(sz.clientTrials(name)) > 1 {
+				js.Medians = append(js.Medians, m.toJSON())
+			}
+		}
+		jl.Sizes = append(jl.Sizes, js)
 	}
 	return jl
 }

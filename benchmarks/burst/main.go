@@ -34,23 +34,29 @@
 //	standard  1,000 calls with 2 workers × batch 2; 5,000 with 4 × 4; 6,000 with 6 × 4
 //	extreme   20,000 calls with 6 × 16
 //	all       standard, then extreme
-//	loop      prpc only: the extreme burst inside a game loop (runs only when asked)
+//	loop      2,000, 5,000 and 20,000 calls inside a game loop (runs only when asked)
 //
 // or a comma-separated list of them, such as all,loop; each shape of standard and extreme
 // runs three trials per client. -calls (with -workers, -batch, -trials) runs one shape of
 // your own instead.
 //
-// The loop suite checks the target of a 20 TPS loop doing 10 ms of game work per tick during
-// the extreme burst, unpinned: tick interval p99 ≤ 52 ms and no skipped tick. Each trial
-// warms up a fresh prpc reactor (Workers 6, BatchSize 16) and hands it to loop.Run at 20 TPS
-// with Budget -budget; OnTick burns 10 ms of CPU every tick and, on tick 5, also submits the
-// 20,000 GetPlayer calls, whose callbacks run in the loop's ticks and wake-ups. The loop stops
-// 5 ticks after the first tick that starts once every call has its outcome. It reports the
-// intervals between tick starts over the burst, the loop's skipped and overrun ticks, tick
-// durations, delivery time, and the time and minor page faults of submitting, per trial
-// (-trials, default 3) and their median, and whether every trial met the target. It runs
-// client and backend unpinned on the machine's cores, so it rejects -pin; with -suite loop,
-// -calls (and -workers, -batch) resize its burst.
+// The loop suite measures what a burst costs a 20 TPS game loop doing 10 ms of game work per
+// tick, through prpc and through what a Go developer writes by hand: a pool of goroutines
+// fed by a buffered channel of {request, callback}, calling the generated stub, whose replies
+// go to a buffered channel that the loop drains (benchmarks/internal/handpool). Each trial
+// warms up a fresh client (prpc: a reactor with Workers 6, BatchSize 16; the pool: 96
+// goroutines) and hands it to loop.Run at 20 TPS, which delivers replies with Tick(-budget)
+// in every tick and, woken by Ready, between ticks. OnTick burns 10 ms of CPU every tick and,
+// on tick 5, also submits the burst as game logic does: a new request per call and callbacks
+// that capture the call's own state. The loop stops 5 ticks after the first tick that starts
+// once every call has its outcome. Trials are interleaved, prpc then the pool, 7 per client
+// and burst size by default (-trials); -calls runs one burst size (and -workers, -batch
+// resize both clients). For each trial it reports the intervals between tick starts over the
+// burst and the late ones (over 52 ms), the loop's skipped and overrun ticks, tick durations,
+// delivery time, the time, CPU time of the loop's thread and minor page faults of submitting,
+// and the time from the submitting tick to the last delivery; per burst size, the ratios
+// prpc ÷ pool with their median and spread, and whether prpc meets its targets against the
+// pool. It runs unpinned unless -pin is given; the targets are judged unpinned.
 //
 //	go run ./benchmarks/burst -suite loop
 //
@@ -119,11 +125,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.suite, "suite", "all", "comma-separated suites to run: standard, extreme, all (standard and extreme), "+
-		"loop (prpc driven by a 20 TPS loop.Run doing 10 ms of game work per tick during the extreme burst; unpinned)")
-	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's burst size)")
+		"loop (bursts of 2,000, 5,000 and 20,000 calls inside a 20 TPS loop.Run doing 10 ms of game work per tick, prpc against a hand-written pool)")
+	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's one burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")
-	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3)")
+	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3; loop suite 7)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of every call, from its submission")
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
@@ -155,8 +161,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.names = names
 	loopOn := slices.Contains(names, suiteLoop)
 	switch {
-	case loopOn && o.pin:
-		return o, errors.New("the loop suite runs client and backend unpinned, on the machine's CPUs: drop -pin")
 	case loopOn && len(names) > 1 && o.calls > 0:
 		return o, fmt.Errorf("-calls resizes the loop suite's burst with -suite loop alone, and replaces the burst suites otherwise; with -suite %q it is ambiguous: run the loop suite apart", o.suite)
 	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
@@ -228,17 +232,23 @@ func (o options) suites() []Suite {
 	return out
 }
 
-// loopShape returns the loop suite's burst, if o asks for the loop suite.
-func (o options) loopShape() (Shape, bool) {
+// loopShapes returns the loop suite's bursts, one per size, if o asks for the loop suite:
+// every size of loopSizes, or the one -calls gives.
+func (o options) loopShapes() []Shape {
 	if !slices.Contains(o.names, suiteLoop) {
-		return Shape{}, false
+		return nil
 	}
-	s := loopShape
-	s.Calls = cmpOr(o.calls, s.Calls)
-	s.Workers = cmpOr(o.workers, s.Workers)
-	s.Batch = cmpOr(o.batch, s.Batch)
-	s.Trials = cmpOr(o.trials, s.Trials)
-	return s, true
+	sizes := loopSizes
+	if o.calls > 0 {
+		sizes = []int{o.calls}
+	}
+	var shapes []Shape
+	for _, n := range sizes {
+		shapes = append(shapes, Shape{
+			Calls: n, Workers: cmpOr(o.workers, loopWorkers), Batch: cmpOr(o.batch, loopBatch), Trials: cmpOr(o.trials, loopTrials),
+		})
+	}
+	return shapes
 }
 
 func cmpOr(v, def int) int {
@@ -258,7 +268,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// Progress and the backend process's own stderr meet here.
 	stderr = &syncWriter{w: stderr}
 	suites := o.suites()
-	loopSh, loopOn := o.loopShape()
+	loopShapes := o.loopShapes()
 	rep := &Report{
 		Command:   strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
 		Machine:   machine(),
@@ -291,7 +301,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}()
 
-	need := max(o.warmup, loopSh.Calls)
+	need := o.warmup
+	for _, sh := range loopShapes {
+		need = max(need, sh.Calls)
+	}
 	for _, s := range suites {
 		for _, sh := range s.Shapes {
 			need = max(need, sh.Calls)
@@ -339,10 +352,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		rep.Suites = append(rep.Suites, sr)
 	}
-	if loopOn {
-		lr, err := rn.runLoop(loopSh)
+	if len(loopShapes) > 0 {
+		lr, err := rn.runLoop(loopShapes)
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", suiteLoop, loopSh, err)
+			return fmt.Errorf("%s suite: %w", suiteLoop, err)
 		}
 		rep.Loop = lr
 	}

@@ -168,7 +168,7 @@ func TestFlagErrors(t *testing.T) {
 		{"extra"},
 		{"-suite", ""},
 		{"-suite", "all,huge"},
-		{"-suite", "standard,loop", "-pin"},
+		{"-suite", "loop", "-pin", "-inprocess"},
 		{"-suite", "all,loop", "-calls", "100"},
 		{"-markdown", filepath.Join("no", "such", "dir", "report.md"), "-inprocess", "-calls", "10", "-trials", "1", "-warmup", "0"},
 	} {

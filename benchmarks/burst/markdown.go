@@ -64,8 +64,8 @@ func (r *Report) writeMachineMarkdown(b *strings.Builder) {
 	}
 }
 
-// writeSummaryMarkdown writes the ratios of prpc to the baseline of every shape, and the loop
-// suite's interval p99 and verdict, each with its spread over the trials.
+// writeSummaryMarkdown writes the ratios of prpc to the baseline of every shape, each with its
+// spread over the trials, and the loop suite's comparison and targets.
 func (r *Report) writeSummaryMarkdown(b *strings.Builder) {
 	b.WriteString("\n## Summary\n\n")
 	if len(r.Suites) > 0 {
@@ -84,15 +84,11 @@ func (r *Report) writeSummaryMarkdown(b *strings.Builder) {
 			}
 		}
 	}
-	if lr := r.Loop; lr != nil && len(lr.Trials) > 0 {
-		p99 := spreadOf(lr.Trials, func(t LoopTrial) float64 { return ms(t.Interval.P99) })
-		skipped := spreadOf(lr.Trials, func(t LoopTrial) float64 { return float64(t.Skipped) })
+	if r.Loop != nil && len(r.Loop.Sizes) > 0 {
 		if len(r.Suites) > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(b, "Loop suite, prpc alone, %d trials: tick interval p99 over the burst %s, skipped ticks %d at most. %s\n",
-			len(lr.Trials), spreadText(p99, len(lr.Trials), " ms"),
-			int(skipped.max), lr.verdict(r.InProcess))
+		r.writeLoopSummaryMarkdown(b)
 	}
 }
 

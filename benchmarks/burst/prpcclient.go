@@ -7,6 +7,7 @@ import (
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/loop"
 	"github.com/trixnew/prpc/reactor"
 )
 
@@ -68,6 +69,29 @@ func (c *prpcClient) burst(xuids []string, rec *recorder) error {
 	}
 	return nil
 }
+
+// driven returns the reactor: the loop suite's loop ticks it and closes it.
+func (c *prpcClient) driven() loop.Reactor { return c.r }
+
+// submitAll submits one GetPlayer call per xuid, each with a Then and an OnError callback
+// that capture the call's index and start time.
+func (c *prpcClient) submitAll(b *loopBurst) {
+	for i, xuid := range b.xuids {
+		req := &networkpb.GetPlayerRequest{Xuid: xuid}
+		start := time.Now()
+		reactor.Call(c.r, getPlayer, req, nil).
+			Then(func(resp *networkpb.GetPlayerResponse) {
+				b.rec.success(i, start, resp)
+				b.noteOutcome()
+			}).
+			OnError(func(err error) {
+				b.rec.failure(i, start, err)
+				b.noteOutcome()
+			})
+	}
+}
+
+func (c *prpcClient) state() string { return fmt.Sprintf("stats %+v", c.r.Stats()) }
 
 // Close closes the reactor; every call has been delivered by then, so nothing is cut off.
 func (c *prpcClient) Close() error {

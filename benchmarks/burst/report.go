@@ -50,8 +50,10 @@ func (r *Report) Errors() int {
 		}
 	}
 	if r.Loop != nil {
-		for _, t := range r.Loop.Trials {
-			n += t.Errors()
+		for _, sz := range r.Loop.Sizes {
+			for _, t := range sz.Trials {
+				n += t.Errors()
+			}
 		}
 	}
 	return n
