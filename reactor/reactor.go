@@ -104,7 +104,7 @@ type Reactor struct {
 	head        int
 	host        host
 	released    []*callcore.Call // records the Tick in progress freed, for the pool
-	deliveredAt int64 // the time of the delivery in progress, for its latency
+	deliveredAt int64            // the time of the delivery in progress, for its latency
 	closeOnce   sync.Once
 	closeErr    error
 }
