@@ -1,0 +1,52 @@
+package benchmarks
+
+import (
+	"testing"
+
+	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+)
+
+// BenchmarkHostFloor measures, with warm memory, the steps that a call's submission cannot do
+// without, for prpc and for the hand-written pool, so that the submission's cost in a burst
+// (BenchmarkHostCostBurst, the burst suite's loop suite) can be read against its floor:
+//
+//   - encode: what reactor.Call must do for every call, since the request is free to reuse
+//     once Call returns and one over its limit fails at once: proto.Size, then the encoding
+//     into a reused buffer, of a GetPlayerRequest;
+//   - pool-send: all the pool's submission does beyond the game's own request, a closure
+//     and a send on the buffered channel its workers read (the encoding is the workers').
+func BenchmarkHostFloor(b *testing.B) {
+	req := &networkpb.GetPlayerRequest{Xuid: "2535412345678901"}
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = codec.Append(buf, req, codec.Size(req)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pool-send", func(b *testing.B) {
+		type job struct {
+			req *networkpb.GetPlayerRequest
+			cb  func(*networkpb.GetPlayerResponse, error)
+		}
+		jobs := make(chan job, 1<<16)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if len(jobs) == cap(jobs) {
+				b.StopTimer()
+				for len(jobs) > 0 {
+					<-jobs
+				}
+				b.StartTimer()
+			}
+			n := i
+			jobs <- job{req, func(*networkpb.GetPlayerResponse, error) { _ = n }}
+			i++
+		}
+	})
+}
