@@ -8,9 +8,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/encode"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -86,7 +86,7 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 			return
 		}
 	}
-	size := codec.Size(req)
+	size := encode.Size(req)
 	if err := r.cfg.Limits.CheckRequest(size); err != nil {
 		r.rejectLimit(p, ops, err)
 		return
@@ -97,7 +97,7 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 		limit -= r.cfg.CriticalReserve
 	}
 	c := r.records.get()
-	buf, err := codec.Append(c.Request, req, size)
+	buf, err := encode.Append(c.Request, req, size)
 	c.Request = buf
 	if err != nil {
 		r.records.put(c)

@@ -3,8 +3,8 @@ package reactor
 import (
 	"sync"
 
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/encode"
 )
 
 // recordPool keeps the call records that delivered calls left behind, with their encode
@@ -35,7 +35,7 @@ func (p *recordPool) get() *callcore.Call {
 // put starts the record's next use and keeps it. The record must be settled, and no
 // goroutine may use it afterwards but through a generation check.
 func (p *recordPool) put(c *callcore.Call) {
-	if cap(c.Request) > codec.MaxKeptBuffer {
+	if cap(c.Request) > encode.MaxKeptBuffer {
 		c.Request = nil
 	}
 	c.Recycle()
