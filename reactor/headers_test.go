@@ -166,7 +166,7 @@ func TestReceivedMetadataOverLimitDropped(t *testing.T) {
 	const limit = 1024
 	// pad returns metadata of key with one value, of exactly size bytes as counted.
 	pad := func(key string, size int) metadata.MD {
-		md := metadata.MD{key: {"SECRET-" + strings.Repeat("v", size-len(key)-limits.HeaderEntryOverhead-len("SECRET-"))}}
+		md := metadata.MD{key: {"SECRET-" + strings.Repeat("v", size-len(key)-32-len("SECRET-"))}}
 		require.Equal(t, size, limits.MetadataSize(md))
 		return md
 	}
