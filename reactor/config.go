@@ -30,7 +30,8 @@ const (
 	DefaultMaxOutstanding = 4096
 )
 
-// Bounds of Config.
+// Upper bounds of Config's fields, for programs that check their own configuration before
+// New. New rejects a value above its bound with an error naming the field.
 const (
 	MaxWorkers        = 256
 	MaxBatchSize      = 1024
