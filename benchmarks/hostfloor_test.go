@@ -3,7 +3,7 @@ package benchmarks
 import (
 	"testing"
 
-	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/encode"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
 )
 
@@ -23,7 +23,7 @@ func BenchmarkHostFloor(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
 			var err error
-			if buf, err = codec.Append(buf, req, codec.Size(req)); err != nil {
+			if buf, err = encode.Append(buf, req, encode.Size(req)); err != nil {
 				b.Fatal(err)
 			}
 		}

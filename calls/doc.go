@@ -27,10 +27,12 @@
 // Every failed call fails with a *Error. It carries the gRPC status code users expect
 // (status.Code works on it) and matches, with errors.Is, the sentinel of its condition:
 // ErrTimeout, ErrUnavailable, ErrOverloaded, ErrCancelled, ErrClosed, ErrTooLarge or
-// ErrInvalidArgument. Errors returned by the server keep their code, message, details and
-// trailers; codes outside 0–16 become Unknown and messages longer than MaxStatusMessageBytes
-// are cut. Of the server's statuses, only DeadlineExceeded, Unavailable and gRPC's own size
-// limits match a sentinel (ErrTimeout, ErrUnavailable, ErrTooLarge). A call that failed with
-// Unavailable because the TLS handshake failed carries a *HandshakeError as its cause, found
-// with errors.As, so that a misconfiguration can be told from an outage.
+// ErrInvalidArgument. Errors returned by the server keep their code, message, details and,
+// when the call asked for them, trailers; codes outside 0–16 become Unknown and messages
+// longer than 4096 bytes are cut. Of the server's statuses, only DeadlineExceeded,
+// Unavailable and gRPC's own size limits match a sentinel (ErrTimeout, ErrUnavailable,
+// ErrTooLarge). A call that failed with Unavailable because the TLS handshake failed carries
+// a *HandshakeError as its cause, found with errors.As, so that a misconfiguration can be
+// told from an outage. To test code that handles errors, fake the backend with package
+// reactortest, whose handlers return gRPC statuses.
 package calls

@@ -7,15 +7,16 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/internal/callerr"
 )
 
 // Sentinel errors. Every failed call's error matches at most one of them with errors.Is. A
-// call that prpc failed itself (NewError) matches exactly one. A call that failed with a
-// status from gRPC or from the server (StatusError) matches ErrTimeout if the code is
-// DeadlineExceeded, ErrUnavailable if it is Unavailable, ErrTooLarge if it is
-// ResourceExhausted raised by gRPC's own message size limits, and none otherwise: a server's
-// InvalidArgument, for example, does not match ErrInvalidArgument. status.Code works on each
-// sentinel and on every *Error.
+// call that prpc failed itself matches exactly one. A call that failed with a status from
+// gRPC or from the server matches ErrTimeout if the code is DeadlineExceeded, ErrUnavailable
+// if it is Unavailable, ErrTooLarge if it is ResourceExhausted raised by gRPC's own message
+// size limits, and none otherwise: a server's InvalidArgument, for example, does not match
+// ErrInvalidArgument. status.Code works on each sentinel and on every *Error.
 var (
 	// ErrClosed: the reactor was closed before the call completed, or the call was submitted
 	// after Close. Code Canceled.
@@ -45,10 +46,6 @@ var (
 	ErrUnavailable error = &sentinel{codes.Unavailable, "unavailable"}
 )
 
-// MaxStatusMessageBytes is the longest status message a call's error carries; a longer one
-// from the server is cut to this length, and a marker is appended.
-const MaxStatusMessageBytes = 4096
-
 type sentinel struct {
 	code codes.Code
 	msg  string
@@ -60,115 +57,68 @@ func (s *sentinel) Error() string { return "prpc: " + s.msg }
 // GRPCStatus returns the status with the sentinel's code, so status.Code works on it.
 func (s *sentinel) GRPCStatus() *status.Status { return status.New(s.code, s.Error()) }
 
+// kinds maps the kinds of internal/callerr to the sentinels they match.
+var kinds = [callerr.NumKinds]error{
+	callerr.Closed:          ErrClosed,
+	callerr.Overloaded:      ErrOverloaded,
+	callerr.Timeout:         ErrTimeout,
+	callerr.Cancelled:       ErrCancelled,
+	callerr.TooLarge:        ErrTooLarge,
+	callerr.InvalidArgument: ErrInvalidArgument,
+	callerr.Unavailable:     ErrUnavailable,
+}
+
 // Error is the error of a failed call: every failed call's error is a *Error. It holds the
 // method's path, the gRPC status with its details, the trailers the server sent with it, if
-// any, the sentinel it matches (Kind) and, for some local failures, a cause (Unwrap). Package
-// reactor makes them with NewError and StatusError; an *Error is immutable.
-type Error struct {
-	kind    error // the sentinel it matches, or nil
-	method  string
-	st      *status.Status
-	trailer metadata.MD
-	cause   error
-}
+// the call asked for them, the sentinel it matches (Kind) and, for some local failures, a
+// cause (Unwrap). Only package reactor makes them; an *Error is immutable and safe for
+// concurrent use.
+//
+// A status from the server keeps its code, message and details, except that a code outside
+// 0–16 becomes Unknown, its message naming the code sent, and a message longer than 4096
+// bytes is cut there, at a UTF-8 boundary, with a marker saying how many bytes were cut.
+type Error callerr.Error
 
-// NewError returns the error of a call of method that failed locally for the reason kind,
-// which must be one of the sentinels of this package, with a message saying why and an
-// optional cause (returned by Unwrap). Package reactor uses it; it is exported for fakes and
-// test doubles.
-func NewError(kind error, method, message string, cause error) *Error {
-	s, ok := kind.(*sentinel)
-	if !ok {
-		panic(fmt.Sprintf("prpc: NewError: %v is not a prpc sentinel error", kind))
-	}
-	return &Error{kind: kind, method: method, st: status.New(s.code, message), cause: cause}
-}
-
-// StatusError returns the error of a call of method that failed with err as returned by gRPC,
-// and the trailers received with it. The code and message are kept except that a code outside
-// 0–16 becomes Unknown and a message longer than MaxStatusMessageBytes is cut; the status
-// details are kept. A DeadlineExceeded status matches ErrTimeout; an Unavailable status
-// matches ErrUnavailable; a ResourceExhausted status raised by gRPC's own message size limits
-// matches ErrTooLarge.
-func StatusError(method string, err error, trailer metadata.MD) *Error {
-	st, _ := status.FromError(err)
-	p := st.Proto()
-	if p.Code < 0 || p.Code > int32(codes.Unauthenticated) {
-		p.Message = fmt.Sprintf("server sent unknown status code %d: %s", p.Code, p.Message)
-		p.Code = int32(codes.Unknown)
-	}
-	p.Message = capMessage(p.Message)
-	e := &Error{method: method, st: status.FromProto(p), trailer: trailer}
-	switch codes.Code(p.Code) {
-	case codes.DeadlineExceeded:
-		e.kind = ErrTimeout
-	case codes.Unavailable:
-		e.kind = ErrUnavailable
-	case codes.ResourceExhausted:
-		if isGRPCSizeLimit(p.Message) {
-			e.kind = ErrTooLarge
-		}
-	}
-	return e
-}
-
-// isGRPCSizeLimit reports whether msg is one of grpc-go's own message-size-limit messages
-// (rpc_util.go): they are the only way to tell gRPC's limit from a server's own
-// ResourceExhausted.
-func isGRPCSizeLimit(msg string) bool {
-	return strings.HasPrefix(msg, "grpc: received message larger than max") ||
-		strings.HasPrefix(msg, "grpc: received message after decompression larger than max") ||
-		strings.HasPrefix(msg, "grpc: trying to send message larger than max")
-}
-
-func capMessage(msg string) string {
-	if len(msg) <= MaxStatusMessageBytes {
-		return msg
-	}
-	cut := MaxStatusMessageBytes
-	for cut > 0 && cut < len(msg) && msg[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return fmt.Sprintf("%s…[%d bytes cut]", msg[:cut], len(msg)-cut)
-}
+// core returns the error's state.
+func (e *Error) core() *callerr.Error { return (*callerr.Error)(e) }
 
 // Error returns "prpc: <method>: <code>: <message>".
 func (e *Error) Error() string {
-	return fmt.Sprintf("prpc: %s: %s: %s", e.method, e.st.Code(), e.st.Message())
+	return fmt.Sprintf("prpc: %s: %s: %s", e.core().Method(), e.Code(), e.Message())
 }
 
 // Code returns the gRPC status code.
-func (e *Error) Code() codes.Code { return e.st.Code() }
+func (e *Error) Code() codes.Code { return e.core().Status().Code() }
 
 // Message returns the status message.
-func (e *Error) Message() string { return e.st.Message() }
+func (e *Error) Message() string { return e.core().Status().Message() }
 
 // Method returns the path of the method called.
-func (e *Error) Method() string { return e.method }
+func (e *Error) Method() string { return e.core().Method() }
 
 // GRPCStatus returns the gRPC status, with its details, so that status.Code and
 // status.FromError work on the error.
-func (e *Error) GRPCStatus() *status.Status { return e.st }
+func (e *Error) GRPCStatus() *status.Status { return e.core().Status() }
 
 // Trailer returns the trailers the server sent with a failure; nil for local failures and for
 // calls that did not ask for response metadata (Options.ResponseMetadata,
 // reactor.MethodPolicy.ResponseMetadata); empty if they were larger than
 // limits.Limits.MaxMetadataBytes, which drops them whole. The status details travel in the
 // status whether or not the trailer was asked for.
-func (e *Error) Trailer() metadata.MD { return e.trailer }
+func (e *Error) Trailer() metadata.MD { return e.core().Trailer() }
 
 // Is reports whether e matches target: the sentinel of its condition, or the same error.
 func (e *Error) Is(target error) bool {
-	return target == e.kind && target != nil
+	return target != nil && target == e.Kind()
 }
 
 // Unwrap returns the cause, if any: for example the context error of a call cut off by
 // Close, or of a call whose parent context was cancelled, or the *HandshakeError of a call
 // that failed with Unavailable because a security handshake failed.
-func (e *Error) Unwrap() error { return e.cause }
+func (e *Error) Unwrap() error { return e.core().Cause() }
 
 // Kind returns the sentinel the error matches, or nil for a server status that matches none.
-func (e *Error) Kind() error { return e.kind }
+func (e *Error) Kind() error { return kinds[e.core().Kind()] }
 
 // HandshakeError is the cause of a call that failed with Unavailable because the security
 // handshake of a new connection failed: the server's certificate was not trusted, the server
@@ -271,17 +221,4 @@ func (k HandshakeErrorKind) String() string {
 		return "server does not speak TLS with HTTP/2 (protocol mismatch)"
 	}
 	return fmt.Sprintf("HandshakeErrorKind(%d)", uint8(k))
-}
-
-// HandshakeStatusError is StatusError for a call that failed because a security handshake
-// failed: the code is err's (Unavailable, so the error matches ErrUnavailable), the message is
-// prefixed with he.Summary(), and Unwrap returns he, which must not be nil. Package reactor
-// uses it; it is exported for fakes and test doubles.
-func HandshakeStatusError(method string, err error, trailer metadata.MD, he *HandshakeError) *Error {
-	e := StatusError(method, err, trailer)
-	p := e.st.Proto()
-	p.Message = capMessage(he.Summary() + ": " + p.Message)
-	e.st = status.FromProto(p)
-	e.cause = he
-	return e
 }

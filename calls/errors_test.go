@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -17,20 +16,26 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callerr"
 )
+
+// callError is what package reactor does with the errors it builds: it hands them out as
+// *calls.Error.
+func callError(e *callerr.Error) *calls.Error { return (*calls.Error)(e) }
 
 var sentinels = []struct {
 	name string
 	err  error
+	kind callerr.Kind
 	code codes.Code
 }{
-	{"ErrClosed", calls.ErrClosed, codes.Canceled},
-	{"ErrOverloaded", calls.ErrOverloaded, codes.ResourceExhausted},
-	{"ErrTimeout", calls.ErrTimeout, codes.DeadlineExceeded},
-	{"ErrCancelled", calls.ErrCancelled, codes.Canceled},
-	{"ErrTooLarge", calls.ErrTooLarge, codes.ResourceExhausted},
-	{"ErrInvalidArgument", calls.ErrInvalidArgument, codes.InvalidArgument},
-	{"ErrUnavailable", calls.ErrUnavailable, codes.Unavailable},
+	{"ErrClosed", calls.ErrClosed, callerr.Closed, codes.Canceled},
+	{"ErrOverloaded", calls.ErrOverloaded, callerr.Overloaded, codes.ResourceExhausted},
+	{"ErrTimeout", calls.ErrTimeout, callerr.Timeout, codes.DeadlineExceeded},
+	{"ErrCancelled", calls.ErrCancelled, callerr.Cancelled, codes.Canceled},
+	{"ErrTooLarge", calls.ErrTooLarge, callerr.TooLarge, codes.ResourceExhausted},
+	{"ErrInvalidArgument", calls.ErrInvalidArgument, callerr.InvalidArgument, codes.InvalidArgument},
+	{"ErrUnavailable", calls.ErrUnavailable, callerr.Unavailable, codes.Unavailable},
 }
 
 // requireMatchesOnly asserts that err matches want (nil: no sentinel) and no other sentinel.
@@ -57,10 +62,13 @@ func TestSentinelCodes(t *testing.T) {
 	}
 }
 
-func TestNewErrorMatchesItsSentinelOnly(t *testing.T) {
+// A failure prpc raised itself matches the sentinel of its kind, and no other, with the
+// sentinel's code, directly and wrapped.
+func TestLocalErrorMatchesItsSentinelOnly(t *testing.T) {
+	require.Len(t, sentinels, callerr.NumKinds-1, "every kind but None has a sentinel")
 	for _, s := range sentinels {
 		t.Run(s.name, func(t *testing.T) {
-			e := calls.NewError(s.err, "/S/M", "why it failed", nil)
+			e := callError(callerr.New(s.kind, "/S/M", "why it failed", nil))
 			requireMatchesOnly(t, e, s.err)
 			require.Equal(t, s.err, e.Kind())
 			require.Equal(t, s.code, e.Code())
@@ -82,27 +90,9 @@ func TestNewErrorMatchesItsSentinelOnly(t *testing.T) {
 	}
 }
 
-func TestNewErrorPanicsOnNonSentinel(t *testing.T) {
-	tests := []struct {
-		name string
-		kind error
-	}{
-		{"plain error", errors.New("boom")},
-		{"nil", nil},
-		{"calls.Error", calls.NewError(calls.ErrTimeout, "/S/M", "x", nil)},
-		{"wrapped sentinel", fmt.Errorf("w: %w", calls.ErrTimeout)},
-		{"context error", context.Canceled},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Panics(t, func() { calls.NewError(tt.kind, "/S/M", "msg", nil) })
-		})
-	}
-}
-
 func TestErrorUnwrapReturnsCause(t *testing.T) {
 	cause := context.DeadlineExceeded
-	e := calls.NewError(calls.ErrClosed, "/S/M", "cut off", cause)
+	e := callError(callerr.New(callerr.Closed, "/S/M", "cut off", cause))
 	require.Equal(t, cause, errors.Unwrap(e))
 	require.ErrorIs(t, e, context.DeadlineExceeded)
 	require.ErrorIs(t, e, calls.ErrClosed)
@@ -111,18 +101,18 @@ func TestErrorUnwrapReturnsCause(t *testing.T) {
 	requireMatchesOnly(t, e, calls.ErrClosed)
 
 	other := errors.New("custom cause")
-	e = calls.NewError(calls.ErrCancelled, "/S/M", "parent done", other)
+	e = callError(callerr.New(callerr.Cancelled, "/S/M", "parent done", other))
 	require.Same(t, other, errors.Unwrap(e))
 	require.ErrorIs(t, e, other)
 }
 
-func TestStatusErrorKeepsStatus(t *testing.T) {
+func TestServerStatusErrorKeepsStatus(t *testing.T) {
 	detail := durationpb.New(3 * time.Second)
 	st, err := status.New(codes.NotFound, "player 42 not found").WithDetails(detail)
 	require.NoError(t, err)
 	trailer := metadata.Pairs("x-trailer", "done", "x-other", "1")
 
-	e := calls.StatusError("/pkg.S/Get", st.Err(), trailer)
+	e := callError(callerr.FromStatus("/pkg.S/Get", st.Err(), trailer))
 	require.Equal(t, codes.NotFound, e.Code())
 	require.Equal(t, codes.NotFound, status.Code(e))
 	require.Equal(t, "player 42 not found", e.Message())
@@ -142,158 +132,31 @@ func TestStatusErrorKeepsStatus(t *testing.T) {
 	require.Equal(t, 3*time.Second, d.AsDuration())
 }
 
-func TestStatusErrorUnknownCode(t *testing.T) {
-	tests := []struct {
-		name string
-		code codes.Code
-	}{
-		{"99", codes.Code(99)},
-		{"17", codes.Code(17)},
-		{"max uint32", codes.Code(1<<32 - 1)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, err := status.New(tt.code, "odd").WithDetails(durationpb.New(time.Second))
-			require.NoError(t, err)
-			e := calls.StatusError("/S/M", st.Err(), nil)
-			require.Equal(t, codes.Unknown, e.Code())
-			require.Equal(t, codes.Unknown, status.Code(e))
-			require.Contains(t, e.Message(), fmt.Sprint(int32(tt.code)), "the original code is mentioned")
-			require.Contains(t, e.Message(), "odd", "the original message is kept")
-			require.Len(t, e.GRPCStatus().Details(), 1, "details are kept")
-			requireMatchesOnly(t, e, nil)
-		})
-	}
-}
-
-func TestStatusErrorKnownCodesKept(t *testing.T) {
-	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
-		e := calls.StatusError("/S/M", status.Error(c, "m"), nil)
-		require.Equal(t, c, e.Code(), "code %v", c)
-		require.Equal(t, "m", e.Message())
-	}
-}
-
-func TestStatusErrorCapsMessage(t *testing.T) {
-	const max = calls.MaxStatusMessageBytes
-	tests := []struct {
-		name       string
-		msg        string
-		wantPrefix string // the kept part; empty means the message is kept whole
-	}{
-		{"short", "short message", ""},
-		{"exactly at limit", strings.Repeat("a", max), ""},
-		{"one over", strings.Repeat("a", max+1), strings.Repeat("a", max)},
-		{"5000 bytes", strings.Repeat("b", 5000), strings.Repeat("b", max)},
-		// "é" is 2 bytes and starts at max-1, so a cut at max would split it.
-		{"2-byte rune across the limit", strings.Repeat("a", max-1) + strings.Repeat("é", 500), strings.Repeat("a", max-1)},
-		// "€" is 3 bytes: starting at max-1 or max-2, a cut at max splits it.
-		{"3-byte rune, 1 byte before", strings.Repeat("a", max-1) + strings.Repeat("€", 400), strings.Repeat("a", max-1)},
-		{"3-byte rune, 2 bytes before", strings.Repeat("a", max-2) + strings.Repeat("€", 400), strings.Repeat("a", max-2)},
-		// "😀" is 4 bytes.
-		{"4-byte rune, 3 bytes before", strings.Repeat("a", max-3) + strings.Repeat("😀", 300), strings.Repeat("a", max-3)},
-		// A rune ending exactly at the limit is kept.
-		{"rune ending at the limit", strings.Repeat("a", max-2) + "é" + strings.Repeat("z", 900), strings.Repeat("a", max-2) + "é"},
-		{"all multi-byte", strings.Repeat("€", 5000/3+1), strings.Repeat("€", max/3)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := calls.StatusError("/S/M", status.Error(codes.Internal, tt.msg), nil)
-			got := e.Message()
-			if tt.wantPrefix == "" {
-				require.Equal(t, tt.msg, got)
-				return
-			}
-			marker := fmt.Sprintf("…[%d bytes cut]", len(tt.msg)-len(tt.wantPrefix))
-			require.Equal(t, tt.wantPrefix+marker, got)
-			require.LessOrEqual(t, len(got)-len(marker), max)
-			require.True(t, utf8.ValidString(got), "the cut must not split a UTF-8 sequence")
-			require.Equal(t, codes.Internal, e.Code())
-		})
-	}
-}
-
-func TestStatusErrorDeadlineExceededMatchesErrTimeout(t *testing.T) {
-	e := calls.StatusError("/S/M", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), nil)
-	require.Equal(t, calls.ErrTimeout, e.Kind())
-	requireMatchesOnly(t, e, calls.ErrTimeout)
-	require.Equal(t, codes.DeadlineExceeded, e.Code())
-	require.Equal(t, "context deadline exceeded", e.Message(), "the server's message is kept")
-}
-
-// Every Unavailable status matches ErrUnavailable, whoever raised it, with its message kept.
-func TestStatusErrorUnavailableMatchesErrUnavailable(t *testing.T) {
-	tests := []struct {
-		name, msg string
-	}{
-		{"connection refused", `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`},
-		{"connection lost", "error reading from server: EOF"},
-		{"handshake failed", `connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`},
-		{"server's own status", "backend draining"},
-		{"empty message", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			trailer := metadata.Pairs("k", "v")
-			e := calls.StatusError("/S/M", status.Error(codes.Unavailable, tt.msg), trailer)
-			require.Equal(t, calls.ErrUnavailable, e.Kind())
-			requireMatchesOnly(t, e, calls.ErrUnavailable)
-			require.Equal(t, codes.Unavailable, e.Code())
-			require.Equal(t, tt.msg, e.Message())
-			require.Equal(t, trailer, e.Trailer())
-			require.Nil(t, errors.Unwrap(e))
-		})
-	}
-}
-
 // Of the server's statuses, only DeadlineExceeded and Unavailable match a sentinel by code:
 // the codes the local sentinels share (InvalidArgument, Canceled, ResourceExhausted) do not.
-func TestStatusErrorCodesMatchingSentinels(t *testing.T) {
+func TestServerStatusErrorsMatchingSentinels(t *testing.T) {
 	want := map[codes.Code]error{
 		codes.DeadlineExceeded: calls.ErrTimeout,
 		codes.Unavailable:      calls.ErrUnavailable,
 	}
 	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
 		t.Run(c.String(), func(t *testing.T) {
-			e := calls.StatusError("/S/M", status.Error(c, "from the server"), nil)
+			e := callError(callerr.FromStatus("/S/M", status.Error(c, "from the server"), nil))
 			require.Equal(t, want[c], e.Kind())
 			requireMatchesOnly(t, e, want[c])
 		})
 	}
 }
 
-func TestStatusErrorResourceExhausted(t *testing.T) {
-	tests := []struct {
-		name string
-		msg  string
-		want error
-	}{
-		{"grpc receive limit", "grpc: received message larger than max (2000 vs. 1024)", calls.ErrTooLarge},
-		{"grpc receive limit after decompression", "grpc: received message after decompression larger than max (5000 vs. 1024)", calls.ErrTooLarge},
-		{"grpc send limit", "grpc: trying to send message larger than max (2000 vs. 1024)", calls.ErrTooLarge},
-		{"server quota", "quota exceeded", nil},
-		{"server quota naming grpc", "backend says: grpc: received message larger than max (1 vs. 0)", nil},
-		{"empty", "", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := calls.StatusError("/S/M", status.Error(codes.ResourceExhausted, tt.msg), nil)
-			require.Equal(t, codes.ResourceExhausted, e.Code())
-			require.Equal(t, tt.msg, e.Message())
-			require.Equal(t, tt.want, e.Kind())
-			requireMatchesOnly(t, e, tt.want)
-		})
-	}
+// gRPC's own size limits match ErrTooLarge; a server's ResourceExhausted matches nothing.
+func TestResourceExhaustedMatchesErrTooLargeOnlyFromGRPC(t *testing.T) {
+	e := callError(callerr.FromStatus("/S/M", status.Error(codes.ResourceExhausted, "grpc: received message larger than max (2000 vs. 1024)"), nil))
+	require.Equal(t, calls.ErrTooLarge, e.Kind())
+	requireMatchesOnly(t, e, calls.ErrTooLarge)
+	require.Equal(t, codes.ResourceExhausted, e.Code())
 
-	// The same message under another code is not a size limit.
-	e := calls.StatusError("/S/M", status.Error(codes.Internal, "grpc: received message larger than max (2000 vs. 1024)"), nil)
-	requireMatchesOnly(t, e, nil)
-}
-
-func TestStatusErrorFromNonStatusError(t *testing.T) {
-	e := calls.StatusError("/S/M", errors.New("transport broke"), nil)
-	require.Equal(t, codes.Unknown, e.Code())
-	require.Contains(t, e.Message(), "transport broke")
+	e = callError(callerr.FromStatus("/S/M", status.Error(codes.ResourceExhausted, "quota exceeded"), nil))
+	require.Nil(t, e.Kind())
 	requireMatchesOnly(t, e, nil)
 }
 

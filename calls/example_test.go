@@ -1,14 +1,18 @@
 package calls_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
 // Methods are declared once, at package level, with their request and response types and
@@ -38,22 +42,48 @@ func ExampleNewMethod_typeMismatch() {
 }
 
 // A call's error matches the sentinel of its condition with errors.Is and carries the gRPC
-// code users expect; a server's own status keeps its code and message.
+// code users expect; a server's own status keeps its code and message. The backend here is
+// an in-memory one from package reactortest.
 func ExampleError() {
-	local := calls.NewError(calls.ErrTimeout, "/network.DataService/GetPlayer", "deadline exceeded after 1.5s", nil)
-	fmt.Println(errors.Is(local, calls.ErrTimeout), status.Code(local))
+	echo := calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse](testpb.TestService_Echo_FullMethodName)
+	b := reactortest.NewBackend()
+	reactortest.Handle(b, echo, func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		if req.GetMessage() == "steve" {
+			return nil, status.Error(codes.NotFound, "no such player")
+		}
+		return nil, status.Error(codes.Unavailable, "backend draining")
+	})
+	r, err := reactor.New(reactor.Config{Conn: b})
+	if err != nil {
+		panic(err)
+	}
+	defer r.Close(context.Background())
+	call := func(who string, opts *calls.Options) error {
+		p := reactor.Call(r, echo, &testpb.EchoRequest{Message: who}, opts)
+		if err := reactortest.Drain(r, 5*time.Second); err != nil {
+			panic(err)
+		}
+		return p.Err()
+	}
 
-	remote := calls.StatusError("/network.DataService/GetPlayer", status.Error(codes.NotFound, "no such player"), nil)
-	fmt.Println(status.Code(remote), remote.Message())
+	// prpc refuses a negative timeout itself: the call is never sent.
+	local := call("alex", &calls.Options{Timeout: -time.Second})
+	fmt.Println(errors.Is(local, calls.ErrInvalidArgument), status.Code(local))
+
+	remote := call("steve", nil)
+	var ce *calls.Error
+	if errors.As(remote, &ce) {
+		fmt.Println(ce.Code(), ce.Message())
+	}
 	fmt.Println(remote)
 
 	// Every Unavailable outcome matches ErrUnavailable: the server's own, or gRPC's when the
 	// backend cannot be reached.
-	down := calls.StatusError("/network.DataService/GetPlayer", status.Error(codes.Unavailable, "connection refused"), nil)
+	down := call("alex", nil)
 	fmt.Println(errors.Is(down, calls.ErrUnavailable), status.Code(down))
 	// Output:
-	// true DeadlineExceeded
+	// true InvalidArgument
 	// NotFound no such player
-	// prpc: /network.DataService/GetPlayer: NotFound: no such player
+	// prpc: /prpctest.TestService/Echo: NotFound: no such player
 	// true Unavailable
 }

@@ -3,7 +3,6 @@ package calls_test
 import (
 	"crypto/x509"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callerr"
 )
 
 func TestHandshakeErrorText(t *testing.T) {
@@ -40,13 +40,15 @@ func TestHandshakeErrorText(t *testing.T) {
 	require.ErrorAs(t, he, &ua, "Unwrap returns Err")
 }
 
-func TestHandshakeStatusError(t *testing.T) {
+// The error of a call that failed in a security handshake keeps code Unavailable, matches
+// ErrUnavailable, and leads errors.As to the *HandshakeError and on to the TLS cause.
+func TestHandshakeFailureError(t *testing.T) {
 	he := &calls.HandshakeError{Kind: calls.HandshakeNameMismatch, Protocol: "tls", Err: x509.HostnameError{Host: "wrong.test"}}
 	st, err := status.New(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed"`).
 		WithDetails(durationpb.New(1))
 	require.NoError(t, err)
 	trailer := metadata.Pairs("k", "v")
-	e := calls.HandshakeStatusError("/s/M", st.Err(), trailer, he)
+	e := callError(callerr.FromHandshake("/s/M", st.Err(), trailer, he))
 
 	require.Equal(t, codes.Unavailable, status.Code(e), "the code stays Unavailable")
 	require.Equal(t, codes.Unavailable, e.Code())
@@ -61,12 +63,6 @@ func TestHandshakeStatusError(t *testing.T) {
 	require.Same(t, he, got)
 	var hn x509.HostnameError
 	require.ErrorAs(t, e, &hn, "the chain reaches the TLS cause")
-
-	// The classification does not escape the message cap.
-	long := status.Error(codes.Unavailable, strings.Repeat("x", 2*calls.MaxStatusMessageBytes))
-	e = calls.HandshakeStatusError("/s/M", long, nil, he)
-	require.LessOrEqual(t, len(e.Message()), calls.MaxStatusMessageBytes+64)
-	require.True(t, strings.HasPrefix(e.Message(), he.Summary()+": x"))
 }
 
 func TestHandshakeErrorKindString(t *testing.T) {

@@ -8,9 +8,17 @@ type State uint8
 // States of a call. A call is Pending until Tick delivers its outcome, except that a call
 // rejected at submission is Failed at once.
 const (
-	Pending   State = State(callcore.Pending)
-	Succeeded State = State(callcore.Succeeded)
-	Failed    State = State(callcore.Failed)
+	Pending State = iota
+	Succeeded
+	Failed
+)
+
+// Promise.State converts the states of callcore, which are these: an index other than 0
+// fails to compile.
+var (
+	_ = [1]struct{}{}[Pending-State(callcore.Pending)]
+	_ = [1]struct{}{}[Succeeded-State(callcore.Succeeded)]
+	_ = [1]struct{}{}[Failed-State(callcore.Failed)]
 )
 
 // String returns "pending", "succeeded" or "failed".

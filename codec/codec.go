@@ -1,9 +1,13 @@
-// Package codec is prpc's raw-bytes gRPC codec. A request is encoded once, on the goroutine
-// that submits it, into a buffer the caller keeps for reuse (Size, then Append); the codec
-// hands those bytes to
-// gRPC in a Frame without a second marshal or a copy, and decodes a response straight from
-// gRPC's receive buffers into the message a Reply names, on the invoker lane that ran the
-// call, refusing one larger than the Reply's bound.
+// Package codec is prpc's raw-bytes gRPC codec. Package reactor encodes each request once,
+// on the goroutine that submits it; the codec hands those bytes to gRPC in a Frame without a
+// second marshal or a copy, and decodes a response straight from gRPC's receive buffers into
+// the message a Reply names, on the invoker lane that ran the call, refusing one larger than
+// the Reply's bound.
+//
+// Users meet the codec where gRPC hands them a call's messages: unary interceptors and stats
+// handlers on a reactor's connection see the request as a *Frame and the reply as a *Reply,
+// not as proto messages, and so does a grpc.ClientConnInterface passed as
+// reactor.Config.Conn (package reactortest's Backend is one).
 //
 // The codec's name is "proto", so the wire content-type stays application/grpc+proto and any
 // gRPC server understands it. It is passed per call with grpc.ForceCodecV2 and never

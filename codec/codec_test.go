@@ -170,55 +170,6 @@ func TestUnmarshalInvalid(t *testing.T) {
 	}
 }
 
-func TestEncodeRelease(t *testing.T) {
-	msgs := []proto.Message{
-		&testpb.EchoRequest{Message: "first", Payload: bytes.Repeat([]byte{9}, 1000), DelayMs: 5},
-		&testpb.EchoRequest{Message: "x"},                                    // smaller: a reused buffer must not leak old bytes
-		&testpb.EchoRequest{},                                                // empty
-		&testpb.EchoRequest{Payload: bytes.Repeat([]byte{1}, 100<<10)},       // above the pooled size
-		&testpb.EchoRequest{FailCode: 5, FailMessage: "m", ResponseBytes: 7}, // after a large one
-		sampleResponse(),
-	}
-	var buf []byte // reused, as a call record reuses it
-	for round := 0; round < 3; round++ {
-		for i, m := range msgs {
-			size := codec.Size(m)
-			want, err := proto.Marshal(m)
-			require.NoError(t, err)
-			require.Equal(t, len(want), size)
-
-			buf, err = codec.Append(buf, m, size)
-			require.NoError(t, err)
-			require.Len(t, buf, size, "msg %d", i)
-			if _, ok := m.(*testpb.EchoRequest); ok { // no map field: the encoding is deterministic
-				require.True(t, bytes.Equal(want, buf), "msg %d: encoded bytes differ", i)
-			}
-
-			// The bytes the codec hands to gRPC decode back to the message.
-			bs, err := codec.Codec{}.Marshal(&codec.Frame{Bytes: buf})
-			require.NoError(t, err)
-			got := m.ProtoReflect().Type().New().Interface()
-			require.NoError(t, codec.Codec{}.Unmarshal(bs, &codec.Reply{Msg: got}))
-			require.True(t, proto.Equal(m, got), "msg %d", i)
-		}
-	}
-}
-
-func TestAppendErrorReportsAndKeepsTheBuffer(t *testing.T) {
-	bad := &testpb.EchoRequest{Message: "\xff"} // proto3 strings must be valid UTF-8
-	buf, err := codec.Append(make([]byte, 0, 64), bad, codec.Size(bad))
-	require.Error(t, err)
-	require.Empty(t, buf)
-	require.Equal(t, 64, cap(buf), "the caller's storage comes back for reuse")
-
-	// The buffer is still usable afterwards.
-	good := &testpb.EchoRequest{Message: "ok"}
-	buf, err = codec.Append(buf, good, codec.Size(good))
-	require.NoError(t, err)
-	want, _ := proto.Marshal(good)
-	require.Equal(t, want, buf)
-}
-
 // FuzzUnmarshal feeds arbitrary bytes to Unmarshal, whole and split, and checks that it never
 // panics and agrees with proto.Unmarshal.
 func FuzzUnmarshal(f *testing.F) {
@@ -262,8 +213,7 @@ func FuzzUnmarshal(f *testing.F) {
 // Marshal hands gRPC a Frame's bytes without copying and without allocating, and a Frame
 // reused with other bytes hands over those.
 func TestMarshalNoAlloc(t *testing.T) {
-	req := &testpb.EchoRequest{Message: "abc"}
-	buf, err := codec.Append(nil, req, codec.Size(req))
+	buf, err := proto.Marshal(&testpb.EchoRequest{Message: "abc"})
 	require.NoError(t, err)
 	f := &codec.Frame{Bytes: buf}
 	var out mem.BufferSlice

@@ -8,9 +8,9 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// HeaderEntryOverhead is the per-entry overhead HPACK counts for header list sizes (RFC 7541
+// headerEntryOverhead is the per-entry overhead HPACK counts for header list sizes (RFC 7541
 // §4.1), which MetadataSize counts too.
-const HeaderEntryOverhead = 32
+const headerEntryOverhead = 32
 
 // reserved lists the keys an application may not send: gRPC and HTTP/2 own them, and
 // grpc-go drops some silently, fails the call on others or makes the server reset the stream.
@@ -79,7 +79,8 @@ func NormalizeMetadata(md metadata.MD, maxBytes int) (metadata.MD, error) {
 }
 
 // MetadataSize returns the size of md as counted against MaxMetadataBytes:
-// Σ len(key) + len(value) + 32 per value, with values of "-bin" keys counted after base64.
+// Σ len(key) + len(value) + 32 per value (HPACK's per-entry overhead, RFC 7541 §4.1), with
+// values of "-bin" keys counted after base64.
 func MetadataSize(md metadata.MD) int {
 	size := 0
 	for key, values := range md {
@@ -96,7 +97,7 @@ func valueSize(key, v string, bin bool) int {
 	if bin {
 		n = base64.RawStdEncoding.EncodedLen(len(v))
 	}
-	return len(key) + n + HeaderEntryOverhead
+	return len(key) + n + headerEntryOverhead
 }
 
 func checkKey(key, lower string) error {

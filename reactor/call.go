@@ -8,8 +8,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/encode"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -44,15 +45,15 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 // it.
 func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message, opts *calls.Options) {
 	if r.closingA.Load() {
-		r.reject(p, ops, calls.ErrClosed, "reactor is closed", nil)
+		r.reject(p, ops, callerr.Closed, "reactor is closed", nil)
 		return
 	}
 	if req == nil || !req.ProtoReflect().IsValid() {
-		r.reject(p, ops, calls.ErrInvalidArgument, "nil request", nil)
+		r.reject(p, ops, callerr.InvalidArgument, "nil request", nil)
 		return
 	}
 	if r.allow != nil && !r.allow[ops.Path] {
-		r.reject(p, ops, calls.ErrInvalidArgument, "method is not in Config.Methods", nil)
+		r.reject(p, ops, callerr.InvalidArgument, "method is not in Config.Methods", nil)
 		return
 	}
 	if opts == nil {
@@ -65,16 +66,16 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 	timeout := policy.timeout
 	switch t := opts.Timeout; {
 	case t < 0:
-		r.reject(p, ops, calls.ErrInvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
+		r.reject(p, ops, callerr.InvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
 		return
 	case t > r.cfg.MaxTimeout:
-		r.reject(p, ops, calls.ErrInvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
+		r.reject(p, ops, callerr.InvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
 		return
 	case t > 0:
 		timeout = t
 	}
 	if opts.WaitForReady && opts.FailFast {
-		r.reject(p, ops, calls.ErrInvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
+		r.reject(p, ops, callerr.InvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
 		return
 	}
 	var md metadata.MD
@@ -85,7 +86,7 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 			return
 		}
 	}
-	size := codec.Size(req)
+	size := encode.Size(req)
 	if err := r.cfg.Limits.CheckRequest(size); err != nil {
 		r.rejectLimit(p, ops, err)
 		return
@@ -96,11 +97,11 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 		limit -= r.cfg.CriticalReserve
 	}
 	c := r.records.get()
-	buf, err := codec.Append(c.Request, req, size)
+	buf, err := encode.Append(c.Request, req, size)
 	c.Request = buf
 	if err != nil {
 		r.records.put(c)
-		r.reject(p, ops, calls.ErrInvalidArgument, "encoding the request: "+err.Error(), err)
+		r.reject(p, ops, callerr.InvalidArgument, "encoding the request: "+err.Error(), err)
 		return
 	}
 
@@ -109,12 +110,12 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 	case r.closing:
 		r.mu.Unlock()
 		r.records.put(c)
-		r.reject(p, ops, calls.ErrClosed, "reactor is closed", nil)
+		r.reject(p, ops, callerr.Closed, "reactor is closed", nil)
 		return
 	case r.counts.pending >= limit:
 		r.mu.Unlock()
 		r.records.put(c)
-		r.reject(p, ops, calls.ErrOverloaded, r.overloadMessage(limit, critical), nil)
+		r.reject(p, ops, callerr.Overloaded, r.overloadMessage(limit, critical), nil)
 		return
 	}
 	r.counts.pending++
@@ -135,7 +136,7 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 	if !r.in.push(event{kind: evSubmit, gen: gen, c: c}) {
 		// The reactor goroutine exited between admission and now (Close won the race).
 		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
-		c.Err = calls.NewError(calls.ErrClosed, ops.Path, "reactor closed before the call was sent", nil)
+		c.Err = localError(callerr.Closed, ops.Path, "reactor closed before the call was sent", nil)
 		c.Reason = callcore.ReasonClosed
 		r.deliverNext(p)
 	}
@@ -147,22 +148,22 @@ var noOptions calls.Options
 func (r *Reactor) rejectLimit(p callcore.Handle, ops *callcore.Ops, err error) {
 	var se *limits.SizeError
 	if errors.As(err, &se) {
-		r.reject(p, ops, calls.ErrTooLarge, err.Error(), nil)
+		r.reject(p, ops, callerr.TooLarge, err.Error(), nil)
 		return
 	}
-	r.reject(p, ops, calls.ErrInvalidArgument, err.Error(), nil)
+	r.reject(p, ops, callerr.InvalidArgument, err.Error(), nil)
 }
 
 // reject fails the call at submission: the failure is visible at once, counted at once, and
 // the callbacks run at the first Tick that starts after Call returns. A rejected call holds
 // no admission slot and no record.
-func (r *Reactor) reject(p callcore.Handle, ops *callcore.Ops, kind error, msg string, cause error) {
-	err := calls.NewError(kind, ops.Path, msg, cause)
+func (r *Reactor) reject(p callcore.Handle, ops *callcore.Ops, kind callerr.Kind, msg string, cause error) {
+	err := localError(kind, ops.Path, msg, cause)
 	reason := callcore.ReasonInvalid
 	switch kind {
-	case calls.ErrClosed:
+	case callerr.Closed:
 		reason = callcore.ReasonClosed
-	case calls.ErrOverloaded:
+	case callerr.Overloaded:
 		reason = callcore.ReasonOverloaded
 	}
 	r.mu.Lock()

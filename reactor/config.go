@@ -30,7 +30,8 @@ const (
 	DefaultMaxOutstanding = 4096
 )
 
-// Bounds of Config.
+// Upper bounds of Config's fields, for programs that check their own configuration before
+// New. New rejects a value above its bound with an error naming the field.
 const (
 	MaxWorkers        = 256
 	MaxBatchSize      = 1024
@@ -148,11 +149,11 @@ type Config struct {
 
 	// Keepalive, if its Time is set, makes the connection ping the server after Time without
 	// activity and close it (failing its calls with Unavailable) when no answer comes within
-	// Timeout (default 20 s), so a silently dead connection is noticed before the calls'
-	// deadlines. Off by default: servers refuse pings more often than their enforcement
-	// policy allows (grpc-go servers: once per 5 minutes by default) with a too_many_pings
-	// GOAWAY that fails every call on the connection, so enable it only with a server that
-	// permits it. Time must be at least 10 s, grpc-go's minimum.
+	// Timeout (default 20 s, at most 1 h), so a silently dead connection is noticed before
+	// the calls' deadlines. Off by default: servers refuse pings more often than their
+	// enforcement policy allows (grpc-go servers: once per 5 minutes by default) with a
+	// too_many_pings GOAWAY that fails every call on the connection, so enable it only with a
+	// server that permits it. Time must be at least 10 s, grpc-go's minimum.
 	Keepalive keepalive.ClientParameters
 
 	// Methods, if not empty, is an allowlist: calls of any other method fail with
@@ -190,25 +191,27 @@ type Config struct {
 // protocol: after a failed attempt the next waits BaseDelay, then ×Multiplier each time up to
 // MaxDelay, each randomised by ±Jitter.
 type Backoff struct {
-	// BaseDelay is the wait after the first failure. Default 100 ms.
+	// BaseDelay is the wait after the first failure. Default 100 ms; at most 1 h.
 	BaseDelay time.Duration
-	// MaxDelay is the longest wait. Default 5 s; at least BaseDelay, at most 1 h.
+	// MaxDelay is the longest wait. Default 5 s, or BaseDelay if that is longer; at least
+	// BaseDelay, at most 1 h.
 	MaxDelay time.Duration
 	// Multiplier is the growth factor. Default 1.6; at least 1.
 	Multiplier float64
 	// Jitter randomises each wait by ±Jitter of it. Default 0.2; from 0 to 1.
 	Jitter float64
-	// MinConnectTimeout is the least time one connection attempt is given. Default 20 s.
+	// MinConnectTimeout is the least time one connection attempt is given. Default 20 s; at
+	// most 1 h.
 	MinConnectTimeout time.Duration
 }
 
 // Defaults of Backoff.
 const (
-	DefaultBackoffBase       = 100 * time.Millisecond
-	DefaultBackoffMax        = 5 * time.Second
-	DefaultBackoffMultiplier = 1.6
-	DefaultBackoffJitter     = 0.2
-	DefaultMinConnectTimeout = 20 * time.Second
+	defaultBackoffBase       = 100 * time.Millisecond
+	defaultBackoffMax        = 5 * time.Second
+	defaultBackoffMultiplier = 1.6
+	defaultBackoffJitter     = 0.2
+	defaultMinConnectTimeout = 20 * time.Second
 )
 
 // fieldError names a Config field and its bounds.
@@ -300,23 +303,23 @@ func (c Config) resolve() (Config, error) {
 	return c, nil
 }
 
-// MinKeepaliveTime is the shortest Keepalive.Time grpc-go honours.
-const MinKeepaliveTime = 10 * time.Second
+// minKeepaliveTime is the shortest Keepalive.Time grpc-go honours.
+const minKeepaliveTime = 10 * time.Second
 
-// DefaultKeepaliveTimeout is the Keepalive.Timeout used when Time is set and Timeout is not.
-const DefaultKeepaliveTimeout = 20 * time.Second
+// defaultKeepaliveTimeout is the Keepalive.Timeout used when Time is set and Timeout is not.
+const defaultKeepaliveTimeout = 20 * time.Second
 
 func validateKeepalive(k *keepalive.ClientParameters) error {
 	switch {
 	case *k == keepalive.ClientParameters{}:
 		return nil
-	case k.Time < MinKeepaliveTime:
-		return fieldError("Keepalive.Time", k.Time, fmt.Sprintf("must be at least %v, grpc-go's minimum, when keepalive is used", MinKeepaliveTime))
+	case k.Time < minKeepaliveTime:
+		return fieldError("Keepalive.Time", k.Time, fmt.Sprintf("must be at least %v, grpc-go's minimum, when keepalive is used", minKeepaliveTime))
 	case k.Timeout < 0 || k.Timeout > MaxMaxTimeout:
-		return fieldError("Keepalive.Timeout", k.Timeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultKeepaliveTimeout))
+		return fieldError("Keepalive.Timeout", k.Timeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultKeepaliveTimeout))
 	}
 	if k.Timeout == 0 {
-		k.Timeout = DefaultKeepaliveTimeout
+		k.Timeout = defaultKeepaliveTimeout
 	}
 	return nil
 }
@@ -408,31 +411,31 @@ func (c *Config) balancer() string {
 
 func (b Backoff) resolve() (Backoff, error) {
 	if b.BaseDelay == 0 {
-		b.BaseDelay = DefaultBackoffBase
+		b.BaseDelay = defaultBackoffBase
 	}
 	if b.MaxDelay == 0 {
-		b.MaxDelay = max(DefaultBackoffMax, b.BaseDelay)
+		b.MaxDelay = max(defaultBackoffMax, b.BaseDelay)
 	}
 	if b.Multiplier == 0 {
-		b.Multiplier = DefaultBackoffMultiplier
+		b.Multiplier = defaultBackoffMultiplier
 	}
 	if b.Jitter == 0 {
-		b.Jitter = DefaultBackoffJitter
+		b.Jitter = defaultBackoffJitter
 	}
 	if b.MinConnectTimeout == 0 {
-		b.MinConnectTimeout = DefaultMinConnectTimeout
+		b.MinConnectTimeout = defaultMinConnectTimeout
 	}
 	switch {
 	case b.BaseDelay < 0 || b.BaseDelay > MaxMaxTimeout:
-		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultBackoffBase))
+		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultBackoffBase))
 	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxMaxTimeout:
-		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most %v (0 means the default, %v)", b.BaseDelay, MaxMaxTimeout, DefaultBackoffMax))
+		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most %v (0 means the default, %v)", b.BaseDelay, MaxMaxTimeout, defaultBackoffMax))
 	case b.Multiplier < 1 || math.IsNaN(b.Multiplier):
-		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", DefaultBackoffMultiplier))
+		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultBackoffMultiplier))
 	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
-		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be between 0 and 1 (0 means the default, %v)", DefaultBackoffJitter))
+		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be between 0 and 1 (0 means the default, %v)", defaultBackoffJitter))
 	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMaxTimeout:
-		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultMinConnectTimeout))
+		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultMinConnectTimeout))
 	}
 	return b, nil
 }

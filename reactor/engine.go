@@ -8,6 +8,7 @@ import (
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/callerr"
 )
 
 // engine is the state owned by the reactor goroutine: the deadline heap, this turn's admitted
@@ -92,10 +93,10 @@ func (e *engine) handle(ev *event) {
 			cause = parent.Err()
 		}
 		if errors.Is(cause, context.DeadlineExceeded) { // the parent's earlier deadline applies
-			e.settle(c, calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout)
+			e.settle(c, localError(callerr.Timeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout)
 			return
 		}
-		e.settle(c, calls.NewError(calls.ErrCancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
+		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
 	case evClose:
 		e.closing = true
 	case evAbort:
@@ -171,7 +172,7 @@ func (e *engine) timeout(c *callcore.Call, sent bool) {
 	if !sent {
 		msg += "; never sent"
 	}
-	e.settle(c, calls.NewError(calls.ErrTimeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout)
+	e.settle(c, localError(callerr.Timeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout)
 }
 
 // abort settles every unsettled call with ErrClosed wrapping cause, for Close.
@@ -191,7 +192,7 @@ func (e *engine) abort(cause error) {
 	}
 	for _, c := range taken {
 		e.cut++
-		e.settle(c, calls.NewError(calls.ErrClosed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
+		e.settle(c, localError(callerr.Closed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
 	}
 }
 
@@ -305,7 +306,7 @@ func (e *engine) shutdown() {
 		switch ev.kind {
 		case evSubmit: // admitted before Close, pushed after the last turn
 			ev.c.Move(ev.gen, callcore.Unclaimed, callcore.Dropped)
-			ev.c.Err = calls.NewError(calls.ErrClosed, ev.c.Ops.Path, "reactor closed before the call was sent", nil)
+			ev.c.Err = localError(callerr.Closed, ev.c.Ops.Path, "reactor closed before the call was sent", nil)
 			ev.c.Reason = callcore.ReasonClosed
 			e.settled = append(e.settled, ev.c)
 		}

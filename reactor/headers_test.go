@@ -166,7 +166,7 @@ func TestReceivedMetadataOverLimitDropped(t *testing.T) {
 	const limit = 1024
 	// pad returns metadata of key with one value, of exactly size bytes as counted.
 	pad := func(key string, size int) metadata.MD {
-		md := metadata.MD{key: {"SECRET-" + strings.Repeat("v", size-len(key)-limits.HeaderEntryOverhead-len("SECRET-"))}}
+		md := metadata.MD{key: {"SECRET-" + strings.Repeat("v", size-len(key)-32-len("SECRET-"))}}
 		require.Equal(t, size, limits.MetadataSize(md))
 		return md
 	}
@@ -276,9 +276,9 @@ func headerCases(t *testing.T) []headerCase {
 	t.Helper()
 	const traceBytes = 100 << 10
 	trace := strings.Repeat("at game.(*World).Save(world.go:42) ", traceBytes/35+1)[:traceBytes]
-	wantTrace := trace[:calls.MaxStatusMessageBytes] + fmt.Sprintf("…[%d bytes cut]", traceBytes-calls.MaxStatusMessageBytes)
+	wantTrace := trace[:maxStatusMessage] + fmt.Sprintf("…[%d bytes cut]", traceBytes-maxStatusMessage)
 	checkTrace := func(t *testing.T, ce *calls.Error, _ *calls.Promise[*testpb.EchoResponse]) {
-		require.Equal(t, wantTrace, ce.Message(), "the message arrives, cut at MaxStatusMessageBytes")
+		require.Equal(t, wantTrace, ce.Message(), "the message arrives, cut at 4096 bytes")
 	}
 
 	const detailsBytes = 64 << 10
@@ -383,7 +383,7 @@ func TestOversizedResponseFailsOnlyItsCall(t *testing.T) {
 // TestOversizedStatusFromGRPCServer: a grpc-go server honours the header list limit the
 // client advertises and, rather than send a trailer over it, resets the stream with Internal,
 // losing the real status. Under MaxReceivedHeaderBytes, a 100 KiB status message arrives with
-// its real code, cut at MaxStatusMessageBytes, and 64 KiB of details arrive whole.
+// its real code, cut at 4096 bytes, and 64 KiB of details arrive whole.
 func TestOversizedStatusFromGRPCServer(t *testing.T) {
 	for _, tt := range headerCases(t) {
 		if tt.grpcErr == nil {

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/callerr"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -189,13 +189,13 @@ func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD) er
 	if parent := c.Parent(); parent != nil && status.Code(err) != codes.DeadlineExceeded {
 		switch perr := parent.Err(); {
 		case errors.Is(perr, context.DeadlineExceeded):
-			return calls.NewError(calls.ErrTimeout, c.Ops.Path, "deadline of the parent context exceeded", perr)
+			return localError(callerr.Timeout, c.Ops.Path, "deadline of the parent context exceeded", perr)
 		case perr != nil:
-			return calls.NewError(calls.ErrCancelled, c.Ops.Path, "parent context done: "+perr.Error(), perr)
+			return localError(callerr.Cancelled, c.Ops.Path, "parent context done: "+perr.Error(), perr)
 		}
 	}
 	if he := r.handshakes.cause(err); he != nil {
-		return calls.HandshakeStatusError(c.Ops.Path, err, trailer, he)
+		return handshakeError(c.Ops.Path, err, trailer, he)
 	}
-	return calls.StatusError(c.Ops.Path, err, trailer)
+	return statusError(c.Ops.Path, err, trailer)
 }

@@ -60,7 +60,8 @@ type RetryPolicy struct {
 	MaxAttempts int
 	// InitialBackoff is the mean wait before the first retry. Default 50 ms; at most 1 min.
 	InitialBackoff time.Duration
-	// MaxBackoff bounds the wait. Default 1 s; at least InitialBackoff, at most 1 min.
+	// MaxBackoff bounds the wait. Default 1 s, or InitialBackoff if that is longer; at least
+	// InitialBackoff, at most 1 min.
 	MaxBackoff time.Duration
 	// BackoffMultiplier grows the wait after each retry. Default 2; at least 1.
 	BackoffMultiplier float64
@@ -77,12 +78,12 @@ type RetryPolicy struct {
 
 // Defaults of RetryPolicy.
 const (
-	DefaultRetryMaxAttempts       = 3
-	DefaultRetryInitialBackoff    = 50 * time.Millisecond
-	DefaultRetryMaxBackoff        = time.Second
-	DefaultRetryBackoffMultiplier = 2.0
-	DefaultThrottleMaxTokens      = 10
-	DefaultThrottleTokenRatio     = 0.1
+	defaultRetryMaxAttempts       = 3
+	defaultRetryInitialBackoff    = 50 * time.Millisecond
+	defaultRetryMaxBackoff        = time.Second
+	defaultRetryBackoffMultiplier = 2.0
+	defaultThrottleMaxTokens      = 10
+	defaultThrottleTokenRatio     = 0.1
 )
 
 // isSet reports whether any field of p was set.
@@ -93,40 +94,40 @@ func (p RetryPolicy) isSet() bool {
 
 func (p RetryPolicy) resolve() (RetryPolicy, error) {
 	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultRetryMaxAttempts
+		p.MaxAttempts = defaultRetryMaxAttempts
 	}
 	if p.InitialBackoff == 0 {
-		p.InitialBackoff = DefaultRetryInitialBackoff
+		p.InitialBackoff = defaultRetryInitialBackoff
 	}
 	if p.MaxBackoff == 0 {
-		p.MaxBackoff = max(DefaultRetryMaxBackoff, p.InitialBackoff)
+		p.MaxBackoff = max(defaultRetryMaxBackoff, p.InitialBackoff)
 	}
 	if p.BackoffMultiplier == 0 {
-		p.BackoffMultiplier = DefaultRetryBackoffMultiplier
+		p.BackoffMultiplier = defaultRetryBackoffMultiplier
 	}
 	if len(p.RetryableCodes) == 0 {
 		p.RetryableCodes = []codes.Code{codes.Unavailable}
 	}
 	if p.ThrottleMaxTokens == 0 {
-		p.ThrottleMaxTokens = DefaultThrottleMaxTokens
+		p.ThrottleMaxTokens = defaultThrottleMaxTokens
 	}
 	if p.ThrottleTokenRatio == 0 {
-		p.ThrottleTokenRatio = DefaultThrottleTokenRatio
+		p.ThrottleTokenRatio = defaultThrottleTokenRatio
 	}
 	const maxBackoff = time.Minute
 	switch {
 	case p.MaxAttempts < 2 || p.MaxAttempts > 5:
-		return p, fieldError("Retry.MaxAttempts", p.MaxAttempts, fmt.Sprintf("must be between 2 and 5 (0 means the default, %d)", DefaultRetryMaxAttempts))
+		return p, fieldError("Retry.MaxAttempts", p.MaxAttempts, fmt.Sprintf("must be between 2 and 5 (0 means the default, %d)", defaultRetryMaxAttempts))
 	case p.InitialBackoff < 0 || p.InitialBackoff > maxBackoff:
-		return p, fieldError("Retry.InitialBackoff", p.InitialBackoff, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", maxBackoff, DefaultRetryInitialBackoff))
+		return p, fieldError("Retry.InitialBackoff", p.InitialBackoff, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", maxBackoff, defaultRetryInitialBackoff))
 	case p.MaxBackoff < p.InitialBackoff || p.MaxBackoff > maxBackoff:
-		return p, fieldError("Retry.MaxBackoff", p.MaxBackoff, fmt.Sprintf("must be at least Retry.InitialBackoff (%v) and at most %v (0 means the default, %v)", p.InitialBackoff, maxBackoff, DefaultRetryMaxBackoff))
+		return p, fieldError("Retry.MaxBackoff", p.MaxBackoff, fmt.Sprintf("must be at least Retry.InitialBackoff (%v) and at most %v (0 means the default, %v)", p.InitialBackoff, maxBackoff, defaultRetryMaxBackoff))
 	case !(p.BackoffMultiplier >= 1): // also rejects NaN
-		return p, fieldError("Retry.BackoffMultiplier", p.BackoffMultiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", DefaultRetryBackoffMultiplier))
+		return p, fieldError("Retry.BackoffMultiplier", p.BackoffMultiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultRetryBackoffMultiplier))
 	case p.ThrottleMaxTokens < 1 || p.ThrottleMaxTokens > 1000:
-		return p, fieldError("Retry.ThrottleMaxTokens", p.ThrottleMaxTokens, fmt.Sprintf("must be between 1 and 1000 (0 means the default, %d)", DefaultThrottleMaxTokens))
+		return p, fieldError("Retry.ThrottleMaxTokens", p.ThrottleMaxTokens, fmt.Sprintf("must be between 1 and 1000 (0 means the default, %d)", defaultThrottleMaxTokens))
 	case !(p.ThrottleTokenRatio > 0 && p.ThrottleTokenRatio <= 1):
-		return p, fieldError("Retry.ThrottleTokenRatio", p.ThrottleTokenRatio, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v)", DefaultThrottleTokenRatio))
+		return p, fieldError("Retry.ThrottleTokenRatio", p.ThrottleTokenRatio, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v)", defaultThrottleTokenRatio))
 	}
 	for i, c := range p.RetryableCodes {
 		if c == codes.OK || c > codes.Unauthenticated {

@@ -3,8 +3,8 @@ package reactor
 import (
 	"sync"
 
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/encode"
 )
 
 // recordPool keeps the call records that delivered calls left behind, with their encode
@@ -53,7 +53,7 @@ func (p *recordPool) putAll(cs []*callcore.Call) {
 
 // recycle starts c's next use, dropping an encode buffer too large to keep.
 func recycle(c *callcore.Call) {
-	if cap(c.Request) > codec.MaxKeptBuffer {
+	if cap(c.Request) > encode.MaxKeptBuffer {
 		c.Request = nil
 	}
 	c.Recycle()

@@ -51,7 +51,7 @@ type Stats struct {
 	Closed uint64
 
 	// Latency is the time from submission to delivery by Tick of the most recent admitted
-	// calls (up to LatencyWindow of them). It includes the wait for Tick.
+	// calls (up to 1024 of them). It includes the wait for Tick.
 	Latency Latency
 
 	// Methods breaks the counters and latencies down by method path.
@@ -84,7 +84,7 @@ type MethodStats struct {
 	Succeeded uint64
 	// Failed counts the method's failed calls by gRPC code, as Stats.Failed does.
 	Failed map[codes.Code]uint64
-	// Latency covers the method's most recent admitted calls, up to LatencyWindow.
+	// Latency covers the method's most recent admitted calls, up to 1024.
 	Latency Latency
 }
 
@@ -123,13 +123,13 @@ func (s InvokerState) String() string {
 	return "invalid"
 }
 
-// LatencyWindow is the number of recent calls Stats.Latency covers.
-const LatencyWindow = 1024
+// latencyWindowSize is the number of recent calls Stats.Latency covers.
+const latencyWindowSize = 1024
 
 // Latency holds percentiles of recent latencies, by nearest rank: Pq is the smallest sample
 // such that at least q% of the samples are at or below it. All are zero without samples.
 type Latency struct {
-	// Samples is the number of latencies summarised, at most LatencyWindow.
+	// Samples is the number of latencies summarised, at most 1024.
 	Samples int
 	// P50, P95 and P99 are the 50th, 95th and 99th percentiles.
 	P50, P95, P99 time.Duration
@@ -204,15 +204,15 @@ func errCode(err error) codes.Code { return status.Code(err) }
 
 // latencyWindow is a ring of the most recent latencies.
 type latencyWindow struct {
-	ring [LatencyWindow]time.Duration
-	n    int // samples written, saturating at LatencyWindow
+	ring [latencyWindowSize]time.Duration
+	n    int // samples written, saturating at latencyWindowSize
 	next int
 }
 
 func (w *latencyWindow) add(d time.Duration) {
 	w.ring[w.next] = d
-	w.next = (w.next + 1) % LatencyWindow
-	if w.n < LatencyWindow {
+	w.next = (w.next + 1) % latencyWindowSize
+	if w.n < latencyWindowSize {
 		w.n++
 	}
 }
@@ -229,8 +229,8 @@ func summarize(s []time.Duration) Latency {
 
 // Stats returns a snapshot. It is safe from any goroutine and never waits for the reactor
 // goroutine or the lanes. It copies the counters and latency windows under the lock that Call
-// and Tick take to count calls, then sorts the windows outside it: a snapshot costs
-// O(m · LatencyWindow · log LatencyWindow) for m methods and allocates, so it suits
+// and Tick take to count calls, then sorts the windows outside it: a snapshot sorts up to
+// 1024 latencies for the reactor and as many for each method, and allocates, so it suits
 // monitoring, not a per-call path.
 func (r *Reactor) Stats() Stats {
 	r.mu.Lock()

@@ -120,6 +120,33 @@ func TestStatsMethods(t *testing.T) {
 	require.Zero(t, s.Pending)
 }
 
+// Stats.Latency and MethodStats.Latency cover the most recent 1024 calls: a call delivered
+// 1024 calls ago has left the window. A manual clock makes the old call's latency 1 s and
+// every later one's zero.
+func TestStatsLatencyCoversTheLast1024Calls(t *testing.T) {
+	b := reactortest.NewBackend()
+	reactortest.Handle(b, echo, func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
+	})
+	clk := reactortest.NewManualClock(time.Now())
+	r := reactortest.NewReactor(t, b, reactor.Config{Clock: clk, MaxTimeout: time.Hour, DefaultTimeout: time.Hour})
+
+	reactor.Call(r, echo, echoReq("old"), nil)
+	recv(t, r.Ready(), "the old call settled")
+	clk.Advance(time.Second)
+	reactortest.Flush(t, r)
+	require.Equal(t, time.Second, r.Stats().Latency.Max, "the old call's latency")
+
+	for i := range 1024 {
+		reactor.Call(r, echo, echoReq(strconv.Itoa(i)), nil)
+	}
+	reactortest.Flush(t, r)
+	s := r.Stats()
+	want := reactor.Latency{Samples: 1024}
+	require.Equal(t, want, s.Latency, "the old call has left the window")
+	require.Equal(t, want, s.Methods[echo.Path()].Latency)
+}
+
 func TestStatsInvariantDuringBusyRun(t *testing.T) {
 	srv := testserver.Start(t)
 	const maxOutstanding = 32

@@ -16,6 +16,9 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
+// maxStatusMessage is the length at which calls.Error documents that a status message is cut.
+const maxStatusMessage = 4096
+
 func TestServerStatus(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newReactor(t, srv, reactor.Config{})
@@ -31,8 +34,8 @@ func TestServerStatus(t *testing.T) {
 		{"code 99", 99, "odd", codes.Unknown, "server sent unknown status code 99: odd", nil},
 		{"code 17", 17, "odd", codes.Unknown, "server sent unknown status code 17: odd", nil},
 		{"10 KiB message", int32(codes.Internal), long, codes.Internal,
-			long[:calls.MaxStatusMessageBytes] + fmt.Sprintf("…[%d bytes cut]", len(long)-calls.MaxStatusMessageBytes), nil},
-		{"message at the cap", int32(codes.Internal), long[:calls.MaxStatusMessageBytes], codes.Internal, long[:calls.MaxStatusMessageBytes], nil},
+			long[:maxStatusMessage] + fmt.Sprintf("…[%d bytes cut]", len(long)-maxStatusMessage), nil},
+		{"message at the cap", int32(codes.Internal), long[:maxStatusMessage], codes.Internal, long[:maxStatusMessage], nil},
 		{"server DeadlineExceeded", int32(codes.DeadlineExceeded), "slow db", codes.DeadlineExceeded, "slow db", calls.ErrTimeout},
 		{"server Unavailable", int32(codes.Unavailable), "draining", codes.Unavailable, "draining", calls.ErrUnavailable},
 		{"server ResourceExhausted", int32(codes.ResourceExhausted), "quota", codes.ResourceExhausted, "quota", nil},

@@ -1,4 +1,8 @@
-package codec
+// Package encode encodes requests into buffers their callers keep for reuse: package reactor
+// encodes each request, on the goroutine that submits it, into the buffer of a reused call
+// record (Size, then Append), and the codec hands those bytes to gRPC without a second
+// marshal or a copy.
+package encode
 
 import (
 	"google.golang.org/protobuf/proto"

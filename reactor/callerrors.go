@@ -1,0 +1,30 @@
+package reactor
+
+import (
+	"google.golang.org/grpc/metadata"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callerr"
+)
+
+// The errors of failed calls are built by package callerr and handed out as *calls.Error, the
+// type users see and match with errors.As; these helpers do both, so that no *callerr.Error
+// ever reaches a user.
+
+// localError returns the error of a call of method that prpc failed itself for the reason
+// kind, with a message saying why and an optional cause (returned by Unwrap).
+func localError(kind callerr.Kind, method, msg string, cause error) *calls.Error {
+	return (*calls.Error)(callerr.New(kind, method, msg, cause))
+}
+
+// statusError returns the error of a call of method that failed with err, as gRPC returned
+// it, and the trailer received with it.
+func statusError(method string, err error, trailer metadata.MD) *calls.Error {
+	return (*calls.Error)(callerr.FromStatus(method, err, trailer))
+}
+
+// handshakeError is statusError for a call that failed because the security handshake he
+// failed: its message starts with he's classification and its cause is he.
+func handshakeError(method string, err error, trailer metadata.MD, he *calls.HandshakeError) *calls.Error {
+	return (*calls.Error)(callerr.FromHandshake(method, err, trailer, he))
+}
