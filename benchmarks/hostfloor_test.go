@@ -3,8 +3,8 @@ package benchmarks
 import (
 	"testing"
 
-	"github.com/trixnew/prpc/internal/encode"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/internal/encode"
 )
 
 // BenchmarkHostFloor measures, with warm memory, the steps that a call's submission cannot do
