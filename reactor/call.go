@@ -59,10 +59,8 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 	if opts == nil {
 		opts = &noOptions
 	}
-	policy, ok := r.policies[ops.Path]
-	if !ok {
-		policy = methodPolicy{timeout: r.cfg.DefaultTimeout}
-	}
+	method := r.method(ops)
+	policy := method.policy
 	timeout := policy.timeout
 	switch t := opts.Timeout; {
 	case t < 0:
@@ -119,7 +117,8 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 		return
 	}
 	r.counts.pending++
-	r.counts.submit(ops.Path)
+	r.counts.submitted++
+	method.counters.submitted++
 	r.mu.Unlock()
 
 	c.Ops = ops

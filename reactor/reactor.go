@@ -58,6 +58,7 @@ type Reactor struct {
 	epoch    time.Time               // clock time at New; call records keep times relative to it
 	allow    map[string]bool         // nil: every method allowed
 	policies map[string]methodPolicy // by method path
+	methods  methodCache
 	baseOpts []grpc.CallOption
 	owner    owner
 
@@ -74,6 +75,7 @@ type Reactor struct {
 	closing  bool
 	closingA atomic.Bool // closing, readable without mu
 	counts   counters
+	byPath   map[string]*methodEntry // the methods called so far
 	latency  latencyWindow
 
 	// The admitted calls waiting for an invoker lane, and the gauges Stats reads: lanes keep

@@ -171,14 +171,6 @@ func (c *counters) submit(path string) {
 	c.method(path).submitted++
 }
 
-// succeed counts a delivered success.
-func (c *counters) succeed(path string, latency time.Duration) {
-	c.succeeded++
-	m := c.method(path)
-	m.succeeded++
-	m.latency.add(latency)
-}
-
 // fail counts a failure: at rejection, or at delivery (with its latency, which rejections
 // do not have: pass a negative one).
 func (c *counters) fail(path string, code codes.Code, reason callcore.Reason, latency time.Duration) {

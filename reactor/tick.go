@@ -166,11 +166,14 @@ func (h *host) Delivered(c *callcore.Call) {
 		return // rejected at submission: counted then, and no record
 	}
 	r := h.r
+	method := r.method(c.Ops)
 	r.mu.Lock()
 	r.counts.pending--
 	latency := time.Duration(r.deliveredAt - c.Submitted)
 	if c.Err == nil {
-		r.counts.succeed(c.Ops.Path, latency)
+		r.counts.succeeded++
+		method.counters.succeeded++
+		method.counters.latency.add(latency)
 	} else {
 		r.counts.fail(c.Ops.Path, errCode(c.Err), c.Reason, latency)
 	}
