@@ -12,8 +12,8 @@ import (
 // (BenchmarkHostCostBurst, the burst suite's loop suite) can be read against its floor:
 //
 //   - encode: what reactor.Call must do for every call, since the request is free to reuse
-//     once Call returns and one over its limit fails at once: proto.Size, then the encoding
-//     into a reused buffer, of a GetPlayerRequest;
+//     once Call returns and one over its limit fails at once: the encoding of a
+//     GetPlayerRequest into a reused buffer;
 //   - pool-send: all the pool's submission does beyond the game's own request, a closure
 //     and a send on the buffered channel its workers read (the encoding is the workers').
 func BenchmarkHostFloor(b *testing.B) {
@@ -23,7 +23,7 @@ func BenchmarkHostFloor(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
 			var err error
-			if buf, err = encode.Append(buf, req, encode.Size(req)); err != nil {
+			if buf, err = encode.Append(buf, req); err != nil {
 				b.Fatal(err)
 			}
 		}

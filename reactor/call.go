@@ -84,22 +84,25 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 			return
 		}
 	}
-	size := encode.Size(req)
-	if err := r.cfg.Limits.CheckRequest(size); err != nil {
-		r.rejectLimit(p, ops, err)
-		return
-	}
 	critical := opts.Critical || policy.critical
 	limit := r.cfg.MaxOutstanding
 	if !critical {
 		limit -= r.cfg.CriticalReserve
 	}
 	c := r.records.get()
-	buf, err := encode.Append(c.Request, req, size)
+	// Encoding first and checking the size after costs less than sizing the request first,
+	// which encoding would do again for all but the outer message; a request over the limit
+	// is dropped from the record's buffer before the record is reused.
+	buf, err := encode.Append(c.Request, req)
 	c.Request = buf
 	if err != nil {
 		r.records.put(c)
 		r.reject(p, ops, callerr.InvalidArgument, "encoding the request: "+err.Error(), err)
+		return
+	}
+	if err := r.cfg.Limits.CheckRequest(len(buf)); err != nil {
+		r.records.put(c)
+		r.rejectLimit(p, ops, err)
 		return
 	}
 

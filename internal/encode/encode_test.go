@@ -24,12 +24,12 @@ func TestEncodeRelease(t *testing.T) {
 	var buf []byte // reused, as a call record reuses it
 	for round := 0; round < 3; round++ {
 		for i, m := range msgs {
-			size := encode.Size(m)
+			size := proto.Size(m)
 			want, err := proto.Marshal(m)
 			require.NoError(t, err)
 			require.Equal(t, len(want), size)
 
-			buf, err = encode.Append(buf, m, size)
+			buf, err = encode.Append(buf, m)
 			require.NoError(t, err)
 			require.Len(t, buf, size, "msg %d", i)
 			if _, ok := m.(*testpb.EchoRequest); ok { // no map field: the encoding is deterministic
@@ -48,14 +48,14 @@ func TestEncodeRelease(t *testing.T) {
 
 func TestAppendErrorReportsAndKeepsTheBuffer(t *testing.T) {
 	bad := &testpb.EchoRequest{Message: "\xff"} // proto3 strings must be valid UTF-8
-	buf, err := encode.Append(make([]byte, 0, 64), bad, encode.Size(bad))
+	buf, err := encode.Append(make([]byte, 0, 64), bad)
 	require.Error(t, err)
 	require.Empty(t, buf)
 	require.Equal(t, 64, cap(buf), "the caller's storage comes back for reuse")
 
 	// The buffer is still usable afterwards.
 	good := &testpb.EchoRequest{Message: "ok"}
-	buf, err = encode.Append(buf, good, encode.Size(good))
+	buf, err = encode.Append(buf, good)
 	require.NoError(t, err)
 	want, _ := proto.Marshal(good)
 	require.Equal(t, want, buf)
