@@ -89,40 +89,39 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 	if !critical {
 		limit -= r.cfg.CriticalReserve
 	}
-	c := r.records.get()
-	// Encoding first and checking the size after costs less than sizing the request first,
-	// which encoding would do again for all but the outer message; a request over the limit
-	// is dropped from the record's buffer before the record is reused.
-	buf, err := encode.Append(c.Request, req)
-	c.Request = buf
-	if err != nil {
-		r.records.put(c)
-		r.reject(p, ops, callerr.InvalidArgument, "encoding the request: "+err.Error(), err)
-		return
-	}
-	if err := r.cfg.Limits.CheckRequest(len(buf)); err != nil {
-		r.records.put(c)
-		r.rejectLimit(p, ops, err)
-		return
-	}
-
+	// Admission and a free record under one hold of mu, then the encoding, into the record's
+	// buffer. Encoding first and checking the size after costs less than sizing the request
+	// first, which encoding would do again for all but the outer message.
 	r.mu.Lock()
 	switch {
 	case r.closing:
 		r.mu.Unlock()
-		r.records.put(c)
 		r.reject(p, ops, callerr.Closed, "reactor is closed", nil)
 		return
 	case r.counts.pending >= limit:
 		r.mu.Unlock()
-		r.records.put(c)
 		r.reject(p, ops, callerr.Overloaded, r.overloadMessage(limit, critical), nil)
 		return
 	}
 	r.counts.pending++
 	r.counts.submitted++
 	method.counters.submitted++
+	c := r.records.get()
 	r.mu.Unlock()
+	buf, err := encode.Append(c.Request, req)
+	c.Request = buf
+	if err == nil {
+		err = r.cfg.Limits.CheckRequest(len(buf))
+	}
+	if err != nil {
+		r.unadmit(c, method)
+		if _, tooLarge := err.(*limits.SizeError); tooLarge {
+			r.rejectLimit(p, ops, err)
+		} else {
+			r.reject(p, ops, callerr.InvalidArgument, "encoding the request: "+err.Error(), err)
+		}
+		return
+	}
 
 	c.Ops = ops
 	c.Submitted = r.now()
@@ -145,6 +144,17 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 }
 
 var noOptions calls.Options
+
+// unadmit undoes the admission of a call whose request could not be sent, before it is
+// rejected (and counted again, as a rejection), and keeps its record, unused.
+func (r *Reactor) unadmit(c *callcore.Call, method *methodEntry) {
+	r.mu.Lock()
+	r.counts.pending--
+	r.counts.submitted--
+	method.counters.submitted--
+	r.records.put(c)
+	r.mu.Unlock()
+}
 
 // rejectLimit rejects the call for breaking a limit or a metadata rule.
 func (r *Reactor) rejectLimit(p callcore.Handle, ops *callcore.Ops, err error) {

@@ -65,18 +65,18 @@ type Reactor struct {
 	in        *inbox
 	out       outbox    // settled by the lanes and the reactor goroutine
 	hostq     hostQueue // rejected at submission or redelivered: never waits on a lane
-	records   recordPool
 	ready     chan struct{}
 	armed     atomic.Bool // a wake-up was sent and Tick has not drained since
 	onReadyMu sync.Mutex  // OnReady runs one call at a time
 
-	// Admission and counters, under mu.
+	// Admission, counters and free call records, under mu.
 	mu       sync.Mutex
 	closing  bool
 	closingA atomic.Bool // closing, readable without mu
 	counts   counters
 	byPath   map[string]*methodEntry // the methods called so far
 	latency  latencyWindow
+	records  recordPool
 
 	// The admitted calls waiting for an invoker lane, and the gauges Stats reads: lanes keep
 	// their invoker's load and inFlight; queued goes up when the reactor queues calls and down
@@ -105,7 +105,6 @@ type Reactor struct {
 	delivery    []*callcore.Call
 	head        int
 	host        host
-	released    []*callcore.Call // records the Tick in progress freed, for the pool
 	deliveredAt int64            // the time of the delivery in progress, for its latency
 	closeOnce   sync.Once
 	closeErr    error

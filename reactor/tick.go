@@ -124,7 +124,6 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	if delivered > 0 && (all || sinceRead > 0) {
 		now = r.now() // for Elapsed: the deliveries since the clock was last read
 	}
-	r.releaseRecords()
 	remaining := end - r.head + fresh + r.hostq.waiting()
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
@@ -178,19 +177,10 @@ func (h *host) Delivered(c *callcore.Call) {
 		r.counts.fail(c.Ops.Path, errCode(c.Err), c.Reason, latency)
 	}
 	r.latency.add(latency)
-	r.mu.Unlock()
 	if claim, _ := c.Claim(c.Gen()); claim != callcore.Cut {
-		r.released = append(r.released, c)
+		r.records.put(c)
 	}
-}
-
-// releaseRecords gives the records this Tick freed back to the pool, under one lock.
-func (r *Reactor) releaseRecords() {
-	if len(r.released) > 0 {
-		r.records.putAll(r.released)
-		clear(r.released)
-		r.released = r.released[:0]
-	}
+	r.mu.Unlock()
 }
 
 // Recover implements callcore.Host.
