@@ -105,7 +105,7 @@ type Reactor struct {
 	delivery    []*callcore.Call
 	head        int
 	host        host
-	deliveredAt int64            // the time of the delivery in progress, for its latency
+	deliveredAt int64 // the time of the delivery in progress, for its latency
 	closeOnce   sync.Once
 	closeErr    error
 }
