@@ -19,21 +19,10 @@ type loopRatios struct {
 }
 
 // pair returns the trials of prpc and of the pool numbered t, if both ran.
-func (sz LoopSize) pair(t int) (p, b LoopTrial, ok bool) {
-	var hasP, hasB bool
-	for _, tr := range sz.Trials {
-		if tr.Trial != t {
-			continue
-		}
-		switch tr.Client {
-		case clientPRPC:
-			p, hasP = tr, true
-		case clientBaseline:
-			b, hasB = tr, true
-		}
-	}
-	return p, b, hasP && hasB
-}
+func (sz LoopSize) pair(t int) (p, b LoopTrial, ok bool) { return pairOf(sz.Trials, t) }
+
+// trialOf implements clientTrial.
+func (t LoopTrial) trialOf() (int, string) { return t.Trial, t.Client }
 
 func loopRatioOf(p, b LoopTrial) loopRatios {
 	return loopRatios{

@@ -68,13 +68,25 @@ type ratios struct {
 }
 
 // pair returns the trial results of prpc and the baseline for trial t, if both ran.
-func (s ShapeResult) pair(t int) (p, b TrialResult, ok bool) {
+func (s ShapeResult) pair(t int) (p, b TrialResult, ok bool) { return pairOf(s.Trials, t) }
+
+// trialOf implements clientTrial.
+func (t TrialResult) trialOf() (int, string) { return t.Trial, t.Client }
+
+// clientTrial is one trial of one client: its number and the client.
+type clientTrial interface {
+	trialOf() (trial int, client string)
+}
+
+// pairOf returns the trials of prpc and of the baseline numbered t among trials, if both ran.
+func pairOf[T clientTrial](trials []T, t int) (p, b T, ok bool) {
 	var hasP, hasB bool
-	for _, tr := range s.Trials {
-		if tr.Trial != t {
+	for _, tr := range trials {
+		n, client := tr.trialOf()
+		if n != t {
 			continue
 		}
-		switch tr.Client {
+		switch client {
 		case clientPRPC:
 			p, hasP = tr, true
 		case clientBaseline:
