@@ -104,8 +104,7 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 		return
 	}
 	r.counts.pending++
-	r.counts.submitted++
-	method.counters.submitted++
+	r.counts.submit(method.counters)
 	c := r.records.get()
 	r.mu.Unlock()
 	buf, err := encode.Append(c.Request, req)
@@ -150,8 +149,7 @@ var noOptions calls.Options
 func (r *Reactor) unadmit(c *callcore.Call, method *methodEntry) {
 	r.mu.Lock()
 	r.counts.pending--
-	r.counts.submitted--
-	method.counters.submitted--
+	r.counts.unsubmit(method.counters)
 	r.records.put(c)
 	r.mu.Unlock()
 }
@@ -178,9 +176,10 @@ func (r *Reactor) reject(p callcore.Handle, ops *callcore.Ops, kind callerr.Kind
 	case callerr.Overloaded:
 		reason = callcore.ReasonOverloaded
 	}
+	method := r.method(ops)
 	r.mu.Lock()
-	r.counts.submit(ops.Path)
-	r.counts.fail(ops.Path, err.Code(), reason, -1)
+	r.counts.submit(method.counters)
+	r.counts.fail(method.counters, err.Code(), reason, -1)
 	r.mu.Unlock()
 	p.Reject(err)
 	r.deliverNext(p)

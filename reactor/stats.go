@@ -165,16 +165,29 @@ func (c *counters) method(path string) *methodCounters {
 	return m
 }
 
-// submit counts a submitted call.
-func (c *counters) submit(path string) {
+// submit counts a submitted call of the method whose counters are m.
+func (c *counters) submit(m *methodCounters) {
 	c.submitted++
-	c.method(path).submitted++
+	m.submitted++
 }
 
-// fail counts a failure: at rejection, or at delivery (with its latency, which rejections
-// do not have: pass a negative one).
-func (c *counters) fail(path string, code codes.Code, reason callcore.Reason, latency time.Duration) {
-	m := c.method(path)
+// unsubmit takes back submit's count, for an admitted call that is then counted as a
+// rejection.
+func (c *counters) unsubmit(m *methodCounters) {
+	c.submitted--
+	m.submitted--
+}
+
+// succeed counts a delivered success of the method whose counters are m.
+func (c *counters) succeed(m *methodCounters, latency time.Duration) {
+	c.succeeded++
+	m.succeeded++
+	m.latency.add(latency)
+}
+
+// fail counts a failure of the method whose counters are m: at rejection, or at delivery
+// (with its latency, which rejections do not have: pass a negative one).
+func (c *counters) fail(m *methodCounters, code codes.Code, reason callcore.Reason, latency time.Duration) {
 	m.failed[code]++
 	if latency >= 0 {
 		m.latency.add(latency)

@@ -170,11 +170,9 @@ func (h *host) Delivered(c *callcore.Call) {
 	r.counts.pending--
 	latency := time.Duration(r.deliveredAt - c.Submitted)
 	if c.Err == nil {
-		r.counts.succeeded++
-		method.counters.succeeded++
-		method.counters.latency.add(latency)
+		r.counts.succeed(method.counters, latency)
 	} else {
-		r.counts.fail(c.Ops.Path, errCode(c.Err), c.Reason, latency)
+		r.counts.fail(method.counters, errCode(c.Err), c.Reason, latency)
 	}
 	r.latency.add(latency)
 	if claim, _ := c.Claim(c.Gen()); claim != callcore.Cut {
