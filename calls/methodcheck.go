@@ -57,23 +57,29 @@ func checkRegistered[Req, Resp proto.Message](path string) error {
 	return errors.Join(errs...)
 }
 
-// messageName returns the full name of the message type M, or "" when M's nil value has no
-// descriptor: an interface type such as proto.Message, or an untyped message such as
-// *dynamicpb.Message, whose methods panic on a nil receiver.
-func messageName[M proto.Message]() (name protoreflect.FullName) {
-	var zero M
-	if any(zero) == nil {
-		return ""
-	}
-	defer func() {
-		if recover() != nil {
-			name = ""
-		}
-	}()
-	if d := zero.ProtoReflect().Descriptor(); d != nil {
+// messageName returns the full name of the message type M, or "" when M has no descriptor of
+// its own (messageDescriptor).
+func messageName[M proto.Message]() protoreflect.FullName {
+	if d := messageDescriptor[M](); d != nil {
 		return d.FullName()
 	}
 	return ""
+}
+
+// messageDescriptor returns the descriptor of the message type M, or nil when M's nil value
+// has none: an interface type such as proto.Message, or an untyped message such as
+// *dynamicpb.Message, whose methods panic on a nil receiver.
+func messageDescriptor[M proto.Message]() (d protoreflect.MessageDescriptor) {
+	var zero M
+	if any(zero) == nil {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			d = nil
+		}
+	}()
+	return zero.ProtoReflect().Descriptor()
 }
 
 // descriptorKind names the kind of protobuf declaration d is, for error messages.

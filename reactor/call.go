@@ -10,7 +10,6 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
-	"github.com/trixnew/prpc/internal/encode"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -107,7 +106,7 @@ func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message
 	r.counts.submit(method.counters)
 	c := r.records.get()
 	r.mu.Unlock()
-	buf, err := encode.Append(c.Request, req)
+	buf, err := ops.Encode.Append(c.Request, req)
 	c.Request = buf
 	if err == nil {
 		err = r.cfg.Limits.CheckRequest(len(buf))

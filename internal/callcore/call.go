@@ -29,6 +29,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/internal/encode"
 )
 
 // Claim states of a use of a record. Unclaimed and Running are unsettled; the other three
@@ -69,6 +71,8 @@ type Ops struct {
 	Path string
 	// NewResponse returns a new, empty response message.
 	NewResponse func() proto.Message
+	// Encode is how the method's requests are encoded.
+	Encode encode.Plan
 }
 
 // Owner is what a promise asks of the reactor that runs its call. Both methods may be called
