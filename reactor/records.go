@@ -5,14 +5,28 @@ import (
 	"github.com/trixnew/prpc/internal/encode"
 )
 
+// Records are made in slabs of recordSlab, each with its first encode buffer carved from one
+// byte slab of recordSlab × firstBufferBytes: a burst that outgrows the records kept so far
+// costs two allocations per recordSlab calls instead of two per call, and its records and
+// buffers lie side by side in memory, in the order Call takes them.
+const (
+	recordSlab       = 64
+	firstBufferBytes = 64 // a larger request grows its record's buffer on its first encoding
+)
+
 // recordPool keeps the call records that delivered calls left behind, with their encode
 // buffers, for the calls to come. The reactor's mu guards it: Call takes a record in the hold
 // that admits the call, and Tick gives one back in the hold that counts its delivery, so the
 // pool costs no lock of its own. It keeps as many records as were ever outstanding at once,
 // at most MaxOutstanding, so that a burst reuses memory an earlier one touched rather than
-// fresh pages.
+// fresh pages. Records stay with the pool for the reactor's life, so a slab is never kept
+// alive by one record alone.
 type recordPool struct {
 	free []*callcore.Call
+	// unused are the records of the newest slab that no call has taken yet, with their
+	// first buffers.
+	unused  []callcore.Call
+	buffers []byte
 }
 
 // get returns a free record, or a new one; mu held.
@@ -23,7 +37,14 @@ func (p *recordPool) get() *callcore.Call {
 		p.free = p.free[:n-1]
 		return c
 	}
-	return new(callcore.Call)
+	if len(p.unused) == 0 {
+		p.unused = make([]callcore.Call, recordSlab)
+		p.buffers = make([]byte, recordSlab*firstBufferBytes)
+	}
+	c := &p.unused[0]
+	c.Request = p.buffers[:0:firstBufferBytes]
+	p.unused, p.buffers = p.unused[1:], p.buffers[firstBufferBytes:]
+	return c
 }
 
 // put starts the record's next use and keeps it; mu held. The record must be settled, and no

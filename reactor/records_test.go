@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 // TestRecycledRecordsNeverMixCalls: call records are reused as soon as their calls are
 // delivered, while cancels, deadline entries and queue entries of earlier calls may still be
 // on their way. Over waves of calls that each reuse the records the wave before freed, with
-// random delays, short timeouts and cancels (some only after delivery), every call settles
+// random delays, request sizes, short timeouts and cancels (some only after delivery), every call settles
 // exactly once, every success carries its own request's message, and a delivered promise
 // never changes afterwards.
 func TestRecycledRecordsNeverMixCalls(t *testing.T) {
@@ -43,7 +44,9 @@ func TestRecycledRecordsNeverMixCalls(t *testing.T) {
 	for w := range waves {
 		wave := make([]*call, perWave)
 		for i := range perWave {
-			id := fmt.Sprintf("w%d-%d", w, i)
+			// Lengths on both sides of a new record's first buffer, so that a request that
+			// outgrows it would show if it spilled into a neighbour's.
+			id := fmt.Sprintf("w%d-%d-%s", w, i, strings.Repeat("x", rand.IntN(100)))
 			req := &testpb.EchoRequest{Message: id, DelayMs: int64(rand.IntN(60))} // around the timeout
 			c := h.submit(echo, req, &calls.Options{Timeout: timeout})
 			wave[i] = c
