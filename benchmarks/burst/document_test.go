@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,6 +214,52 @@ func TestWriteDocument(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteDocumentPlacements: a run in two placements is one document, with the command once
+// and each placement's report whole under a heading naming it, its own headings a level
+// deeper; its JSON is an array of the two reports.
+func TestWriteDocumentPlacements(t *testing.T) {
+	unpinned, pinned := docReport(), docReport()
+	pinned.Pinned, pinned.ClientAffinity, pinned.BackendAffinity = true, "0", "1"
+	run := Run{unpinned, pinned}
+	var doc bytes.Buffer
+	if err := run.WriteDocument(&doc); err != nil {
+		t.Fatal(err)
+	}
+	got := doc.String()
+	report := []string{"### Machine", "### Summary", "### Burst suites", "#### standard", "### Loop suite"}
+	want := append(append(append(append([]string{"# Performance report", "## Unpinned: client and backend share the CPUs, as the targets are judged"},
+		report...), "## Pinned: client on CPU 0, backend on CPU 1"), report...), "## How to reproduce")
+	if h := headings(got); !slices.Equal(h, want) {
+		t.Errorf("headings = %q, want %q", h, want)
+	}
+	if n := strings.Count(got, "Command: `"); n != 1 {
+		t.Errorf("the command is given %d times, want once:\n%s", n, got)
+	}
+	for _, part := range []string{
+		"- Backend: a separate process; not pinned, so client and backend share the machine's CPUs.",
+		"- Backend: a separate process. Pinned: client threads on CPU 0, backend threads on CPU 1.",
+		"; unpinned, as the targets are judged.",
+		"; pinned (client on CPU 0, backend on CPU 1); the targets are judged on an unpinned run.",
+	} {
+		if strings.Count(got, part) != 1 {
+			t.Errorf("the document has %q %d times, want once:\n%s", part, strings.Count(got, part), got)
+		}
+	}
+	checkTables(t, got)
+
+	var js bytes.Buffer
+	if err := run.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var reports []jsonReport
+	if err := json.Unmarshal(js.Bytes(), &reports); err != nil {
+		t.Fatalf("the JSON of two placements is not an array of reports: %v\n%s", err, js.String())
+	}
+	if len(reports) != 2 || reports[0].Pinned || !reports[1].Pinned {
+		t.Errorf("JSON reports: %d, pinned %v and %v; want the unpinned then the pinned", len(reports), reports[0].Pinned, reports[1].Pinned)
 	}
 }
 

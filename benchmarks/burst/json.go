@@ -67,7 +67,29 @@ type jsonTrial struct {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error { return writeIndentedJSON(w, r.toJSON()) }
+
+// WriteJSON writes the run's report as WriteJSON of Report does when it has one, and an array
+// of them, in the order they ran, when it has several.
+func (run Run) WriteJSON(w io.Writer) error {
+	if len(run) == 1 {
+		return run[0].WriteJSON(w)
+	}
+	all := make([]jsonReport, len(run))
+	for i, r := range run {
+		all[i] = r.toJSON()
+	}
+	return writeIndentedJSON(w, all)
+}
+
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// toJSON converts r to its JSON form.
+func (r *Report) toJSON() jsonReport {
 	jr := jsonReport{
 		Command:         r.Command,
 		Machine:         r.Machine,
@@ -118,7 +140,5 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	if r.Loop != nil {
 		jr.Loop = r.Loop.toJSON()
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(jr)
+	return jr
 }

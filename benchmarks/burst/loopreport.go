@@ -65,6 +65,18 @@ func (r *Report) placement() string {
 	}
 }
 
+// placementTitle names the report's placement, for its heading in a run of several.
+func (r *Report) placementTitle() string {
+	switch {
+	case r.InProcess:
+		return "Backend in the client's process"
+	case r.Pinned:
+		return "Pinned: client on CPU 0, backend on CPU 1"
+	default:
+		return "Unpinned: client and backend share the CPUs, as the targets are judged"
+	}
+}
+
 // writeLoopSummaryMarkdown writes the loop suite's part of the summary: per burst size, each
 // client's figures, the ratios prpc ÷ pool and the targets.
 func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {

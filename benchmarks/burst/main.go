@@ -20,8 +20,9 @@
 // The backend is the data-service example (examples/dataservice/server) with an in-memory
 // store, run by default in a separate process: this binary re-executed, stopping when its
 // stdin closes. With -pin (Linux) the client runs on CPU 0 and the backend on CPU 1, so the
-// client's CPU time is its own; with -inprocess the backend runs in the client's process and
-// the CPU time includes it. Neither client captures a response's header and trailer unless
+// client's CPU time is its own; -placements unpinned,pinned runs everything unpinned first,
+// then pinned, each against a backend of its own, and reports both. With -inprocess the
+// backend runs in the client's process and the CPU time includes it. Neither client captures a response's header and trailer unless
 // -metadata makes both do it: prpc with GetPlayer's MethodPolicy.ResponseMetadata, the
 // grpc-go pool with grpc.Header and grpc.Trailer.
 //
@@ -56,9 +57,10 @@
 // delivery time, the time, CPU time of the loop's thread and minor page faults of submitting,
 // and the time from the submitting tick to the last delivery; per burst size, the ratios
 // prpc ÷ pool with their median and spread, and whether prpc meets its targets against the
-// pool. It runs unpinned unless -pin is given; the targets are judged unpinned.
+// pool. It runs unpinned unless -pin or -placements says otherwise; the targets are judged
+// unpinned. The report in benchmarks/README.md comes from
 //
-//	go run ./benchmarks/burst -suite loop
+//	go run ./benchmarks/burst -suite all,loop -placements unpinned,pinned -trials 7 -markdown benchmarks/README.md
 //
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
@@ -114,6 +116,7 @@ type options struct {
 	timeout, budget               time.Duration
 	warmup                        int
 	inprocess, pin, json          bool
+	placements                    []bool // pinned or not, per placement, in running order
 	metadata                      bool
 	clients                       string
 	cpuprofile, memprofile        string
@@ -135,7 +138,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
 	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
 	fs.BoolVar(&o.metadata, "metadata", false, "both clients capture every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
-	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1")
+	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1 (-placements pinned)")
+	placements := fs.String("placements", "", "comma-separated placements to run everything in, one after the other: unpinned "+
+		"(client and backend share the CPUs; the default), pinned (Linux: the client on CPU 0, the backend on CPU 1)")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
 	fs.StringVar(&o.clients, "clients", clientPRPC+","+clientBaseline, "comma-separated clients to run: "+clientPRPC+", "+clientBaseline)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`")
@@ -158,6 +163,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err != nil {
 		return o, err
 	}
+	if o.placements, err = placementList(*placements, o.pin); err != nil {
+		return o, err
+	}
+	pinned := slices.Contains(o.placements, true)
 	o.names = names
 	loopOn := slices.Contains(names, suiteLoop)
 	switch {
@@ -169,10 +178,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-workers and -batch shape a -calls run; give -calls too")
 	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
-	case o.pin && o.inprocess:
-		return o, errors.New("-pin puts the backend on its own CPU, which needs it in a separate process: drop -inprocess")
-	case o.pin && !pinSupported:
-		return o, errors.New("-pin works only on Linux")
+	case pinned && o.inprocess:
+		return o, errors.New("pinning puts the backend on its own CPU, which needs it in a separate process: drop -inprocess")
+	case pinned && !pinSupported:
+		return o, errors.New("pinning works only on Linux")
 	}
 	for c := range strings.SplitSeq(o.clients, ",") {
 		if c != clientPRPC && c != clientBaseline {
@@ -180,6 +189,38 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	return o, nil
+}
+
+// placementList parses the value of -placements, given -pin: the placements to run, each as
+// whether it is pinned, unpinned first, since pinning the process cannot be undone.
+func placementList(list string, pin bool) ([]bool, error) {
+	switch {
+	case list == "" && pin:
+		return []bool{true}, nil
+	case list == "":
+		return []bool{false}, nil
+	}
+	named := map[bool]bool{}
+	for name := range strings.SplitSeq(list, ",") {
+		switch name {
+		case "unpinned":
+			named[false] = true
+		case "pinned":
+			named[true] = true
+		default:
+			return nil, fmt.Errorf("-placements %q: unknown placement %q; want unpinned, pinned or both, comma-separated", list, name)
+		}
+	}
+	if pin && (named[false] || !named[true]) {
+		return nil, fmt.Errorf("-pin asks for the pinned placement alone, and -placements %q for others: give one of the two", list)
+	}
+	var out []bool
+	for _, pinned := range []bool{false, true} {
+		if named[pinned] {
+			out = append(out, pinned)
+		}
+	}
+	return out, nil
 }
 
 // suiteNames parses the value of -suite: a comma-separated list of standard, extreme, all
@@ -267,33 +308,79 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	// Progress and the backend process's own stderr meet here.
 	stderr = &syncWriter{w: stderr}
+	command := strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " ")
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var reports Run
+	for _, pinned := range o.placements {
+		rep, err := runPlacement(ctx, o, command, pinned, stderr)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, rep)
+	}
+	if o.memprofile != "" {
+		if err := writeHeapProfile(o.memprofile); err != nil {
+			return err
+		}
+	}
+	if o.markdown != "" {
+		if err := writeDocument(o.markdown, reports); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "burst: wrote the report to %s\n", o.markdown)
+	}
+	if o.json {
+		err = reports.WriteJSON(stdout)
+	} else {
+		err = reports.WriteMarkdown(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if n := reports.Errors(); n > 0 {
+		return fmt.Errorf("%d %w", n, errCallsFailed)
+	}
+	return nil
+}
+
+// runPlacement runs every suite o asks for in one placement, pinned or not, against a backend
+// of its own, and returns its report. Pinning applies to the rest of the process's life.
+func runPlacement(ctx context.Context, o options, command string, pinned bool, stderr io.Writer) (_ *Report, err error) {
 	suites := o.suites()
 	loopShapes := o.loopShapes()
 	rep := &Report{
-		Command:   strings.Join(append([]string{"go run ./benchmarks/burst"}, args...), " "),
+		Command:   command,
 		Machine:   machine(),
 		Started:   time.Now(),
 		InProcess: o.inprocess,
 		Metadata:  o.metadata,
-		Pinned:    o.pin,
+		Pinned:    pinned,
 		Timeout:   o.timeout,
 		Budget:    o.budget,
 		Warmup:    o.warmup,
 	}
-	if o.pin {
+	backendCPU := -1
+	if pinned {
 		runtime.GOMAXPROCS(1)
 		if err := pinProcess(0); err != nil {
-			return err
+			return nil, err
 		}
-	}
-	rep.Machine.GOMAXPROCS = runtime.GOMAXPROCS(0)
-	backendCPU := -1
-	if o.pin {
 		backendCPU = 1
 	}
+	rep.Machine.GOMAXPROCS = runtime.GOMAXPROCS(0)
 	be, err := startBackend(ctx, o.inprocess, backendCPU, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		if stopErr := be.stop(); stopErr != nil {
@@ -314,9 +401,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if !o.inprocess {
 		where = fmt.Sprintf("in process %d", be.pid())
 	}
-	fmt.Fprintf(stderr, "burst: backend at %s (%s); seeding %s players\n", be.addr, where, thousands(need))
+	placement := "unpinned"
+	if pinned {
+		placement = "pinned"
+	}
+	fmt.Fprintf(stderr, "burst: %s; backend at %s (%s); seeding %s players\n", placement, be.addr, where, thousands(need))
 	if err := seed(ctx, be.addr, need); err != nil {
-		return fmt.Errorf("seeding the backend: %w", err)
+		return nil, fmt.Errorf("seeding the backend: %w", err)
 	}
 	xuids := make([]string, need)
 	players := make([]*networkpb.Player, need)
@@ -329,24 +420,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.metadata,
 		xuids: xuids, players: players, progress: stderr,
 	}
-
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	for _, s := range suites {
 		sr := SuiteResult{Name: s.Name}
 		for _, sh := range s.Shapes {
 			res, err := rn.runShape(s.Name, sh)
 			if err != nil {
-				return fmt.Errorf("%s %s: %w", s.Name, sh, err)
+				return nil, fmt.Errorf("%s %s: %w", s.Name, sh, err)
 			}
 			sr.Shapes = append(sr.Shapes, res)
 		}
@@ -355,39 +434,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if len(loopShapes) > 0 {
 		lr, err := rn.runLoop(loopShapes)
 		if err != nil {
-			return fmt.Errorf("%s suite: %w", suiteLoop, err)
+			return nil, fmt.Errorf("%s suite: %w", suiteLoop, err)
 		}
 		rep.Loop = lr
 	}
-	if o.memprofile != "" {
-		if err := writeHeapProfile(o.memprofile); err != nil {
-			return err
-		}
-	}
-	if o.pin {
+	if pinned {
 		// Threads started since pinning inherit it; check that they all did.
 		rep.ClientAffinity, rep.BackendAffinity = affinity(0), affinity(be.pid())
 	}
 	rep.Machine.LoadEnd = loadAverage()
 	rep.Elapsed = time.Since(rep.Started)
-	if o.markdown != "" {
-		if err := writeDocument(o.markdown, rep); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "burst: wrote the report to %s\n", o.markdown)
-	}
-	if o.json {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteMarkdown(stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if n := rep.Errors(); n > 0 {
-		return fmt.Errorf("%d %w", n, errCallsFailed)
-	}
-	return nil
+	return rep, nil
 }
 
 // syncWriter serialises writes to w, which is written by this process and by the goroutine

@@ -169,6 +169,9 @@ func TestFlagErrors(t *testing.T) {
 		{"-suite", ""},
 		{"-suite", "all,huge"},
 		{"-suite", "loop", "-pin", "-inprocess"},
+		{"-placements", "unpinned,pinned", "-inprocess"},
+		{"-placements", "sideways"},
+		{"-pin", "-placements", "unpinned,pinned"},
 		{"-suite", "all,loop", "-calls", "100"},
 		{"-markdown", filepath.Join("no", "such", "dir", "report.md"), "-inprocess", "-calls", "10", "-trials", "1", "-warmup", "0"},
 	} {
@@ -207,6 +210,38 @@ func TestSuites(t *testing.T) {
 	}
 	if standardSuite.Shapes[0].Trials != 3 {
 		t.Error("-trials changed the suite's own table")
+	}
+}
+
+func TestPlacementList(t *testing.T) {
+	for _, c := range []struct {
+		list    string
+		pin     bool
+		want    []bool
+		wantErr string
+	}{
+		{list: "", want: []bool{false}},
+		{list: "", pin: true, want: []bool{true}},
+		{list: "unpinned", want: []bool{false}},
+		{list: "pinned", want: []bool{true}},
+		{list: "pinned", pin: true, want: []bool{true}},
+		{list: "pinned,unpinned", want: []bool{false, true}}, // unpinned first: pinning is for good
+		{list: "unpinned,pinned,unpinned", want: []bool{false, true}},
+		{list: "unpinned,pinned", pin: true, wantErr: `-pin asks for the pinned placement alone, and -placements "unpinned,pinned" for others`},
+		{list: "unpinned", pin: true, wantErr: `-pin asks for the pinned placement alone`},
+		{list: "pinned,", wantErr: `-placements "pinned,": unknown placement ""`},
+		{list: "sideways", wantErr: `-placements "sideways": unknown placement "sideways"; want unpinned, pinned or both, comma-separated`},
+	} {
+		got, err := placementList(c.list, c.pin)
+		if c.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
+				t.Errorf("placementList(%q, %v) = %v, %v; want error %q", c.list, c.pin, got, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("placementList(%q, %v) = %v, %v; want %v", c.list, c.pin, got, err, c.want)
+		}
 	}
 }
 

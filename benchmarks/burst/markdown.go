@@ -10,16 +10,59 @@ import (
 
 // WriteMarkdown writes the report as Markdown: the command, the machine, the summary of the
 // ratios, then the burst suites' notes and tables and the loop suite's.
-func (r *Report) WriteMarkdown(w io.Writer) error {
+func (r *Report) WriteMarkdown(w io.Writer) error { return Run{r}.WriteMarkdown(w) }
+
+// Run is the reports of one run of the suite, one per placement (-placements), in the order
+// they ran.
+type Run []*Report
+
+// WriteMarkdown writes the run's reports as Markdown: the command, then each report, under a
+// heading naming its placement when there are several.
+func (run Run) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	r.writeBody(&b)
+	run.writeBody(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // writeBody writes what WriteMarkdown writes.
+func (run Run) writeBody(b *strings.Builder) {
+	fmt.Fprintf(b, "Command: `%s`\n", run[0].Command)
+	if len(run) == 1 {
+		run[0].writeBody(b)
+		return
+	}
+	for _, r := range run {
+		fmt.Fprintf(b, "\n## %s\n", r.placementTitle())
+		var body strings.Builder
+		r.writeBody(&body)
+		b.WriteString(demoteHeadings(body.String()))
+	}
+}
+
+// Errors returns the calls that failed or were answered wrongly over all the run's reports.
+func (run Run) Errors() int {
+	n := 0
+	for _, r := range run {
+		n += r.Errors()
+	}
+	return n
+}
+
+// demoteHeadings makes every Markdown heading in md one level deeper.
+func demoteHeadings(md string) string {
+	var b strings.Builder
+	for line := range strings.Lines(md) {
+		if strings.HasPrefix(line, "#") {
+			b.WriteString("#")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// writeBody writes one report's part of WriteMarkdown: all but the command.
 func (r *Report) writeBody(b *strings.Builder) {
-	fmt.Fprintf(b, "Command: `%s`\n", r.Command)
 	r.writeMachineMarkdown(b)
 	r.writeSummaryMarkdown(b)
 	if len(r.Suites) > 0 {
