@@ -80,7 +80,7 @@ func TestLoopFlags(t *testing.T) {
 		{args: []string{"-suite", "loop,extreme", "-trials", "2"}, want: sizes(2, 2000, 5000, 20000), burst: 1},
 		{args: []string{"-suite", "loop", "-pin"}, want: sizes(7, 2000, 5000, 20000), pin: true},
 		{args: []string{"-suite", "all,loop", "-calls", "100"}, wantErr: `-calls resizes the loop suite's burst with -suite loop alone`},
-		{args: []string{"-suite", "loop", "-pin", "-inprocess"}, wantErr: "-pin puts the backend on its own CPU"},
+		{args: []string{"-suite", "loop", "-pin", "-inprocess"}, wantErr: "pinning puts the backend on its own CPU"},
 	} {
 		if c.pin && !pinSupported {
 			continue
