@@ -66,10 +66,16 @@ func (e *engine) run() {
 		for i := range e.events {
 			e.handle(&e.events[i])
 		}
+		admitted := len(e.admitted)
 		e.expire()
 		e.dispatch()
 		e.flush()
 		e.release()
+		if admitted > 0 && !e.closing {
+			// As many calls again may be on their way: have their records made here, not
+			// by the goroutine that submits them.
+			r.reserveRecords(admitted, r.cfg.MaxOutstanding)
+		}
 		e.heap.prune()
 		if e.closing && e.heap.live() == 0 {
 			e.shutdown()

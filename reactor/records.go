@@ -18,11 +18,13 @@ const (
 // buffers, for the calls to come. The reactor's mu guards it: Call takes a record in the hold
 // that admits the call, and Tick gives one back in the hold that counts its delivery, so the
 // pool costs no lock of its own. It keeps as many records as were ever outstanding at once,
-// at most MaxOutstanding, so that a burst reuses memory an earlier one touched rather than
+// and those the reactor goroutine made ahead of a burst (reserveRecords), at most
+// MaxOutstanding in all, so that a burst reuses memory an earlier one touched rather than
 // fresh pages. Records stay with the pool for the reactor's life, so a slab is never kept
 // alive by one record alone.
 type recordPool struct {
 	free []*callcore.Call
+	made int // records made and not left to the collector: in use or free
 	// unused are the records of the newest slab that no call has taken yet, with their
 	// first buffers.
 	unused  []callcore.Call
@@ -38,13 +40,46 @@ func (p *recordPool) get() *callcore.Call {
 		return c
 	}
 	if len(p.unused) == 0 {
-		p.unused = make([]callcore.Call, recordSlab)
-		p.buffers = make([]byte, recordSlab*firstBufferBytes)
+		p.unused, p.buffers = newSlab(recordSlab)
 	}
 	c := &p.unused[0]
 	c.Request = p.buffers[:0:firstBufferBytes]
 	p.unused, p.buffers = p.unused[1:], p.buffers[firstBufferBytes:]
+	p.made++
 	return c
+}
+
+// newSlab makes n records and their first buffers.
+func newSlab(n int) ([]callcore.Call, []byte) {
+	return make([]callcore.Call, n), make([]byte, n*firstBufferBytes)
+}
+
+// reserveRecords makes sure that at least n free records wait for the calls to come, making
+// the missing ones, in whole slabs, outside mu; it keeps no more than limit records in all. The
+// reactor goroutine calls it after a turn that admitted n calls, so that while a burst goes
+// on, its later calls find their records made, and the goroutine that submits them neither
+// allocates them nor pays the collector's assist for them. It takes mu once when nothing is
+// missing.
+func (r *Reactor) reserveRecords(n, limit int) {
+	r.mu.Lock()
+	missing, room := n-len(r.records.free), limit-r.records.made
+	r.mu.Unlock()
+	if missing <= 0 || room <= 0 {
+		return
+	}
+	missing = min(recordSlab*((missing+recordSlab-1)/recordSlab), room)
+	recs, bufs := newSlab(missing)
+	made := make([]*callcore.Call, missing)
+	for i := range recs {
+		recs[i].Request = bufs[i*firstBufferBytes : i*firstBufferBytes : (i+1)*firstBufferBytes]
+		made[i] = &recs[i]
+	}
+	r.mu.Lock()
+	// Calls may have made records meanwhile: keep within limit.
+	made = made[:max(0, min(missing, limit-r.records.made))]
+	r.records.free = append(r.records.free, made...)
+	r.records.made += len(made)
+	r.mu.Unlock()
 }
 
 // put starts the record's next use and keeps it; mu held. The record must be settled, and no

@@ -177,6 +177,8 @@ func (h *host) Delivered(c *callcore.Call) {
 	r.latency.add(latency)
 	if claim, _ := c.Claim(c.Gen()); claim != callcore.Cut {
 		r.records.put(c)
+	} else {
+		r.records.made-- // its lane may still use it: left to the collector
 	}
 	r.mu.Unlock()
 }
