@@ -25,10 +25,8 @@ const (
 type recordPool struct {
 	free []*callcore.Call
 	made int // records made and not left to the collector: in use or free
-	// unused are the records of the newest slab that no call has taken yet, with their
-	// first buffers.
-	unused  []callcore.Call
-	buffers []byte
+	// unused are the records of the newest slab that no call has taken yet.
+	unused []callcore.Call
 }
 
 // get returns a free record, or a new one; mu held.
@@ -40,18 +38,22 @@ func (p *recordPool) get() *callcore.Call {
 		return c
 	}
 	if len(p.unused) == 0 {
-		p.unused, p.buffers = newSlab(recordSlab)
+		p.unused = newSlab(recordSlab)
 	}
 	c := &p.unused[0]
-	c.Request = p.buffers[:0:firstBufferBytes]
-	p.unused, p.buffers = p.unused[1:], p.buffers[firstBufferBytes:]
+	p.unused = p.unused[1:]
 	p.made++
 	return c
 }
 
-// newSlab makes n records and their first buffers.
-func newSlab(n int) ([]callcore.Call, []byte) {
-	return make([]callcore.Call, n), make([]byte, n*firstBufferBytes)
+// newSlab makes n records, each with its first buffer: empty, of firstBufferBytes capacity,
+// carved from one byte slab so that no record's encoding can write into another's.
+func newSlab(n int) []callcore.Call {
+	recs, bufs := make([]callcore.Call, n), make([]byte, n*firstBufferBytes)
+	for i := range recs {
+		recs[i].Request = bufs[i*firstBufferBytes : i*firstBufferBytes : (i+1)*firstBufferBytes]
+	}
+	return recs
 }
 
 // reserveRecords makes sure that at least n free records wait for the calls to come, making
@@ -68,10 +70,9 @@ func (r *Reactor) reserveRecords(n, limit int) {
 		return
 	}
 	missing = min(recordSlab*((missing+recordSlab-1)/recordSlab), room)
-	recs, bufs := newSlab(missing)
+	recs := newSlab(missing)
 	made := make([]*callcore.Call, missing)
 	for i := range recs {
-		recs[i].Request = bufs[i*firstBufferBytes : i*firstBufferBytes : (i+1)*firstBufferBytes]
 		made[i] = &recs[i]
 	}
 	r.mu.Lock()
