@@ -53,27 +53,16 @@ func (sz LoopSize) median(client string) (LoopTrial, bool) {
 // poolName names the pool in the report.
 const poolName = "grpc-go pool"
 
-// placement says where the run put client and backend, and how that bears on the targets.
-func (r *Report) placement() string {
+// placement says where the run put client and backend: as a heading, for a run of several
+// placements, and as a clause saying how that bears on the targets.
+func (r *Report) placement() (title, clause string) {
 	switch {
 	case r.InProcess:
-		return "backend in the client's process, so this run's conditions are not the targets'"
+		return "Backend in the client's process", "backend in the client's process, so this run's conditions are not the targets'"
 	case r.Pinned:
-		return "pinned (client on CPU 0, backend on CPU 1); the targets are judged on an unpinned run"
+		return "Pinned: client on CPU 0, backend on CPU 1", "pinned (client on CPU 0, backend on CPU 1); the targets are judged on an unpinned run"
 	default:
-		return "unpinned, as the targets are judged"
-	}
-}
-
-// placementTitle names the report's placement, for its heading in a run of several.
-func (r *Report) placementTitle() string {
-	switch {
-	case r.InProcess:
-		return "Backend in the client's process"
-	case r.Pinned:
-		return "Pinned: client on CPU 0, backend on CPU 1"
-	default:
-		return "Unpinned: client and backend share the CPUs, as the targets are judged"
+		return "Unpinned: client and backend share the CPUs, as the targets are judged", "unpinned, as the targets are judged"
 	}
 }
 
@@ -89,11 +78,12 @@ func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
 	if trials > 1 {
 		count = fmt.Sprintf("%d interleaved trials", trials)
 	}
+	_, placement := r.placement()
 	fmt.Fprintf(b, "Loop suite: prpc against the hand-written %s in the same game loop (%d TPS, %g ms of game work per tick, the burst submitted on tick %d), "+
 		"%s per client and burst size; %s. "+
 		"Submission and the time to the last delivery: each client's median in ms with the least and the greatest in brackets, and the median of the per-trial ratios with their spread. "+
 		"Longest tick interval: over the burst windows of all the trials; late ticks: intervals over %g ms, summed over all the trials.\n\n",
-		poolName, lr.TPS, ms(lr.GameWork), lr.SubmitTick, count, r.placement(), ms(loopLate))
+		poolName, lr.TPS, ms(lr.GameWork), lr.SubmitTick, count, placement, ms(loopLate))
 	b.WriteString("| calls | figure | prpc | " + poolName + " | prpc ÷ pool | target | verdict |\n")
 	b.WriteString("|---:|:--|---:|---:|---:|:--|:--|\n")
 	for _, sz := range lr.Sizes {

@@ -33,7 +33,8 @@ func (run Run) writeBody(b *strings.Builder) {
 		return
 	}
 	for _, r := range run {
-		fmt.Fprintf(b, "\n## %s\n", r.placementTitle())
+		title, _ := r.placement()
+		fmt.Fprintf(b, "\n## %s\n", title)
 		var body strings.Builder
 		r.writeBody(&body)
 		b.WriteString(demoteHeadings(body.String()))
