@@ -7,8 +7,8 @@ import (
 )
 
 // methodEntry is what the reactor keeps per method path: its policy, resolved by New, and its
-// counters, which mu guards. Entries are made on a method's first call and kept for the
-// reactor's life.
+// counters, which mu guards. Entries are made on a method's first call, submitted or
+// rejected, and kept for the reactor's life; Stats reports one MethodStats per entry.
 type methodEntry struct {
 	path     string
 	policy   methodPolicy
@@ -43,7 +43,7 @@ func (r *Reactor) methodLocked(path string) *methodEntry {
 		if !ok {
 			policy = methodPolicy{timeout: r.cfg.DefaultTimeout}
 		}
-		e = &methodEntry{path: path, policy: policy, counters: r.counts.method(path)}
+		e = &methodEntry{path: path, policy: policy, counters: newMethodCounters()}
 		if r.byPath == nil {
 			r.byPath = make(map[string]*methodEntry)
 		}

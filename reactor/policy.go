@@ -15,7 +15,7 @@ import (
 // MethodPolicy sets the defaults of one method's calls. A call's Options may override
 // Timeout, turn WaitForReady on (or off, with FailFast) and make the call Critical;
 // Idempotent and ResponseMetadata belong to the method. New resolves the policies once; a
-// call costs one map lookup for its method's policy.
+// method's policy is looked up on its first call and kept with its counters.
 type MethodPolicy struct {
 	// Method is the method the policy applies to. Required; one policy per method.
 	Method calls.Descriptor

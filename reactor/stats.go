@@ -142,7 +142,6 @@ type counters struct {
 	submitted, succeeded                         uint64
 	failed                                       map[codes.Code]uint64
 	timedOut, overloaded, cancelled, closedCalls uint64
-	methods                                      map[string]*methodCounters
 }
 
 // methodCounters are the counters of one method.
@@ -152,17 +151,8 @@ type methodCounters struct {
 	latency              latencyWindow
 }
 
-// method returns the counters of the method at path, creating them.
-func (c *counters) method(path string) *methodCounters {
-	m := c.methods[path]
-	if m == nil {
-		if c.methods == nil {
-			c.methods = make(map[string]*methodCounters)
-		}
-		m = &methodCounters{failed: make(map[codes.Code]uint64)}
-		c.methods[path] = m
-	}
-	return m
+func newMethodCounters() *methodCounters {
+	return &methodCounters{failed: make(map[codes.Code]uint64)}
 }
 
 // submit counts a submitted call of the method whose counters are m.
@@ -257,9 +247,10 @@ func (r *Reactor) Stats() Stats {
 		path    string
 		samples []time.Duration
 	}
-	perMethod := make([]methodSamples, 0, len(r.counts.methods))
-	s.Methods = make(map[string]MethodStats, len(r.counts.methods))
-	for path, m := range r.counts.methods {
+	perMethod := make([]methodSamples, 0, len(r.byPath))
+	s.Methods = make(map[string]MethodStats, len(r.byPath))
+	for path, e := range r.byPath {
+		m := e.counters
 		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, Failed: make(map[codes.Code]uint64, len(m.failed))}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
