@@ -57,31 +57,43 @@ func newSlab(n int) []callcore.Call {
 }
 
 // reserveRecords makes sure that at least n free records wait for the calls to come, making
-// the missing ones, in whole slabs, outside mu; it keeps no more than limit records in all. The
-// reactor goroutine calls it after a turn that admitted n calls, so that while a burst goes
-// on, its later calls find their records made, and the goroutine that submits them neither
-// allocates them nor pays the collector's assist for them. It takes mu once when nothing is
-// missing.
+// the missing ones, in whole slabs, outside mu; it keeps no more than limit records in all.
+// The reactor goroutine calls it after a turn that admitted n calls, so that while a burst
+// goes on, its later calls find their records made, and the goroutine that submits them
+// neither allocates them nor pays the collector's assist for them. It takes mu once when
+// nothing is missing.
 func (r *Reactor) reserveRecords(n, limit int) {
 	r.mu.Lock()
-	missing, room := n-len(r.records.free), limit-r.records.made
+	missing := r.records.missing(n, limit)
 	r.mu.Unlock()
-	if missing <= 0 || room <= 0 {
+	if missing == 0 {
 		return
 	}
-	missing = min(recordSlab*((missing+recordSlab-1)/recordSlab), room)
-	recs := newSlab(missing)
-	made := make([]*callcore.Call, missing)
-	for i := range recs {
-		made[i] = &recs[i]
-	}
+	recs := newSlab(recordSlab * ((missing + recordSlab - 1) / recordSlab))
 	r.mu.Lock()
-	// Calls may have made records meanwhile: keep within limit.
-	made = made[:max(0, min(missing, limit-r.records.made))]
-	r.records.free = append(r.records.free, made...)
-	r.records.made += len(made)
+	r.records.add(recs, limit)
 	r.mu.Unlock()
 }
+
+// missing returns how many records to make so that n are free, within limit records in all;
+// mu held.
+func (p *recordPool) missing(n, limit int) int {
+	return max(0, min(n-len(p.free), limit-p.made))
+}
+
+// add makes the first of recs free, as many as limit records in all allows, and leaves the
+// rest to the collector; mu held.
+func (p *recordPool) add(recs []callcore.Call, limit int) {
+	recs = recs[:max(0, min(len(recs), limit-p.made))]
+	for i := range recs {
+		p.free = append(p.free, &recs[i])
+	}
+	p.made += len(recs)
+}
+
+// forget stops counting a record that is left to the collector: its lane may still use it;
+// mu held.
+func (p *recordPool) forget() { p.made-- }
 
 // put starts the record's next use and keeps it; mu held. The record must be settled, and no
 // goroutine may use it afterwards but through a generation check.

@@ -178,7 +178,7 @@ func (h *host) Delivered(c *callcore.Call) {
 	if claim, _ := c.Claim(c.Gen()); claim != callcore.Cut {
 		r.records.put(c)
 	} else {
-		r.records.made-- // its lane may still use it: left to the collector
+		r.records.forget()
 	}
 	r.mu.Unlock()
 }
