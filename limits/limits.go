@@ -6,9 +6,10 @@
 // reactor.New, and applies them to every call: the request's size (CheckRequest) and the
 // request metadata (NormalizeMetadata) before anything is sent, the response's size through
 // gRPC's own limit (CallOptions), received header blocks for the whole connection
-// (DialOptions), and the response metadata a call keeps (MetadataSize). A limit broken before sending is a *SizeError or a *MetadataError, which the
-// reactor turns into the call's calls.ErrTooLarge or calls.ErrInvalidArgument. Nothing here
-// keeps state; every function is safe for concurrent use.
+// (DialOptions), and the response metadata a call keeps (MetadataSize). A limit broken before
+// sending is a *SizeError or a *MetadataError, which the reactor turns into the call's
+// calls.ErrTooLarge or calls.ErrInvalidArgument. Nothing here keeps state; every function is
+// safe for concurrent use.
 package limits
 
 import (

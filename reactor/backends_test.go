@@ -198,10 +198,11 @@ func TestManyBackends(t *testing.T) {
 
 // TestResolverTargets checks that Config.Target takes targets of gRPC's resolvers.
 //
-// localhost may resolve to 127.0.0.1 only or also to ::1, where the server does not listen. The reactor uses gRPC's default pick_first, which tries the
-// addresses in turn and settles on the one that accepts, so every call succeeds either way
-// (with round_robin, calls would fail on the ::1 backend). The test therefore asserts that
-// every call succeeds and reached the server, whatever localhost resolves to.
+// localhost may resolve to 127.0.0.1 only or also to ::1, where the server does not listen.
+// The reactor uses gRPC's default pick_first, which tries the addresses in turn and settles on
+// the one that accepts, so every call succeeds either way (with round_robin, calls would fail
+// on the ::1 backend). The test therefore asserts that every call succeeds and reached the
+// server, whatever localhost resolves to.
 func TestResolverTargets(t *testing.T) {
 	srv := testserver.Start(t)
 	_, port, err := net.SplitHostPort(srv.Addr())

@@ -330,7 +330,8 @@ func TestHandshakeFailureOfAnotherBackend(t *testing.T) {
 	})
 
 	require.NoError(t, tlsCall(t, r, true), "the good backend serves")
-	// The bad backend fails every attempt, every 60 ms at most (fastBackoff); the good one connected once.
+	// The bad backend fails every attempt, every 60 ms at most (fastBackoff); the good one
+	// connected once.
 	deadline := time.Now().Add(10 * time.Second)
 	for r.Stats().LastConnErrorKind != calls.HandshakeUnknownAuthority {
 		require.True(t, time.Now().Before(deadline), "no handshake failure recorded: %+v", r.Stats())

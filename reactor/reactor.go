@@ -231,9 +231,9 @@ func (o *owner) Cancel(c *callcore.Call, gen uint32) {
 // Redeliver implements callcore.Owner.
 func (o *owner) Redeliver(t callcore.Target) { o.r.deliverNext(t) }
 
-// deliverNext queues t, whose call is settled already, for the next Tick through the host queue, which no
-// lane touches, and wakes the host unless a wake-up is pending already. Safe from any
-// goroutine; it never blocks.
+// deliverNext queues t, whose call is settled already, for the next Tick through the host
+// queue, which no lane touches, and wakes the host unless a wake-up is pending already. Safe
+// from any goroutine; it never blocks.
 func (r *Reactor) deliverNext(t callcore.Target) {
 	r.hostq.push(t)
 	if r.armed.CompareAndSwap(false, true) {

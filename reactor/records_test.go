@@ -20,9 +20,9 @@ import (
 // TestRecycledRecordsNeverMixCalls: call records are reused as soon as their calls are
 // delivered, while cancels, deadline entries and queue entries of earlier calls may still be
 // on their way. Over waves of calls that each reuse the records the wave before freed, with
-// random delays, request sizes, short timeouts and cancels (some only after delivery), every call settles
-// exactly once, every success carries its own request's message, and a delivered promise
-// never changes afterwards.
+// random delays, request sizes, short timeouts and cancels (some only after delivery), every
+// call settles exactly once, every success carries its own request's message, and a delivered
+// promise never changes afterwards.
 func TestRecycledRecordsNeverMixCalls(t *testing.T) {
 	srv := testserver.Start(t)
 	const waves, perWave, timeout = 8, 128, 40 * time.Millisecond

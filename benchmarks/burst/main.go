@@ -22,9 +22,9 @@
 // stdin closes. With -pin (Linux) the client runs on CPU 0 and the backend on CPU 1, so the
 // client's CPU time is its own; -placements unpinned,pinned runs everything unpinned first,
 // then pinned, each against a backend of its own, and reports both. With -inprocess the
-// backend runs in the client's process and the CPU time includes it. Neither client captures a response's header and trailer unless
-// -metadata makes both do it: prpc with GetPlayer's MethodPolicy.ResponseMetadata, the
-// grpc-go pool with grpc.Header and grpc.Trailer.
+// backend runs in the client's process and the CPU time includes it. Neither client captures a
+// response's header and trailer unless -metadata makes both do it: prpc with GetPlayer's
+// MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer.
 //
 // Usage:
 //
