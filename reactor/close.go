@@ -1,9 +1,12 @@
 package reactor
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
-// Close shuts the reactor down. Call it on the goroutine that calls Tick, never from inside a
-// callback: there it panics, and the panic, isolated like any callback's, reaches only
+// Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
+// inside a callback: there it panics, and the panic, isolated like any callback's, reaches only
 // Config.OnCallbackPanic, so the reactor is not closed.
 //
 // Close stops admitting calls (later calls fail with ErrClosed), lets admitted calls finish
@@ -13,8 +16,13 @@ import "context"
 // reactor started has exited and a connection it dialled is closed. Since every call has a
 // deadline, Close with a context without deadline returns within MaxTimeout.
 //
-// Close returns nil, or ctx.Err() if it had to cut calls off. Later calls return the same
-// result (after running any callbacks queued since).
+// Calls that callbacks submit while Close runs fail with ErrClosed: a final save chained from
+// the callback of a save still in flight is lost. To serve such calls, shut down with Shutdown,
+// or keep ticking until Idle before calling Close (package loop does).
+//
+// Close returns nil, or an error that wraps ctx.Err() and says how many calls it cut off
+// (Stats().CutOff counts them). Later calls return the same result (after running any
+// callbacks queued since).
 func (r *Reactor) Close(ctx context.Context) error {
 	r.enterHost("Close")
 	defer r.ticking.Store(false)
@@ -35,8 +43,8 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 		select {
 		case <-r.done:
 			r.drainAll()
-			if r.cut > 0 {
-				return ctxErr
+			if n := r.cutOff.Load(); n > 0 {
+				return &cutOffError{n: n, ctxErr: ctxErr}
 			}
 			return nil
 		case <-ctxDone:
@@ -58,3 +66,19 @@ func (r *Reactor) drainAll() {
 		}
 	}
 }
+
+// cutOffError is Close's error when it cut calls off: it wraps the context's error.
+type cutOffError struct {
+	n      uint64
+	ctxErr error
+}
+
+func (e *cutOffError) Error() string {
+	calls := "calls"
+	if e.n == 1 {
+		calls = "call"
+	}
+	return fmt.Sprintf("prpc: Close cut off %d %s still running: %v", e.n, calls, e.ctxErr)
+}
+
+func (e *cutOffError) Unwrap() error { return e.ctxErr }

@@ -97,7 +97,7 @@ func TestCloseCutsOffCallsWhenContextEnds(t *testing.T) {
 	ctx := closeCtx(t, 100*time.Millisecond)
 	err := h.Close(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Equal(t, ctx.Err(), err)
+	require.EqualError(t, err, "prpc: Close cut off 2 calls still running: context deadline exceeded")
 	require.Len(t, errs, 2, "every callback ran before Close returned")
 	for m, e := range errs {
 		require.ErrorIs(t, e, calls.ErrClosed, m)
@@ -108,6 +108,7 @@ func TestCloseCutsOffCallsWhenContextEnds(t *testing.T) {
 	require.Equal(t, []string{"a"}, g.seenMessages(), "the queued call was never sent")
 	s := r.Stats()
 	require.EqualValues(t, 2, s.Closed)
+	require.EqualValues(t, 2, s.CutOff)
 	require.Zero(t, s.InFlight)
 	require.Zero(t, s.Pending)
 

@@ -32,7 +32,6 @@ type engine struct {
 	armed    bool  // the timer is set and has not been seen to fire
 	armedAt  int64 // the deadline the timer is set for, while armed
 	closing  bool
-	cut      int
 	nowNs    int64 // r.now(), read once per turn
 }
 
@@ -196,8 +195,8 @@ func (e *engine) abort(cause error) {
 			taken = append(taken, ent.c)
 		}
 	}
+	e.r.cutOff.Add(uint64(len(taken)))
 	for _, c := range taken {
-		e.cut++
 		e.settle(c, localError(callerr.Closed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
 	}
 }
@@ -324,7 +323,6 @@ func (e *engine) shutdown() {
 		default:
 		}
 	}
-	r.cut = e.cut
 	close(r.done)
 }
 

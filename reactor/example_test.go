@@ -149,7 +149,30 @@ func ExampleReactor_Close() {
 	fmt.Println(r.Close(ctx))
 	// Output:
 	// cut off: true
-	// context deadline exceeded
+	// prpc: Close cut off 1 call still running: context deadline exceeded
+}
+
+// Shutdown drains before it closes: a final save chained from the callback of a save still in
+// flight when the host stops is served, not rejected.
+func ExampleReactor_Shutdown() {
+	r, stop := exampleReactor(reactor.Config{})
+	defer stop()
+
+	reactor.Call(r, exampleEcho, &testpb.EchoRequest{Message: "autosave"}, nil).
+		Then(func(resp *testpb.EchoResponse) {
+			fmt.Println(resp.GetMessage())
+			reactor.Call(r, exampleEcho, &testpb.EchoRequest{Message: "final save"}, nil).
+				Then(func(resp *testpb.EchoResponse) { fmt.Println(resp.GetMessage()) })
+		})
+
+	// The host stops: Shutdown runs the callbacks as calls settle until nothing is left.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println(r.Shutdown(ctx), r.Stats().Drained)
+	// Output:
+	// echo: autosave
+	// echo: final save
+	// <nil> 2
 }
 
 // Stats is a snapshot that any goroutine may take.

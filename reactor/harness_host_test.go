@@ -103,6 +103,15 @@ func (h *host) Close(ctx context.Context) error {
 	return h.r.Close(ctx)
 }
 
+// Shutdown drains and closes the reactor, as the host's shutdown would, marking the calling
+// goroutine as inside it.
+func (h *host) Shutdown(ctx context.Context) error {
+	h.inside.Store(goid())
+	defer h.inside.Store(0)
+	h.closedByTest = true
+	return h.r.Shutdown(ctx)
+}
+
 // onHost reports whether the caller is the goroutine now inside the host's Tick or Close.
 func (h *host) onHost() bool { return h.inside.Load() == goid() }
 

@@ -98,7 +98,11 @@ type Reactor struct {
 	// Reactor goroutine and lanes.
 	lanes sync.WaitGroup
 	done  chan struct{} // closed when the reactor goroutine has exited
-	cut   int           // calls cut off by Close; written before done is closed
+
+	// Shutdown's counters, for Stats: calls whose callbacks the drain ran, and calls Close cut
+	// off (written by the reactor goroutine).
+	drained atomic.Uint64
+	cutOff  atomic.Uint64
 
 	// Host goroutine (Tick and Close).
 	ticking     atomic.Bool

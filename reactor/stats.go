@@ -50,6 +50,14 @@ type Stats struct {
 	// Closed counts failures with ErrClosed.
 	Closed uint64
 
+	// Drained counts the calls whose callbacks Shutdown ran while it drained the reactor,
+	// before closing it. A host that drains by ticking until Idle (package loop does) counts
+	// its own: see loop.Stats.Drained.
+	Drained uint64
+	// CutOff counts the calls Close (or Shutdown) cut off when its context was done: calls
+	// admitted and still pending then, failed with ErrClosed. They are part of Closed.
+	CutOff uint64
+
 	// Latency is the time from submission to delivery by Tick of the most recent admitted
 	// calls (up to 1024 of them). It includes the wait for Tick.
 	Latency Latency
@@ -238,6 +246,8 @@ func (r *Reactor) Stats() Stats {
 		Overloaded: r.counts.overloaded,
 		Cancelled:  r.counts.cancelled,
 		Closed:     r.counts.closedCalls,
+		Drained:    r.drained.Load(),
+		CutOff:     r.cutOff.Load(),
 	}
 	samples := slices.Clone(r.latency.ring[:r.latency.n])
 	for code, n := range r.counts.failed {
