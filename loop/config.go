@@ -45,14 +45,18 @@ type Config struct {
 	OnTick func(tick uint64)
 
 	// OnStop, if set, runs once on the Run goroutine when the context passed to Run is
-	// done, after the last tick and before the reactors are closed, so game code can
-	// submit its last calls (final saves); Close delivers their callbacks.
+	// done, after the last tick, so game code can submit its last calls (final saves). The
+	// Loop then drains the reactors: it goes on ticking them, without OnTick, until each is
+	// idle, so that those calls, and the calls their callbacks chain, are served and their
+	// callbacks run; only then does it close them (see Run).
 	OnStop func()
 
-	// ShutdownTimeout bounds the closing of all the reactors together: they are closed one
-	// after another with one context that expires ShutdownTimeout after OnStop returns,
-	// measured by package time, not by Clock. Calls still running then are cut off with
-	// calls.ErrClosed. Default 5 s; more than 0 and at most 1 h.
+	// ShutdownTimeout bounds the shutdown after OnStop returns: the drain, then the closing
+	// of all the reactors together, with one context that ends ShutdownTimeout after OnStop
+	// returns, measured by package time, not by Clock. If the reactors are not idle by then,
+	// the drain ends and closing cuts off the calls still running with calls.ErrClosed, so a
+	// host whose callbacks chain calls forever cannot hold shutdown longer. Default 5 s; more
+	// than 0 and at most 1 h.
 	ShutdownTimeout time.Duration
 
 	// TickOnly makes delivery strictly tick-only: the Loop does not wait on the reactors'

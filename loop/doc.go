@@ -7,8 +7,9 @@
 // callback (Config.TickOnly turns that off); such a drain never runs into the next tick's
 // time. A tick that runs late never causes a burst of catch-up ticks: the ticks whose time
 // has passed are skipped and counted, as Minecraft servers do. When the context is done, the
-// Loop runs Config.OnStop, closes the reactors (which runs the callbacks of the last calls)
-// and returns.
+// Loop runs Config.OnStop, drains the reactors — it keeps ticking them until nothing is
+// pending, so the last calls and any calls their callbacks chain are served, within
+// Config.ShutdownTimeout — then closes them and returns.
 //
 // Everything the Loop runs, OnTick, OnStop, and the reactors' Tick and Close, runs on the
 // goroutine that calls Run, so game state needs no locks:
@@ -24,7 +25,7 @@
 //			world.Update(tick) // may call reactor.Call; callbacks run here too
 //		},
 //		OnStop: func() {
-//			world.SaveAll() // last calls; r.Close delivers their callbacks
+//			world.SaveAll() // last calls: the Loop ticks r until they and their chains are done
 //		},
 //	})
 //	if err != nil {
@@ -32,7 +33,7 @@
 //	}
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 //	defer stop()
-//	return l.Run(ctx) // returns after OnStop and r.Close
+//	return l.Run(ctx) // returns after OnStop, the drain and r.Close
 //
 // Stats reports tick counts, skipped and overrun ticks, the measured rate and tick-duration
 // percentiles, from any goroutine.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,6 +172,26 @@ func (c *closableFake) Close(ctx context.Context) error {
 	return c.err
 }
 
+// drainableFake is a closableFake with Idle: it is busy until its Tick has run busyTicks
+// more times.
+type drainableFake struct {
+	*closableFake
+	busyTicks atomic.Int32
+}
+
+func newDrainable(name string, rec *recorder, clk *reactortest.ManualClock, busyTicks int32) *drainableFake {
+	d := &drainableFake{closableFake: &closableFake{fakeReactor: newFake(name, rec, clk)}}
+	d.busyTicks.Store(busyTicks)
+	return d
+}
+
+func (d *drainableFake) Tick(budget time.Duration) reactor.TickReport {
+	d.busyTicks.Add(-1)
+	return d.fakeReactor.Tick(budget)
+}
+
+func (d *drainableFake) Idle() bool { return d.busyTicks.Load() <= 0 }
+
 // harness runs a Loop on its own goroutine with a manual clock.
 type harness struct {
 	t      *testing.T
@@ -226,6 +247,29 @@ func (h *harness) waitBlocked() {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	require.NoError(h.t, h.clk.WaitTimers(ctx, 1), "the loop did not set its timer")
+}
+
+// cancelAndWait cancels Run's context and waits until OnStop has been recorded (as the only
+// event since the last take) and the loop, draining, waits for its next tick.
+func (h *harness) cancelAndWait() {
+	h.t.Helper()
+	h.cancel()
+	h.rec.wait(h.t, 1)
+	require.Equal(h.t, []string{"OnStop"}, h.rec.take())
+	h.waitBlocked()
+}
+
+// result waits for Run's result after the test stopped it.
+func (h *harness) wait() error {
+	h.t.Helper()
+	select {
+	case err := <-h.done:
+		h.result = &err
+		return err
+	case <-time.After(patience):
+		h.t.Fatalf("Run did not return within %v", patience)
+		return nil
+	}
 }
 
 // stop cancels the context and returns Run's result.

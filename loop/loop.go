@@ -11,8 +11,9 @@ import (
 )
 
 // Reactor is what a Loop drives: any *reactor.Reactor, or a fake in tests. If a Reactor also
-// has a method Close(context.Context) error, as *reactor.Reactor does, the Loop closes it
-// when Run stops.
+// has a method Idle() bool, the Loop drains it when Run stops, ticking it until Idle reports
+// true; if it has a method Close(context.Context) error, the Loop then closes it.
+// *reactor.Reactor has both.
 type Reactor interface {
 	// Tick runs completed calls' callbacks on the calling goroutine under budget.
 	Tick(budget time.Duration) reactor.TickReport
@@ -25,16 +26,23 @@ type closer interface {
 	Close(ctx context.Context) error
 }
 
+// idler is a Reactor the Loop drains on shutdown, until it is idle.
+type idler interface {
+	Idle() bool
+}
+
 var _ closer = (*reactor.Reactor)(nil)
+var _ idler = (*reactor.Reactor)(nil)
 var _ Reactor = (*reactor.Reactor)(nil)
 
 // Loop runs a host's ticks at a fixed rate and drives its reactors. Create it with New and
 // start it with Run; Stats is safe from any goroutine.
 type Loop struct {
-	cfg     Config
-	period  time.Duration
-	started atomic.Bool
-	meter   meter
+	cfg      Config
+	period   time.Duration
+	started  atomic.Bool
+	meter    meter
+	draining bool // Run is draining the reactors; Run's goroutine only
 }
 
 // New checks cfg and returns a Loop that is not running yet. Errors name the Config field at
@@ -68,40 +76,72 @@ func New(cfg Config) (*Loop, error) {
 // slots are skipped, and the one after runs on the normal schedule. A tick that ends after
 // the next tick's due time counts as an overrun; the next tick then starts at once.
 //
-// When ctx is done Run finishes the current tick or wake-up, runs OnStop, then closes each
-// reactor that has a Close method, in order, with a context that expires after
-// Config.ShutdownTimeout (Close runs the remaining callbacks on this goroutine). It returns
-// nil, or the errors.Join of the Close errors. A panic in OnTick, OnStop or a reactor
-// propagates out of Run, after the helper goroutines have exited; the reactors are not
-// closed then.
+// When ctx is done Run finishes the current tick or wake-up, runs OnStop, and then drains the
+// reactors, as http.Server.Shutdown drains its connections before it closes them: it goes on
+// ticking the reactors on the same schedule, with the same Budget and wake-ups, but without
+// OnTick, until every reactor that has an Idle method (as *reactor.Reactor does) reports
+// idle, or Config.ShutdownTimeout has passed since OnStop returned. Calls that callbacks
+// submit meanwhile are admitted and served like any other, so a final save chained from the
+// callback of a save in flight is not lost. Then Run closes each reactor that has a Close
+// method, in order, with a context that ends ShutdownTimeout after OnStop returned: a reactor
+// that went idle closes at once; one that did not cuts off its calls still running with
+// calls.ErrClosed, at once, and runs their callbacks on this goroutine. Run returns nil, or
+// the errors.Join of the Close errors (a reactor's says how many calls it cut off). A panic in
+// OnTick, OnStop or a reactor propagates out of Run, after the helper goroutines have exited;
+// the reactors are not closed then.
 func (l *Loop) Run(ctx context.Context) error {
 	if !l.started.CompareAndSwap(false, true) {
 		return errors.New("prpc: loop.Run called more than once on the same Loop")
 	}
 	w := startWaker(l.cfg.Reactors, l.cfg.TickOnly)
 	defer w.stop()
-	l.run(ctx, w)
+	s := newSchedule(l.cfg.Clock.Now())
+	l.run(s, w, ctx.Done(), l.cfg.OnTick, nil)
+	if l.cfg.OnStop != nil {
+		l.cfg.OnStop()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.ShutdownTimeout)
+	defer cancel()
+	l.draining = true
+	l.run(s, w, sctx.Done(), nil, l.idle)
 	w.stop()
 	// Ready signals the helpers took but the loop did not act on: deliver them as a last
 	// wake-up rather than lose them.
 	l.drain(w.takeAll(), l.cfg.Budget)
-	if l.cfg.OnStop != nil {
-		l.cfg.OnStop()
-	}
-	return l.closeAll(ctx)
+	return l.closeAll(sctx)
 }
 
-// run is the tick loop proper; it returns once ctx is done.
-func (l *Loop) run(ctx context.Context, w *waker) {
+// schedule is where the ticks of a Run stand: when the first was due, when the next is due,
+// and how many have run. The drain at shutdown goes on with the schedule of the ticks before.
+type schedule struct {
+	start, next time.Time
+	n           uint64
+}
+
+func newSchedule(start time.Time) *schedule { return &schedule{start: start, next: start} }
+
+// idle reports whether every reactor that can tell is idle.
+func (l *Loop) idle() bool {
+	for _, r := range l.cfg.Reactors {
+		if i, ok := r.(idler); ok && !i.Idle() {
+			return false
+		}
+	}
+	return true
+}
+
+// run is the tick loop proper: it ticks on schedule s, running onTick (if not nil) at the
+// start of each tick, until done fires, or until over (if not nil) reports true, which it asks
+// before the first tick and after every tick and wake-up.
+func (l *Loop) run(s *schedule, w *waker, done <-chan struct{}, onTick func(uint64), over func() bool) {
 	clock := l.cfg.Clock
-	done := ctx.Done()
-	start := clock.Now()
-	next := start // due time of the next tick
-	var n uint64  // ticks run
 	var timer reactor.Timer
 	for {
+		if over != nil && over() {
+			return
+		}
 		now := clock.Now()
-		if d := next.Sub(now); d > 0 {
+		if d := s.next.Sub(now); d > 0 {
 			// The timer is set only while the loop blocks here, so a set timer means
 			// the loop is idle (tests rely on it), and a fired one holds no stale value.
 			if timer == nil {
@@ -118,7 +158,7 @@ func (l *Loop) run(ctx context.Context, w *waker) {
 				timer.Stop()
 				// A wake-up between ticks must not delay the next tick: its drain gets the
 				// Budget, or only the time left before the tick is due if that is less.
-				if left := next.Sub(clock.Now()); left > 0 {
+				if left := s.next.Sub(clock.Now()); left > 0 {
 					l.drain(w.take(), min(l.cfg.Budget, left))
 				}
 			}
@@ -129,21 +169,21 @@ func (l *Loop) run(ctx context.Context, w *waker) {
 			return
 		default:
 		}
-		next = l.tick(n, start, next, now, w)
-		n++
+		s.next = l.tick(s.n, s.start, s.next, now, w, onTick)
+		s.n++
 	}
 }
 
 // tick runs tick n, due at due, starting at now, and returns the due time of the next one.
-func (l *Loop) tick(n uint64, start, due, now time.Time, w *waker) time.Time {
+func (l *Loop) tick(n uint64, start, due, now time.Time, w *waker, onTick func(uint64)) time.Time {
 	var skipped uint64
 	if lag := now.Sub(due); lag >= l.period {
 		k := lag / l.period
 		skipped = uint64(k)
 		due = due.Add(k * l.period)
 	}
-	if l.cfg.OnTick != nil {
-		l.cfg.OnTick(n)
+	if onTick != nil {
+		onTick(n)
 	}
 	clock := l.cfg.Clock
 	t := clock.Now()
@@ -165,6 +205,7 @@ func (l *Loop) tick(n uint64, start, due, now time.Time, w *waker) time.Time {
 		delivered: delivered,
 		skipped:   skipped,
 		overrun:   t.After(next),
+		drain:     l.draining,
 	})
 	return next
 }
@@ -186,20 +227,19 @@ func (l *Loop) drain(reactors []int, budget time.Duration) {
 		delivery += t2.Sub(t)
 		t = t2
 	}
-	l.meter.wakeup(delivery, delivered)
+	l.meter.wakeup(delivery, delivered, l.draining)
 }
 
-// closeAll closes the closable reactors, in order, within ShutdownTimeout.
+// closeAll closes the closable reactors, in order, with ctx, which ends ShutdownTimeout after
+// OnStop returned.
 func (l *Loop) closeAll(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.ShutdownTimeout)
-	defer cancel()
 	var errs []error
 	for i, r := range l.cfg.Reactors {
 		c, ok := r.(closer)
 		if !ok {
 			continue
 		}
-		if err := c.Close(cctx); err != nil {
+		if err := c.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("prpc: loop: closing Config.Reactors[%d]: %w", i, err))
 		}
 	}

@@ -48,6 +48,11 @@ type Stats struct {
 	// Delivered is the sum of TickReport.Delivered over every Tick call, in ticks and
 	// wake-ups. Callbacks run by Close at shutdown are not counted.
 	Delivered uint64
+	// Drained is the part of Delivered delivered while Run drained the reactors at shutdown,
+	// after OnStop returned: the last calls and the calls their callbacks chained, whose
+	// callbacks ran before the reactors were closed. The calls that closing cut off are
+	// counted by each reactor's Stats().CutOff.
+	Drained uint64
 }
 
 // Stats returns a snapshot of l's counters. It is safe from any goroutine, at any time
@@ -65,6 +70,7 @@ type tickSample struct {
 	delivered uint64
 	skipped   uint64
 	overrun   bool
+	drain     bool // a tick of the shutdown drain
 }
 
 // meter accumulates Stats. The loop goroutine writes it once per tick and wake-up; Stats
@@ -106,14 +112,20 @@ func (m *meter) tick(s tickSample) {
 	m.st.Delivery += s.delivery
 	m.st.DeliveryLastTick = s.delivery
 	m.st.Delivered += s.delivered
+	if s.drain {
+		m.st.Drained += s.delivered
+	}
 }
 
-func (m *meter) wakeup(delivery time.Duration, delivered uint64) {
+func (m *meter) wakeup(delivery time.Duration, delivered uint64, drain bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.st.Wakeups++
 	m.st.Delivery += delivery
 	m.st.Delivered += delivered
+	if drain {
+		m.st.Drained += delivered
+	}
 }
 
 func (m *meter) snapshot() Stats {
