@@ -204,15 +204,12 @@ func (w *world) autosaveDue(p *player) {
 	}
 }
 
-// stopAll starts the shutdown: every online player leaves, with its final save, and nobody
+// stopAll is the loop's OnStop: every online player leaves, with its final save, and nobody
 // joins any more. Calling it again does nothing more.
 //
-// The loop goes on ticking until those saves have settled (see run) and only then stops and
-// closes the reactor. Stopping the loop at once and leaving the saves to Close would lose the
-// final save of a player that leaves while an autosave is in flight: that save is submitted
-// from the autosave's callback, and during Close the reactor rejects new calls with
-// ErrClosed. Submitting it at once instead would put two saves of one player in flight, and
-// the older could land last.
+// A player with a save in flight gets its final save from that save's callback, so that two
+// saves of one player are never in flight at once (the older could land last). The loop
+// drains the reactor after OnStop, so such a chained save is served like any other.
 func (w *world) stopAll() {
 	w.stopping = true
 	for _, p := range w.players {

@@ -82,10 +82,11 @@ import (
 // players + 1 when the default is lower: overload cannot happen by construction.
 const maxPlayers = 10000
 
-// drainTimeout bounds the shutdown phase in which the loop keeps ticking until the final
-// saves have settled. Every call has a deadline (the reactor's DefaultTimeout, 1.5 s) and a
-// player chains at most two saves (the one in flight when it leaves, then its final save), so
-// a drain ends on its own within 3 s; this is only a safety net.
+// drainTimeout is the loop's ShutdownTimeout: it bounds the drain in which the loop keeps
+// ticking the reactor until the final saves have settled. Every call has a deadline (the
+// reactor's DefaultTimeout, 1.5 s) and a player chains at most two saves (the one in flight
+// when it leaves, then its final save), so a drain ends on its own within 3 s; this is only a
+// safety net.
 const drainTimeout = 2*reactor.DefaultTimeout + time.Second
 
 // verifyTimeout bounds the read-back of every player after the loop has stopped.
@@ -273,49 +274,45 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 	// when ctx is or when the backend stops serving, and either makes the game stop playing.
 	g, gctx := errgroup.WithContext(ctx)
 
-	// The game stops playing when the duration has elapsed or gctx is done; it then stops the
-	// loop itself, through loopCtx, once the players' final saves have settled. See
-	// world.stopAll for why the loop keeps ticking meanwhile.
+	// The game stops when the duration has elapsed or gctx is done: OnTick then stops the loop
+	// through loopCtx. The loop runs OnStop, in which every online player leaves with a final
+	// save, and drains the reactor: it keeps ticking it until every save has settled, final
+	// saves chained from the callbacks of autosaves still in flight included, and only then
+	// closes it (see loop.Config.OnStop).
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoop()
 
 	rep := newReporter(stdout, cfg.tps)
 	var l *loop.Loop
-	var drainDeadline time.Time
-	var drainTimedOut bool
+	var stopReason string
 	onTick := func(n uint64) {
 		now := rep.tickAt(n)
-		if !w.stopping && (gctx.Err() != nil || cfg.duration > 0 && now.Sub(rep.start) >= cfg.duration) {
-			reason := "duration elapsed"
+		if stopReason == "" && (gctx.Err() != nil || cfg.duration > 0 && now.Sub(rep.start) >= cfg.duration) {
+			stopReason = "duration elapsed"
 			switch {
 			case ctx.Err() != nil:
-				reason = "interrupted"
+				stopReason = "interrupted"
 			case gctx.Err() != nil:
-				reason = context.Cause(gctx).Error()
+				stopReason = context.Cause(gctx).Error()
 			}
-			fmt.Fprintf(stderr, "gameloop: stopping (%s): %d players leaving, waiting for their final saves\n", reason, w.online)
 			rep.stopAt = now
-			w.stopAll()
-			drainDeadline = now.Add(drainTimeout)
+			stopLoop() // Run finishes this tick, then runs OnStop.
 		}
 		w.tick(n)
-		if w.stopping && (w.inFlight == 0 || !now.Before(drainDeadline)) {
-			drainTimedOut = w.inFlight > 0
-			stopLoop() // Run returns before the next tick.
-		}
 		if n > 0 && n%uint64(cfg.tps) == 0 {
 			rep.status(now, l.Stats(), r.Stats(), w.online, w.stopping)
 		}
 	}
 	l, err = loop.New(loop.Config{
-		TPS:      cfg.tps,
-		Budget:   cfg.budget,
-		Reactors: []loop.Reactor{r},
-		OnTick:   onTick,
-		// Normally every player has left and every save has settled before the loop stops;
-		// this covers a drain that timed out. Calls still running are then waited for by
-		// the reactor's Close, which runs their callbacks.
-		OnStop: w.stopAll,
+		TPS:             cfg.tps,
+		Budget:          cfg.budget,
+		Reactors:        []loop.Reactor{r},
+		OnTick:          onTick,
+		ShutdownTimeout: drainTimeout,
+		OnStop: func() {
+			fmt.Fprintf(stderr, "gameloop: stopping (%s): %d players leaving, waiting for their final saves\n", stopReason, w.online)
+			w.stopAll()
+		},
 	})
 	if err != nil {
 		_ = r.Close(context.Background())
@@ -354,19 +351,18 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 		rep.start = time.Now()
 		runErr := l.Run(loopCtx)
 		s = summary{
-			cfg:           cfg,
-			target:        target,
-			start:         rep.start,
-			stopAt:        rep.stopAt,
-			end:           time.Now(),
-			first:         rep.first,
-			last:          rep.last,
-			loop:          l.Stats(),
-			calls:         r.Stats(),
-			world:         w.c,
-			online:        w.online,
-			runErr:        runErr,
-			drainTimedOut: drainTimedOut,
+			cfg:    cfg,
+			target: target,
+			start:  rep.start,
+			stopAt: rep.stopAt,
+			end:    time.Now(),
+			first:  rep.first,
+			last:   rep.last,
+			loop:   l.Stats(),
+			calls:  r.Stats(),
+			world:  w.c,
+			online: w.online,
+			runErr: runErr,
 		}
 		if srv != nil {
 			st := srv.Stats()

@@ -142,8 +142,7 @@ type summary struct {
 	calls              reactor.Stats
 	world              counters
 	online             int           // players still online when the loop stopped (0 normally)
-	drainTimedOut      bool          // the loop stopped with calls of the game still in flight
-	runErr             error         // from loop.Run: the reactor's Close had to cut calls off
+	runErr             error         // from loop.Run: the drain timed out and Close cut calls off
 	backend            *server.Stats // the in-process backend's counts, if there is one
 	backendErr         error         // the in-process backend stopped serving during the game
 	verify             *verifyResult
@@ -177,8 +176,8 @@ func (s *summary) print(out io.Writer) {
 	if failed > 0 {
 		codesText = " (" + byCode(s.calls.Failed) + ")"
 	}
-	p("calls      submitted %d, succeeded %d, failed %d%s, pending %d",
-		s.calls.Submitted, s.calls.Succeeded, failed, codesText, s.calls.Pending)
+	p("calls      submitted %d, succeeded %d, failed %d%s, pending %d; at shutdown: %d delivered by the drain, %d cut off",
+		s.calls.Submitted, s.calls.Succeeded, failed, codesText, s.calls.Pending, s.loop.Drained, s.calls.CutOff)
 	lat := s.calls.Latency
 	p("latency    p50 %s p95 %s p99 %s max %s (last %d calls, submission to callback)",
 		ms(lat.P50), ms(lat.P95), ms(lat.P99), ms(lat.Max), lat.Samples)
@@ -205,7 +204,7 @@ func (s *summary) failures() []string {
 		add("%v", s.backendErr)
 	}
 	if s.runErr != nil {
-		add("closing the reactor cut calls off: %v", s.runErr)
+		add("the shutdown drain timed out after %v and closing the reactor cut %d calls off: %v", drainTimeout, s.calls.CutOff, s.runErr)
 	}
 	failed := sumFailed(s.calls.Failed)
 	if s.calls.Pending != 0 || s.calls.Submitted != s.calls.Succeeded+failed {
@@ -217,9 +216,6 @@ func (s *summary) failures() []string {
 		if s.calls.Failed[codes.Unavailable] > 0 {
 			add("Unavailable: is a DataService listening at %s?", s.target)
 		}
-	}
-	if s.drainTimedOut {
-		add("the shutdown drain timed out after %v with calls still in flight", drainTimeout)
 	}
 	if s.online != 0 {
 		add("%d players were still online when the loop stopped", s.online)

@@ -57,7 +57,7 @@ type game struct {
 	scheduled atomic.Uint64
 
 	// Owned by the world goroutine.
-	tx             *Tx // the transaction callbacks run in: set while Tick or Close runs
+	tx             *Tx // the transaction callbacks run in: set while Tick or Shutdown runs
 	stopping       bool
 	doneClosed     bool
 	spawned        int
@@ -76,7 +76,7 @@ type game struct {
 	tickDelivered  int // outcomes those Ticks delivered
 	panics         int
 	errs           []string
-	closeDelivered int // outcomes delivered by Close rather than by a Tick
+	closeDelivered int // outcomes delivered by Shutdown rather than by a Tick
 }
 
 // newGame returns a game for w whose calls go through a reactor made from cfg, with
@@ -121,13 +121,14 @@ func (g *game) runTick(tx *Tx) {
 	}
 }
 
-// close closes the reactor inside tx, on the world goroutine, as Close requires. Close runs
-// the callbacks of calls that settle meanwhile, so they too see the transaction.
+// close shuts the reactor down inside tx, on the world goroutine, as Shutdown requires.
+// Shutdown drains first: it runs the callbacks of calls that settle meanwhile, so they too see
+// the transaction, and serves the calls they submit, until nothing is left or ctx is done.
 func (g *game) close(ctx context.Context, tx *Tx) error {
 	g.stopping = true
 	before := g.callbacks
 	g.tx = tx
-	err := g.r.Close(ctx)
+	err := g.r.Shutdown(ctx)
 	g.tx = nil
 	g.closeDelivered = g.callbacks - before
 	return err
@@ -323,8 +324,8 @@ func play(ctx context.Context, cfg reactor.Config, gc gameConfig, duration time.
 		timedOut = true
 	}
 
-	// Close on the world goroutine: Close must run where Tick runs, and it delivers the last
-	// callbacks, which need a transaction. Calls still running get at most MaxTimeout.
+	// Shut down on the world goroutine: Shutdown must run where Tick runs, and it delivers the
+	// last callbacks, which need a transaction. Calls still running get at most MaxTimeout.
 	closed := make(chan error, 1)
 	var worldTicks uint64
 	if !w.Do(func(tx *Tx) {

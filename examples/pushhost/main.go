@@ -26,9 +26,10 @@
 //     tenth player (-leave-every) shows this: it leaves while logging in, before its GetPlayer
 //     reply arrives, and the callback finds no entity.
 //
-//   - Close on the executor. Reactor.Close must run where Tick runs; it delivers the last
-//     callbacks, which need a transaction. The program closes the reactor inside a final w.Do,
-//     waits for it, and only then stops the world.
+//   - Shut down on the executor. Reactor.Shutdown must run where Tick runs; it serves the last
+//     calls and those their callbacks chain, and delivers their callbacks, which need a
+//     transaction. The program shuts the reactor down inside a final w.Do, waits for it, and
+//     only then stops the world.
 //
 // Each of -players players joins (50 per world tick), loads its profile with GetPlayer, plays
 // two ticks, saves with SavePlayer and leaves. Every call is made from the world goroutine.
@@ -179,7 +180,7 @@ func printSummary(w io.Writer, addr string, inProcess bool, res *result) {
 	}
 	fmt.Fprintf(w, "pushhost: %d players against %s at %s; %d world ticks at %d TPS, %v\n",
 		res.Players, where, addr, res.WorldTicks, res.TPS, res.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(w, "  %d calls, %d callbacks, %d Tick runs scheduled by OnReady (%.1f callbacks per Tick; %d idle; %d callbacks run by Close)\n",
+	fmt.Fprintf(w, "  %d calls, %d callbacks, %d Tick runs scheduled by OnReady (%.1f callbacks per Tick; %d idle; %d callbacks run by Shutdown)\n",
 		res.Calls, res.Callbacks, res.Scheduled, perTick, res.IdleTicks, res.CloseDelivered)
 	fmt.Fprintf(w, "  GetPlayer: %d loaded, %d failed; SavePlayer: %d saved, %d failed\n",
 		res.Loaded, res.GetFailed, res.Saved, res.SaveFailed)
