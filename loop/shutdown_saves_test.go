@@ -188,3 +188,42 @@ func TestShutdownLosesNoFinalSave(t *testing.T) {
 		})
 	}
 }
+
+// A host whose callbacks chain calls forever cannot hold Run past ShutdownTimeout: the drain
+// ends, and closing settles the last call, cut off or rejected.
+func TestShutdownEndsChainsAtShutdownTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	b := reactortest.NewBackend()
+	reactortest.Handle(b, savePlayer, func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		return &testpb.EchoResponse{}, nil
+	})
+	r, err := reactor.New(reactor.Config{Conn: b})
+	require.NoError(t, err)
+	var chain func()
+	var chained int
+	chain = func() {
+		chained++
+		reactor.Call(r, savePlayer, &testpb.EchoRequest{}, nil).Then(func(*testpb.EchoResponse) { chain() })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := loop.New(loop.Config{
+		Reactors:        []loop.Reactor{r},
+		ShutdownTimeout: timeout,
+		OnTick:          func(uint64) { cancel() },
+		OnStop:          chain,
+	})
+	require.NoError(t, err)
+	start := time.Now()
+	err = l.Run(ctx)
+	took := time.Since(start)
+	require.GreaterOrEqual(t, took, timeout)
+	require.Less(t, took, timeout+patience, "Run ended within its bound")
+	if err != nil {
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	st := r.Stats()
+	require.Zero(t, st.Pending)
+	require.Equal(t, st.Submitted, st.Succeeded+st.Closed, "the last call was cut off or rejected")
+	require.EqualValues(t, chained, st.Submitted)
+	require.Greater(t, l.Stats().Drained, uint64(1), "the chain was served while the drain lasted")
+}
