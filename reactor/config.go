@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -465,7 +466,7 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 	}
 	retry := memconn.Retry{
 		MaxAttempts:        c.Retry.MaxAttempts,
-		RetryableCodes:     c.Retry.RetryableCodes,
+		RetryableCodes:     slices.Clone(c.Retry.RetryableCodes),
 		ThrottleMaxTokens:  c.Retry.ThrottleMaxTokens,
 		ThrottleTokenRatio: c.Retry.ThrottleTokenRatio,
 	}
