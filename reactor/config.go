@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -73,8 +75,11 @@ type Config struct {
 	// default, grpc-go's, may change between releases). The fields that configure a
 	// connection prpc dials (Credentials, DialOptions, ServiceConfig, ServiceConfigLookup,
 	// Backoff, Keepalive, LoadBalancing, HealthCheck, HealthCheckService) must be unset with
-	// Conn, and no policy may be Idempotent, since retries live in the connection's service
-	// config; New rejects them. Close never closes a Conn.
+	// Conn, and so must Retry, and no policy may be Idempotent, since retries live in the
+	// connection's service config; New rejects them, naming each one set. The exception is a
+	// reactortest.Backend: with one, New accepts them all, checked as for a dialled
+	// connection, and the Backend retries the calls of idempotent methods as Retry says
+	// (package reactortest tells which settings it honours). Close never closes a Conn.
 	Conn grpc.ClientConnInterface
 
 	// Credentials secure the connection dialled for Target or Targets: Insecure(), TLS(…),
@@ -347,7 +352,9 @@ func isNilDescriptor(d calls.Descriptor) bool {
 	return d == nil || reflect.ValueOf(d).IsNil()
 }
 
-// resolveConnection checks the fields that say how to reach the backends.
+// resolveConnection checks the fields that say how to reach the backends. A Config.Conn
+// that runs calls in memory (reactortest's Backend) accepts the fields of a dialled
+// connection, checked as for one: it ignores the transport's and honours the retries.
 func (c *Config) resolveConnection() error {
 	set := 0
 	for _, ok := range []bool{c.Target != "", len(c.Targets) > 0, c.Conn != nil} {
@@ -355,22 +362,16 @@ func (c *Config) resolveConnection() error {
 			set++
 		}
 	}
-	idempotent := false
-	for _, p := range c.Policies {
-		idempotent = idempotent || p.Idempotent
-	}
+	idempotent := c.hasIdempotentPolicy()
+	inMemory := c.Conn != nil && memconn.Is(c.Conn)
 	switch {
 	case set == 0:
 		return errors.New("prpc: Config.Target, Config.Targets or Config.Conn must be set")
 	case set > 1:
 		return errors.New("prpc: Config.Target, Config.Targets and Config.Conn are exclusive; set one")
-	case c.Conn != nil && (c.Credentials != nil || len(c.DialOptions) > 0 || c.ServiceConfig != "" ||
-		c.Backoff != Backoff{} || c.Keepalive != keepalive.ClientParameters{} || c.LoadBalancing != "" ||
-		c.HealthCheck || c.HealthCheckService != "" || c.ServiceConfigLookup || idempotent):
-		return errors.New("prpc: Config.Credentials, DialOptions, ServiceConfig, ServiceConfigLookup, Backoff, Keepalive, LoadBalancing, HealthCheck and idempotent Policies apply to a connection prpc dials; with Config.Conn, set them on the connection")
-	case c.Conn != nil:
-		return nil
-	case c.Credentials == nil:
+	case c.Conn != nil && !inMemory:
+		return c.dialOnlyError()
+	case c.Conn == nil && c.Credentials == nil:
 		return errors.New("prpc: Config.Credentials is nil; choose reactor.Insecure(), reactor.TLS(…) or another explicitly")
 	}
 	seen := make(map[string]bool, len(c.Targets))
@@ -398,6 +399,86 @@ func (c *Config) resolveConnection() error {
 		return errors.New("prpc: Config.ServiceConfig replaces the service config prpc generates from LoadBalancing, HealthCheck and idempotent Policies; set one or the other")
 	}
 	return nil
+}
+
+// dialOnlyError returns nil, or, if c sets fields that apply only to a connection prpc
+// dials, an error naming each of them.
+func (c *Config) dialOnlyError() error {
+	var fields []string
+	retries := false
+	add := func(set bool, field string) {
+		if set {
+			fields = append(fields, "Config."+field)
+		}
+	}
+	add(c.Credentials != nil, "Credentials")
+	add(len(c.DialOptions) > 0, "DialOptions")
+	add(c.ServiceConfig != "", "ServiceConfig")
+	add(c.ServiceConfigLookup, "ServiceConfigLookup")
+	add(c.Backoff != Backoff{}, "Backoff")
+	add(c.Keepalive != keepalive.ClientParameters{}, "Keepalive")
+	add(c.LoadBalancing != "", "LoadBalancing")
+	add(c.HealthCheck, "HealthCheck")
+	add(c.HealthCheckService != "", "HealthCheckService")
+	for i, p := range c.Policies {
+		if !p.Idempotent {
+			continue
+		}
+		retries = true
+		if isNilDescriptor(p.Method) {
+			add(true, fmt.Sprintf("Policies[%d] (idempotent)", i))
+		} else {
+			add(true, fmt.Sprintf("Policies[%d] (idempotent %s)", i, p.Method.Path()))
+		}
+	}
+	if c.Retry.isSet() {
+		retries = true
+		add(true, "Retry")
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	verb, pronoun := "apply", "them"
+	if len(fields) == 1 {
+		verb, pronoun = "applies", "it"
+	}
+	where := ""
+	if retries {
+		where = " (retries in its service config)"
+	}
+	return fmt.Errorf("prpc: %s %s to a connection prpc dials; with Config.Conn, set %s on the connection%s",
+		joinFields(fields), verb, pronoun, where)
+}
+
+// joinFields returns "A", "A and B", "A, B and C"….
+func joinFields(fields []string) string {
+	if len(fields) == 1 {
+		return fields[0]
+	}
+	return strings.Join(fields[:len(fields)-1], ", ") + " and " + fields[len(fields)-1]
+}
+
+// callConn returns the connection the reactor calls with c.Conn: c.Conn itself, or, for a
+// connection that runs calls in memory, the one it returns for c's retry policy.
+func (c *Config) callConn() grpc.ClientConnInterface {
+	if !memconn.Is(c.Conn) {
+		return c.Conn
+	}
+	retry := memconn.Retry{
+		MaxAttempts:        c.Retry.MaxAttempts,
+		RetryableCodes:     slices.Clone(c.Retry.RetryableCodes),
+		ThrottleMaxTokens:  c.Retry.ThrottleMaxTokens,
+		ThrottleTokenRatio: c.Retry.ThrottleTokenRatio,
+	}
+	for _, p := range c.Policies {
+		if p.Idempotent {
+			if retry.Idempotent == nil {
+				retry.Idempotent = make(map[string]bool)
+			}
+			retry.Idempotent[p.Method.Path()] = true
+		}
+	}
+	return memconn.Reactor(c.Conn, retry)
 }
 
 // balancer returns the load-balancing policy prpc puts in the generated service config, or

@@ -203,8 +203,8 @@ func TestReceivedMetadataOverLimitDropped(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			backend := reactortest.NewBackend()
 			reactortest.Handle(backend, echo, func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-				require.NoError(t, reactortest.SetHeader(ctx, tt.header))
-				require.NoError(t, reactortest.SetTrailer(ctx, tt.trailer))
+				require.NoError(t, grpc.SetHeader(ctx, tt.header))
+				require.NoError(t, grpc.SetTrailer(ctx, tt.trailer))
 				if tt.fail {
 					return nil, failure.Err()
 				}

@@ -134,7 +134,7 @@ func New(cfg Config) (*Reactor, error) {
 	}
 	r := &Reactor{
 		cfg:   cfg,
-		conn:  cfg.Conn,
+		conn:  cfg.callConn(),
 		clock: cfg.Clock,
 		epoch: cfg.Clock.Now(),
 		in:    newInbox(),

@@ -2,7 +2,6 @@ package reactortest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/memconn"
 )
 
 // Backend is an in-memory gRPC backend: a grpc.ClientConnInterface to pass as
@@ -22,24 +22,70 @@ import (
 // A handler runs on the invoker lane (goroutine) that runs the call, so a handler that
 // blocks holds that lane. Its context carries the call's deadline, is cancelled when the call
 // is (timeout, Promise.Cancel, Close), and has the call's metadata as incoming metadata
-// (metadata.FromIncomingContext), as on a gRPC server. A handler's error is returned as its
-// gRPC status (status.Error for a code; any other error becomes Unknown). Unregistered
-// methods fail with Unimplemented. A Backend is safe for concurrent use; handlers may be
-// registered at any time.
+// (metadata.FromIncomingContext), as on a gRPC server. In it grpc-go's server functions work
+// as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
+// set more than once), grpc.SendHeader sends the header (once, and not after a response:
+// later calls return an error, as in gRPC), and grpc.Method returns the method's path. A
+// call gets the header and trailer when it asks for them (calls.Options.ResponseMetadata or
+// reactor.MethodPolicy.ResponseMetadata), on success and failure alike. A handler's error is
+// returned as its gRPC status (status.Error for a code; any other error becomes Unknown).
+// Unregistered methods fail with Unimplemented. A Backend is safe for concurrent use;
+// handlers may be registered at any time.
+//
+// # A production Config
+//
+// With a Backend as Config.Conn, reactor.New accepts a Config that would dial a connection,
+// checked as it is then, so that tests run with the Config production runs with (NewReactor
+// also clears its Target and Targets). Idempotent policies are honoured as gRPC honours the
+// service config reactor.New generates for them: a call of a method whose MethodPolicy is
+// Idempotent that fails with one of Config.Retry.RetryableCodes (default Unavailable) runs
+// again, up to Retry.MaxAttempts attempts in all, within the call's deadline, unless the
+// handler sent the header first (grpc.SendHeader, or grpc.SetHeader before returning an
+// error, which makes gRPC send the header ahead of the status), the request is larger than
+// gRPC's retry buffer (256 KiB) or the status's trailer carries a grpc-retry-pushback-ms that
+// forbids it. Retries are throttled as Retry's ThrottleMaxTokens and ThrottleTokenRatio say,
+// each reactor on its own, as each has its own connection in production. Unlike gRPC, a
+// Backend retries at once: it skips the backoff between attempts (Retry.InitialBackoff,
+// MaxBackoff and BackoffMultiplier), so that tests never sleep, and a pushback's wait too.
+// An exhausted call fails with the last attempt's status, its message prefixed as grpc-go
+// prefixes it ("max retries exhausted: failed after 3 attempts: …"). Each attempt counts in
+// Calls and runs the handler with a header and trailer of its own; the call gets the last
+// attempt's.
+//
+// The settings of the transport are ignored: Credentials, DialOptions (interceptors and
+// options that change retries among them), ServiceConfig and ServiceConfigLookup (retries a
+// ServiceConfig sets are not honoured), Backoff, Keepalive, LoadBalancing, HealthCheck and
+// HealthCheckService. A Backend is always ready, so WaitForReady changes nothing.
 type Backend struct {
+	inMemory // marks the Backend for reactor.New, which hands it the retry policy
+
 	mu       sync.Mutex
 	handlers map[string]func(ctx context.Context, req []byte) (proto.Message, error)
 	calls    map[string]int
 }
 
+// inMemory is embedded under an unexported name so that the tag stays out of the API.
+type inMemory = memconn.Tag
+
 var _ grpc.ClientConnInterface = (*Backend)(nil)
 
 // NewBackend returns a Backend with no methods.
 func NewBackend() *Backend {
-	return &Backend{
+	b := &Backend{
 		handlers: make(map[string]func(context.Context, []byte) (proto.Message, error)),
 		calls:    make(map[string]int),
 	}
+	b.inMemory = memconn.NewTag(b.forReactor)
+	return b
+}
+
+// forReactor returns the connection a reactor configured with retry calls: b itself, or, if
+// the reactor's policies mark methods idempotent, a view of b that retries their calls.
+func (b *Backend) forReactor(retry memconn.Retry) grpc.ClientConnInterface {
+	if len(retry.Idempotent) == 0 {
+		return b
+	}
+	return newRetrying(b, retry)
 }
 
 // Handle registers fn as the handler of method m on b, replacing any earlier one.
@@ -61,7 +107,8 @@ func Handle[Req, Resp proto.Message](b *Backend, m *calls.Method[Req, Resp], fn 
 	}
 }
 
-// Calls returns how many calls of the method at path reached b, handled or not.
+// Calls returns how many calls of the method at path reached b, handled or not; each
+// attempt of a retried call counts.
 func (b *Backend) Calls(path string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -70,32 +117,70 @@ func (b *Backend) Calls(path string) int {
 
 // Invoke implements grpc.ClientConnInterface for the reactor's invokers. It honours the
 // receive-size limit the reactor passes (grpc.MaxCallRecvMsgSize) as gRPC would, with
-// ResourceExhausted, and fills grpc.Header and grpc.Trailer options from SetHeader and
-// SetTrailer.
+// ResourceExhausted, and fills grpc.Header and grpc.Trailer options with what the handler
+// set. Called directly, it never retries; a reactor whose policies mark methods idempotent
+// calls a view of b that does.
 func (b *Backend) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	frame, out, err := callArgs(args, reply)
+	if err != nil {
+		return err
+	}
+	a := b.attempt(ctx, method, frame, out, opts)
+	a.fill(opts)
+	return a.err
+}
+
+// NewStream implements grpc.ClientConnInterface; streams are not supported.
+func (b *Backend) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Error(codes.Unimplemented, "reactortest: streams are not supported")
+}
+
+// callArgs returns the request and reply a reactor passes to Invoke.
+func callArgs(args, reply any) (*codec.Frame, *codec.Reply, error) {
 	frame, ok := args.(*codec.Frame)
 	if !ok {
-		return status.Errorf(codes.Internal, "reactortest: request is %T, want *codec.Frame (use the Backend through a reactor)", args)
+		return nil, nil, status.Errorf(codes.Internal, "reactortest: request is %T, want *codec.Frame (use the Backend through a reactor)", args)
 	}
 	out, ok := reply.(*codec.Reply)
 	if !ok {
-		return status.Errorf(codes.Internal, "reactortest: reply is %T, want *codec.Reply (use the Backend through a reactor)", reply)
+		return nil, nil, status.Errorf(codes.Internal, "reactortest: reply is %T, want *codec.Reply (use the Backend through a reactor)", reply)
 	}
+	return frame, out, nil
+}
+
+// attempt is the outcome of one attempt of a call.
+type attempt struct {
+	err             error
+	header, trailer metadata.MD
+	committed       bool // the header went out: gRPC would not retry
+}
+
+// attempt runs one attempt of a call of method: the handler, in a context that carries a
+// server stream of its own (grpc.ServerTransportStream), then the response into out.
+func (b *Backend) attempt(ctx context.Context, method string, frame *codec.Frame, out *codec.Reply, opts []grpc.CallOption) attempt {
 	b.mu.Lock()
 	h := b.handlers[method]
 	b.calls[method]++
 	b.mu.Unlock()
 	if h == nil {
-		return status.Errorf(codes.Unimplemented, "unknown method %s", method)
+		return attempt{err: status.Errorf(codes.Unimplemented, "unknown method %s", method)}
 	}
 	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
+		return attempt{err: status.FromContextError(err).Err()}
 	}
 	md, _ := metadata.FromOutgoingContext(ctx)
-	sent := &sentMetadata{}
-	hctx := metadata.NewIncomingContext(context.WithValue(ctx, sentKey{}, sent), md)
+	stream := &serverStream{method: method}
+	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(ctx, md), stream)
 	resp, err := h(hctx, frame.Bytes)
-	setCallMetadata(opts, sent)
+	var a attempt
+	a.header, a.trailer, a.committed = stream.finish(err == nil)
+	a.err = respond(ctx, resp, err, out, opts)
+	return a
+}
+
+// respond returns the error of an attempt whose handler returned resp and err, after
+// decoding resp into out.
+func respond(ctx context.Context, resp proto.Message, err error, out *codec.Reply, opts []grpc.CallOption) error {
 	if err := ctx.Err(); err != nil { // the caller gave up while the handler ran
 		return status.FromContextError(err).Err()
 	}
@@ -118,9 +203,17 @@ func (b *Backend) Invoke(ctx context.Context, method string, args, reply any, op
 	return nil
 }
 
-// NewStream implements grpc.ClientConnInterface; streams are not supported.
-func (b *Backend) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	return nil, status.Error(codes.Unimplemented, "reactortest: streams are not supported")
+// fill hands the attempt's header and trailer to the grpc.Header and grpc.Trailer options
+// among opts.
+func (a *attempt) fill(opts []grpc.CallOption) {
+	for _, o := range opts {
+		switch o := o.(type) {
+		case grpc.HeaderCallOption:
+			*o.HeaderAddr = a.header
+		case grpc.TrailerCallOption:
+			*o.TrailerAddr = a.trailer
+		}
+	}
 }
 
 // recvLimit returns the last receive limit among opts, or -1.
@@ -132,47 +225,4 @@ func recvLimit(opts []grpc.CallOption) int {
 		}
 	}
 	return limit
-}
-
-type sentKey struct{}
-
-type sentMetadata struct {
-	mu              sync.Mutex
-	header, trailer metadata.MD
-}
-
-// SetHeader adds response headers from inside a Backend handler, like grpc.SetHeader on a
-// server; headers set more than once are joined. Outside a handler it returns an error.
-func SetHeader(ctx context.Context, md metadata.MD) error { return setSent(ctx, md, false) }
-
-// SetTrailer adds response trailers from inside a Backend handler, like grpc.SetTrailer on a
-// server; trailers set more than once are joined. Outside a handler it returns an error.
-func SetTrailer(ctx context.Context, md metadata.MD) error { return setSent(ctx, md, true) }
-
-func setSent(ctx context.Context, md metadata.MD, trailer bool) error {
-	s, ok := ctx.Value(sentKey{}).(*sentMetadata)
-	if !ok {
-		return fmt.Errorf("reactortest: SetHeader and SetTrailer work only inside a Backend handler")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if trailer {
-		s.trailer = metadata.Join(s.trailer, md)
-	} else {
-		s.header = metadata.Join(s.header, md)
-	}
-	return nil
-}
-
-func setCallMetadata(opts []grpc.CallOption, s *sentMetadata) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, o := range opts {
-		switch o := o.(type) {
-		case grpc.HeaderCallOption:
-			*o.HeaderAddr = s.header
-		case grpc.TrailerCallOption:
-			*o.TrailerAddr = s.trailer
-		}
-	}
 }

@@ -5,7 +5,13 @@
 // the Backend as reactor.Config.Conn (NewReactor does, and closes the reactor when the test
 // ends). Calls go through the same codec, limits and reactor machinery as on a network. Flush
 // and Drain tick a reactor until every call has been delivered and every callback has run, so
-// a test can assert on what the callbacks did.
+// a test can assert on what the callbacks did. Handlers set response metadata with grpc-go's
+// own grpc.SetHeader, grpc.SendHeader and grpc.SetTrailer, as on a gRPC server.
+//
+// The Config production runs with works with a Backend: idempotent policies are honoured,
+// with retries as gRPC makes them except that they do not wait out the backoff, and the
+// settings of the transport (Credentials, DialOptions, Keepalive, …) are ignored; NewReactor
+// clears Target and Targets. Backend's documentation has the details.
 //
 // A ManualClock is a reactor.Clock whose time moves only when the test says so: passed as
 // Config.Clock, it makes call deadlines and Tick budgets deterministic, with no real time

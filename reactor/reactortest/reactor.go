@@ -12,13 +12,15 @@ import (
 // FlushTimeout bounds how long Flush waits for calls to settle.
 const FlushTimeout = 10 * time.Second
 
-// NewReactor returns a reactor whose calls go to b, configured by cfg (Conn is set to b), and
-// closes it when the test ends, failing the test if Close has to cut calls off after
-// FlushTimeout. A bad cfg fails the test at once. Set cfg.Clock to a *ManualClock to control
-// deadlines.
+// NewReactor returns a reactor whose calls go to b, configured by cfg, and closes it when the
+// test ends, failing the test if Close has to cut calls off after FlushTimeout. It sets
+// cfg.Conn to b and clears cfg.Target and cfg.Targets, so that the Config production runs
+// with can be passed as it is: its idempotent policies are honoured and its transport
+// settings ignored (see Backend). A bad cfg fails the test at once. Set cfg.Clock to a
+// *ManualClock to control deadlines.
 func NewReactor(t testing.TB, b *Backend, cfg reactor.Config) *reactor.Reactor {
 	t.Helper()
-	cfg.Conn = b
+	cfg.Conn, cfg.Target, cfg.Targets = b, "", nil
 	r, err := reactor.New(cfg)
 	if err != nil {
 		t.Fatalf("reactortest: %v", err)
