@@ -24,9 +24,9 @@ func TestStatsLogValue(t *testing.T) {
 		Submitted:  120, Succeeded: 110,
 		Failed:   map[codes.Code]uint64{codes.Unavailable: 5, codes.DeadlineExceeded: 2, codes.NotFound: 0},
 		TimedOut: 2, Overloaded: 1, Cancelled: 4, Closed: 0,
-		Latency: reactor.Latency{Samples: 117, P50: 1200 * time.Microsecond, P95: 5 * time.Millisecond, P99: 8 * time.Millisecond, Max: time.Second},
-		Methods: map[string]reactor.MethodStats{"/pkg.Svc/M": {Submitted: 120}},
-		Backends: []reactor.BackendStats{{Addr: "10.0.0.1:443"}},
+		Latency:       reactor.Latency{Samples: 117, P50: 1200 * time.Microsecond, P95: 5 * time.Millisecond, P99: 8 * time.Millisecond, Max: time.Second},
+		Methods:       map[string]reactor.MethodStats{"/pkg.Svc/M": {Submitted: 120}},
+		Backends:      []reactor.BackendStats{{Addr: "10.0.0.1:443"}},
 		LastConnError: "TLS handshake failed",
 	}
 	tests := []struct {
