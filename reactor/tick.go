@@ -38,13 +38,16 @@ import (
 // leaves the reactor open. A panic in a callback is isolated like any other: it goes to
 // Config.OnCallbackPanic (by default, to the log), and the outer Tick goes on.
 func (r *Reactor) Tick(budget time.Duration) TickReport {
-	r.enterHost("Tick")
+	// enterHost's check, written out: enterHost is too large to be inlined.
+	if !r.ticking.CompareAndSwap(false, true) {
+		panic(refusedEntry("Tick"))
+	}
 	defer r.ticking.Store(false)
 	return r.tick(budget, false)
 }
 
-// enterHost takes the host role for Tick or Close (what), or panics with refusedEntry's
-// message if another Tick or Close holds it.
+// enterHost takes the host role for Close (what), or panics with refusedEntry's message if
+// Tick or Close holds it. Tick makes the same check itself.
 func (r *Reactor) enterHost(what string) {
 	if !r.ticking.CompareAndSwap(false, true) {
 		panic(refusedEntry(what))
