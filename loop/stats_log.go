@@ -15,10 +15,11 @@ var _ slog.LogValuer = Stats{}
 //	stats.tick.p50=310µs stats.tick.p99=2.1ms stats.tick.max=7ms
 //	stats.wakeups=35 stats.delivered=4810
 //
-// tps is TPS rounded to two decimals. Delivery and DeliveryLastTick are not logged: log
-// those fields where they are wanted.
+// tps is TPS rounded to two decimals. drained, the shutdown's figure, follows only when it is
+// not zero. Delivery and DeliveryLastTick are not logged: log those fields where they are
+// wanted.
 func (s Stats) LogValue() slog.Value {
-	return slog.GroupValue(
+	attrs := []slog.Attr{
 		slog.Uint64("ticks", s.Ticks),
 		slog.Uint64("skipped", s.Skipped),
 		slog.Uint64("overruns", s.Overruns),
@@ -30,5 +31,9 @@ func (s Stats) LogValue() slog.Value {
 		),
 		slog.Uint64("wakeups", s.Wakeups),
 		slog.Uint64("delivered", s.Delivered),
-	)
+	}
+	if s.Drained > 0 {
+		attrs = append(attrs, slog.Uint64("drained", s.Drained))
+	}
+	return slog.GroupValue(attrs...)
 }

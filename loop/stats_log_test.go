@@ -33,6 +33,14 @@ func TestStatsLogValue(t *testing.T) {
 				`"tick":{"p50":310000,"p99":2100000,"max":7000000},"wakeups":35,"delivered":4810}}` + "\n",
 		},
 		{
+			name:  "after a drain",
+			stats: loop.Stats{Ticks: 3, Delivered: 5, Drained: 2},
+			text: "level=INFO msg=loop stats.ticks=3 stats.skipped=0 stats.overruns=0 stats.tps=0 " +
+				"stats.tick.p50=0s stats.tick.p99=0s stats.tick.max=0s stats.wakeups=0 stats.delivered=5 stats.drained=2\n",
+			json: `{"level":"INFO","msg":"loop","stats":{"ticks":3,"skipped":0,"overruns":0,"tps":0,` +
+				`"tick":{"p50":0,"p99":0,"max":0},"wakeups":0,"delivered":5,"drained":2}}` + "\n",
+		},
+		{
 			name:  "zero",
 			stats: loop.Stats{},
 			text: "level=INFO msg=loop stats.ticks=0 stats.skipped=0 stats.overruns=0 stats.tps=0 " +

@@ -6,8 +6,8 @@ import (
 	"sync"
 )
 
-// refusedEntry returns the message of the panic of a Tick or Close (what) that found another
-// Tick or Close holding the host role.
+// refusedEntry returns the message of the panic of a Tick, Shutdown or Close (what) that found
+// another of them holding the host role.
 //
 // The usual cause is a promise callback calling back into its reactor. That panic is
 // isolated like any callback's, so it reaches only Config.OnCallbackPanic or the log, and
@@ -27,16 +27,16 @@ func refusedEntry(what string) string {
 		return "prpc: " + what + " called concurrently with Tick or Close on another goroutine, and refused: call Tick and Close from one goroutine"
 	case outer == "":
 		return "prpc: " + what + " called from inside a promise callback, and refused: call Tick and Close on the host goroutine, outside callbacks"
-	case what == "Close" && outer == "Tick":
-		return "prpc: Close called from inside a promise callback; the reactor is still open: call Close on the host goroutine after Tick returns"
+	case what != "Tick" && outer == "Tick":
+		return "prpc: " + what + " called from inside a promise callback; the reactor is still open: call " + what + " on the host goroutine after Tick returns"
 	default:
 		return "prpc: " + what + " called from inside a promise callback run by " + outer + ", and refused; the outer " + outer + " goes on"
 	}
 }
 
 // hostCallbackOnStack reports whether the calling goroutine is inside a promise callback that
-// a reactor's Tick or Close runs (its stack holds tick), and which of the two runs it: outer
-// is "Tick" or "Close", or empty if neither is found outside tick.
+// a reactor's Tick, Shutdown or Close runs (its stack holds tick), and which of them runs it:
+// outer is "Tick", "Shutdown" or "Close", or empty if none is found outside tick.
 func hostCallbackOnStack() (outer string, inCallback bool) {
 	names := hostFuncNames()
 	pcs := make([]uintptr, 64)
@@ -59,6 +59,8 @@ func hostCallbackOnStack() (outer string, inCallback bool) {
 			// The refused Tick or Close itself, and the callback's own frames.
 		case f.Function == names.Tick:
 			return "Tick", true
+		case f.Function == names.Shutdown:
+			return "Shutdown", true
 		case f.Function == names.Close:
 			return "Close", true
 		}
@@ -70,14 +72,19 @@ func hostCallbackOnStack() (outer string, inCallback bool) {
 func hostFuncNames() hostFuncs {
 	hostFuncsOnce.Do(func() {
 		name := func(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
-		hostFuncsNamed = hostFuncs{tick: name((*Reactor).tick), Tick: name((*Reactor).Tick), Close: name((*Reactor).Close)}
+		hostFuncsNamed = hostFuncs{
+			tick:     name((*Reactor).tick),
+			Tick:     name((*Reactor).Tick),
+			Shutdown: name((*Reactor).Shutdown),
+			Close:    name((*Reactor).Close),
+		}
 	})
 	return hostFuncsNamed
 }
 
-// hostFuncs are the names of Tick, Close and tick, set once by hostFuncNames (a variable
-// initialised with them would depend on itself, through Close and enterHost).
-type hostFuncs struct{ tick, Tick, Close string }
+// hostFuncs are the names of Tick, Shutdown, Close and tick, set once by hostFuncNames (a
+// variable initialised with them would depend on itself, through Close and enterHost).
+type hostFuncs struct{ tick, Tick, Shutdown, Close string }
 
 var (
 	hostFuncsOnce  sync.Once

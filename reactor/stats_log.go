@@ -20,7 +20,8 @@ var _ slog.LogValuer = Stats{}
 //
 // failed holds the total of Failed and, for each code with failures, its count under the
 // code's name (codes.Code.String), in code order. state is the connectivity state, left out
-// when StateKnown is false. The breakdowns by invoker, method and backend, Latency's other
+// when StateKnown is false. drained and cut_off, the shutdown's figures, follow only when they
+// are not zero. The breakdowns by invoker, method and backend, Latency's other
 // figures and LastConnError are not logged: log those fields where they are wanted.
 func (s Stats) LogValue() slog.Value {
 	failing := make([]codes.Code, 0, len(s.Failed))
@@ -52,6 +53,12 @@ func (s Stats) LogValue() slog.Value {
 	}
 	if s.StateKnown {
 		attrs = append(attrs, slog.String("state", s.State.String()))
+	}
+	if s.Drained > 0 {
+		attrs = append(attrs, slog.Uint64("drained", s.Drained))
+	}
+	if s.CutOff > 0 {
+		attrs = append(attrs, slog.Uint64("cut_off", s.CutOff))
 	}
 	return slog.GroupValue(attrs...)
 }

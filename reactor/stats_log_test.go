@@ -47,6 +47,16 @@ func TestStatsLogValue(t *testing.T) {
 				`"latency":{"p50":1200000,"p99":8000000},"state":"READY"}}` + "\n",
 		},
 		{
+			name:  "after a shutdown",
+			stats: reactor.Stats{Submitted: 3, Succeeded: 2, Closed: 1, Failed: map[codes.Code]uint64{codes.Canceled: 1}, Drained: 2, CutOff: 1},
+			text: `level=INFO msg=prpc stats.pending=0 stats.queued=0 stats.in_flight=0 stats.submitted=3 stats.succeeded=2 ` +
+				`stats.failed.total=1 stats.failed.Canceled=1 stats.timed_out=0 stats.overloaded=0 stats.cancelled=0 stats.closed=1 ` +
+				`stats.latency.p50=0s stats.latency.p99=0s stats.drained=2 stats.cut_off=1` + "\n",
+			json: `{"level":"INFO","msg":"prpc","stats":{"pending":0,"queued":0,"in_flight":0,"submitted":3,"succeeded":2,` +
+				`"failed":{"total":1,"Canceled":1},"timed_out":0,"overloaded":0,"cancelled":0,"closed":1,` +
+				`"latency":{"p50":0,"p99":0},"drained":2,"cut_off":1}}` + "\n",
+		},
+		{
 			name:  "zero, state unknown",
 			stats: reactor.Stats{},
 			text: `level=INFO msg=prpc stats.pending=0 stats.queued=0 stats.in_flight=0 stats.submitted=0 stats.succeeded=0 ` +
