@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/internal/callcore"
-	"github.com/trixnew/prpc/internal/encode"
 )
 
 // Descriptor is what every *Method is, whatever its message types: a value that names one
@@ -58,7 +57,6 @@ func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error)
 	m := (*Method[Req, Resp])(callcore.NewMethod[Req, Resp](callcore.Ops{
 		Path:        path,
 		NewResponse: func() proto.Message { return respType.New().Interface() },
-		Encode:      encode.PlanFor(messageDescriptor[Req]()), // the generic plan when Req has no descriptor
 	}))
 	return m, nil
 }

@@ -9,7 +9,7 @@ import (
 
 // Promise is the outcome of one call, to come. Only package reactor makes promises.
 //
-// Callbacks registered with Then, OnError and Always run on the goroutine that calls the
+// Callbacks registered with Then, OnError, OnSettled and Always run on the goroutine that calls the
 // reactor's Tick (or Close), in registration order, each exactly once: never inside the method
 // that registers them and never on another goroutine. A callback registered after the outcome
 // was delivered runs at the next Tick. Once its callbacks have run, the promise holds no
@@ -38,6 +38,18 @@ func (p *Promise[Resp]) OnError(fn func(error)) *Promise[Resp] {
 		panic("prpc: Promise.OnError called with a nil func")
 	}
 	p.core().OnError(fn)
+	return p
+}
+
+// OnSettled registers fn to run when the call settles, with the response and a nil error if
+// it succeeds, or with the zero response and its *Error if it fails, and returns p. It is the
+// promise's one-callback form: cheaper than a Then and an OnError, since it is one closure and
+// one registration.
+func (p *Promise[Resp]) OnSettled(fn func(Resp, error)) *Promise[Resp] {
+	if fn == nil {
+		panic("prpc: Promise.OnSettled called with a nil func")
+	}
+	p.core().OnSettled(fn)
 	return p
 }
 

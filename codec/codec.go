@@ -1,94 +1,147 @@
-// Package codec is prpc's raw-bytes gRPC codec. Package reactor encodes each request once,
-// on the goroutine that submits it; the codec hands those bytes to gRPC in a Frame without a
-// second marshal or a copy, and decodes a response straight from gRPC's receive buffers into
-// the message a Reply names, on the invoker lane that ran the call, refusing one larger than
-// the Reply's bound.
-//
-// Users meet the codec where gRPC hands them a call's messages: unary interceptors and stats
-// handlers on a reactor's connection see the request as a *Frame and the reply as a *Reply,
-// not as proto messages, and so does a grpc.ClientConnInterface passed as
-// reactor.Config.Conn (package reactortest's Backend is one).
+// Package codec is the gRPC codec that a prpc reactor passes with every call it runs. It
+// encodes the request on the invoker lane that runs the call, inside gRPC's call, into a
+// buffer the lane reuses from one call to the next, and decodes the response, bounded, on the
+// same lane. Since the codec gets the messages themselves, gRPC's unary interceptors and stats
+// handlers see the request and response as proto messages, as with plain grpc-go, and so does
+// a grpc.ClientConnInterface passed as reactor.Config.Conn.
 //
 // The codec's name is "proto", so the wire content-type stays application/grpc+proto and any
 // gRPC server understands it. It is passed per call with grpc.ForceCodecV2 and never
 // registered globally, because registering it would replace the proto codec of the whole
 // process. grpc-go marks ForceCodecV2 experimental.
+//
+// Each message type is encoded by a plan worked out once for the type: a flat message (no
+// message, group or map fields) in one pass, with no sizing pass first; other messages with
+// one sizing pass whose sizes the marshal reuses, as proto.Marshal does; the check for missing
+// required fields only where the type can have one. The bytes are those proto.Marshal writes.
 package codec
 
 import (
 	"fmt"
+	"sync"
 
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/trixnew/prpc/internal/encode"
+	"github.com/trixnew/prpc/limits"
 )
 
 // Name is the codec's name, and so the wire content-subtype: "proto".
 const Name = "proto"
 
-// Codec is the raw-bytes CodecV2. Marshal takes a *Frame; Unmarshal takes a *Reply. The zero
-// value is ready to use.
-type Codec struct{}
+// Codec encodes requests and decodes responses within limits. It serves one call at a time:
+// each invoker lane of a reactor has its own, and so may any other user. Make one with New.
+//
+// Marshal encodes into a buffer the Codec keeps and hands it to gRPC without a copy, so gRPC
+// may read it until its call is over, and after a failed call even later, from its write
+// queue: after a call that failed, call Forget before the next Marshal.
+type Codec struct {
+	maxRequest, maxResponse int
 
-var _ encoding.CodecV2 = Codec{}
-
-// Frame carries an encoded request, Bytes. Marshal hands Bytes to gRPC through buffers kept
-// in the Frame, so that it allocates nothing; gRPC may read them, and Bytes, until its call is
-// over — after a failed call even later, from its write queue — so a caller that reuses a
-// Frame must take a new one after a failed call.
-type Frame struct {
-	// Bytes is the encoded request; the caller sets it before the call.
-	Bytes []byte
-
-	// What Marshal hands to gRPC: a *SliceBuffer in an interface is a pointer, where a
-	// SliceBuffer would be boxed.
-	sb  mem.SliceBuffer
+	buf []byte          // the encode buffer, reused from one call to the next
+	sb  mem.SliceBuffer // what Marshal hands to gRPC: a *SliceBuffer in an interface is a pointer
 	one [1]mem.Buffer
+	err error // the error of the last Marshal, before gRPC wrapped it
+
+	// The plan of the type encoded last, so that a lane running calls of one method finds
+	// it without a lookup.
+	lastType protoreflect.MessageType
+	lastPlan encode.Plan
 }
 
-// Reply is where Unmarshal decodes a response.
-type Reply struct {
-	// Msg is the message to decode into; the caller sets it.
-	Msg proto.Message
-	// Max, if positive, bounds the response's encoded size; package reactor sets it to
-	// limits.Limits.MaxResponseBytes, which the error of a larger response names. gRPC's
-	// own receive limit, capped at the same value, normally refuses a larger response
-	// first.
-	Max int
+var _ encoding.CodecV2 = (*Codec)(nil)
+
+// New returns a Codec that refuses a request over l.MaxRequestBytes and a response over
+// l.MaxResponseBytes; a zero bound means no bound of the Codec's own.
+func New(l limits.Limits) *Codec {
+	return &Codec{maxRequest: l.MaxRequestBytes, maxResponse: l.MaxResponseBytes}
 }
 
 // Name returns "proto".
-func (Codec) Name() string { return Name }
+func (*Codec) Name() string { return Name }
 
-// Marshal returns the bytes of a *Frame without copying them and without allocating. gRPC may
-// read them until the call returns (for retries), and after a failed call even later (see
-// Frame), so the caller keeps them unchanged until then.
-func (Codec) Marshal(v any) (mem.BufferSlice, error) {
-	f, ok := v.(*Frame)
+// Marshal encodes v, a proto.Message, into the Codec's buffer, and returns it without a copy.
+// A request over the Codec's MaxRequestBytes fails with a *limits.SizeError, and one that does
+// not encode (a string field with invalid UTF-8, a missing required field) with the encoder's
+// error; either way nothing is sent. gRPC reports a codec's error as an Internal status
+// ("grpc: error while marshaling: …"); Err returns it as Marshal returned it.
+func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
+	c.err = nil
+	m, ok := v.(proto.Message)
 	if !ok {
-		return nil, fmt.Errorf("prpc codec: cannot marshal %T: want *codec.Frame", v)
+		c.err = fmt.Errorf("prpc codec: cannot marshal %T: want a proto.Message", v)
+		return nil, c.err
 	}
-	f.sb = f.Bytes
-	f.one[0] = &f.sb
-	return f.one[:], nil
+	if cap(c.buf) > encode.MaxKeptBuffer {
+		c.buf = nil // so that one huge request does not pin its memory
+	}
+	buf, err := c.planOf(m).Append(c.buf, m)
+	if err == nil && c.maxRequest > 0 && len(buf) > c.maxRequest {
+		err = limits.Limits{MaxRequestBytes: c.maxRequest}.CheckRequest(len(buf))
+	}
+	if err != nil {
+		c.err = err
+		return nil, err
+	}
+	c.buf = buf
+	c.sb = buf
+	c.one[0] = &c.sb
+	return c.one[:], nil
 }
 
-// Unmarshal decodes data into a *Reply's message. A response over the Reply's Max fails
-// with an error naming its size, the limit and Limits.MaxResponseBytes, and nothing is
-// decoded. A response in one buffer is decoded in place; one spread over several is first
-// joined into a pooled buffer. The decoded message keeps no reference to data.
-func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
-	r, ok := v.(*Reply)
+// Err returns the error of the last Marshal, as Marshal returned it, or nil.
+func (c *Codec) Err() error { return c.err }
+
+// Forget makes the Codec leave the buffer of its last Marshal to gRPC, which may still read
+// it after a failed call, and encode the next request into a new one.
+func (c *Codec) Forget() { c.buf, c.sb = nil, nil }
+
+// Unmarshal decodes data into v, a proto.Message. A response over the Codec's
+// MaxResponseBytes fails with an error naming its size, the limit and Limits.MaxResponseBytes,
+// and nothing is decoded. A response in one buffer is decoded in place; one spread over several
+// is first joined into a pooled buffer. The decoded message keeps no reference to data.
+func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(proto.Message)
 	if !ok {
-		return fmt.Errorf("prpc codec: cannot unmarshal into %T: want *codec.Reply", v)
+		return fmt.Errorf("prpc codec: cannot unmarshal into %T: want a proto.Message", v)
 	}
-	if r.Max > 0 && data.Len() > r.Max {
-		return fmt.Errorf("prpc codec: response is %d bytes, over the %d-byte limit (Limits.MaxResponseBytes)", data.Len(), r.Max)
+	if c.maxResponse > 0 && data.Len() > c.maxResponse {
+		return fmt.Errorf("prpc codec: response is %d bytes, over the %d-byte limit (Limits.MaxResponseBytes)", data.Len(), c.maxResponse)
 	}
 	if len(data) == 1 {
-		return proto.Unmarshal(data[0].ReadOnlyData(), r.Msg)
+		return proto.Unmarshal(data[0].ReadOnlyData(), m)
 	}
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
-	return proto.Unmarshal(buf.ReadOnlyData(), r.Msg)
+	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+// planOf returns the plan of m's type.
+func (c *Codec) planOf(m proto.Message) encode.Plan {
+	mt := m.ProtoReflect().Type()
+	if mt == c.lastType {
+		return c.lastPlan
+	}
+	p := planOfType(mt)
+	c.lastType, c.lastPlan = mt, p
+	return p
+}
+
+// plans holds the plan of every message type encoded so far, by protoreflect.MessageType.
+var plans sync.Map
+
+// planOfType returns the encode plan of messages of type mt, working it out on first use.
+func planOfType(mt protoreflect.MessageType) encode.Plan {
+	if mt == nil {
+		return encode.Plan{}
+	}
+	if p, ok := plans.Load(mt); ok {
+		return p.(encode.Plan)
+	}
+	p := encode.PlanFor(mt.Descriptor())
+	plans.Store(mt, p)
+	return p
 }

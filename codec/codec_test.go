@@ -3,6 +3,7 @@ package codec_test
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/limits"
 )
 
 func sampleResponse() *testpb.EchoResponse {
@@ -23,60 +25,110 @@ func sampleResponse() *testpb.EchoResponse {
 }
 
 func TestName(t *testing.T) {
-	require.Equal(t, "proto", codec.Codec{}.Name())
+	require.Equal(t, "proto", codec.New(limits.Limits{}).Name())
 	require.Equal(t, "proto", codec.Name)
-	var _ encoding.CodecV2 = codec.Codec{}
+	var _ encoding.CodecV2 = codec.New(limits.Limits{})
 }
 
-func TestMarshalFrameDoesNotCopy(t *testing.T) {
-	tests := []struct {
-		name string
-		b    []byte
-	}{
-		{"bytes", []byte{1, 2, 3, 4}},
-		{"large", bytes.Repeat([]byte{7}, 1<<16)},
+// Marshal writes the bytes proto.Marshal writes, for messages of several types in turn, into
+// a buffer it reuses: once the buffer is large enough, it allocates nothing.
+func TestMarshal(t *testing.T) {
+	msgs := []proto.Message{
+		&testpb.EchoRequest{Message: "héllo", Payload: []byte{1, 2, 3}, DelayMs: 7, Block: true},
+		&testpb.EchoRequest{},
+		sampleResponse(),
+		&testpb.EchoRequest{Message: strings.Repeat("x", 1000)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := &codec.Frame{Bytes: tt.b}
-			bs, err := codec.Codec{}.Marshal(f)
+	c := codec.New(limits.Limits{})
+	for round := range 3 {
+		for i, m := range msgs {
+			bs, err := c.Marshal(m)
 			require.NoError(t, err)
-			require.Len(t, bs, 1)
-			got := bs[0].ReadOnlyData()
-			require.Equal(t, tt.b, got)
-			require.Same(t, &tt.b[0], &got[0], "Marshal must not copy")
-			bs.Free()
+			require.NoError(t, c.Err())
+			got := bs.Materialize()
+			require.Len(t, got, proto.Size(m), "round %d, msg %d", round, i)
+			back := m.ProtoReflect().Type().New().Interface()
+			require.NoError(t, proto.Unmarshal(got, back))
+			require.True(t, proto.Equal(m, back), "round %d, msg %d", round, i)
+			if i != 2 { // a map's entries may come in another order
+				want, err := proto.Marshal(m)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(want, got), "round %d, msg %d", round, i)
+			}
+		}
+	}
+	m := msgs[0]
+	allocs := testing.AllocsPerRun(100, func() { _, _ = c.Marshal(m) })
+	require.Zero(t, allocs, "the buffer is reused")
+}
+
+// A request over the Codec's MaxRequestBytes, or one that does not encode, is not marshalled:
+// Marshal and Err return the error, which names the fix.
+func TestMarshalRefuses(t *testing.T) {
+	req := &testpb.EchoRequest{Message: "abcdef"}
+	size := proto.Size(req)
+	tests := []struct {
+		name    string
+		max     int
+		req     proto.Message
+		wantErr string
+	}{
+		{"over the limit", size - 1, req, fmt.Sprintf("request is %d bytes, over the %d-byte limit (Limits.MaxRequestBytes)", size, size-1)},
+		{"invalid UTF-8", 0, &testpb.EchoRequest{Message: "\xff"}, "string field prpctest.EchoRequest.message contains invalid UTF-8"},
+		{"not a message", 0, nil, "prpc codec: cannot marshal <nil>: want a proto.Message"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := codec.New(limits.Limits{MaxRequestBytes: tc.max})
+			var v any
+			if tc.req != nil {
+				v = tc.req
+			}
+			bs, err := c.Marshal(v)
+			require.Nil(t, bs)
+			require.ErrorContains(t, err, tc.wantErr)
+			require.Same(t, err, c.Err())
+			if tc.name == "over the limit" {
+				var se *limits.SizeError
+				require.ErrorAs(t, err, &se)
+			}
+			_, err = codec.New(limits.Limits{}).Marshal(req)
+			require.NoError(t, err)
 		})
 	}
-
-	bs, err := codec.Codec{}.Marshal(&codec.Frame{})
+	// At the limit exactly, it is sent.
+	_, err := codec.New(limits.Limits{MaxRequestBytes: size}).Marshal(req)
 	require.NoError(t, err)
-	require.Zero(t, bs.Len())
+}
+
+// After Forget, the bytes handed to gRPC for the last call stay as they were: the next
+// Marshal encodes into a new buffer.
+func TestForget(t *testing.T) {
+	c := codec.New(limits.Limits{})
+	bs, err := c.Marshal(&testpb.EchoRequest{Message: "first"})
+	require.NoError(t, err)
+	first := bs[0].ReadOnlyData()
+	want := bytes.Clone(first)
+	c.Forget()
+	_, err = c.Marshal(&testpb.EchoRequest{Message: "other"})
+	require.NoError(t, err)
+	require.Equal(t, want, first, "the forgotten buffer was not written again")
+
+	// Without Forget, the buffer is reused.
+	bs, err = c.Marshal(&testpb.EchoRequest{Message: "third"})
+	require.NoError(t, err)
+	_, err = c.Marshal(&testpb.EchoRequest{Message: "fourth"})
+	require.NoError(t, err)
+	require.Contains(t, string(bs[0].ReadOnlyData()), "fourth")
 }
 
 func TestWrongTypes(t *testing.T) {
-	c := codec.Codec{}
-	for _, v := range []any{
-		&testpb.EchoRequest{Message: "x"},
-		codec.Frame{Bytes: []byte{1}},
-		[]byte{1},
-		nil,
-		&codec.Reply{},
-	} {
+	c := codec.New(limits.Limits{})
+	for _, v := range []any{[]byte{1}, nil, "x"} {
 		_, err := c.Marshal(v)
-		require.Error(t, err, "Marshal(%T)", v)
-		require.Contains(t, err.Error(), "*codec.Frame")
-	}
-	data := mem.BufferSlice{mem.SliceBuffer{}}
-	for _, v := range []any{
-		&testpb.EchoResponse{},
-		codec.Reply{Msg: &testpb.EchoResponse{}},
-		nil,
-		&codec.Frame{},
-	} {
-		err := c.Unmarshal(data, v)
-		require.Error(t, err, "Unmarshal(%T)", v)
-		require.Contains(t, err.Error(), "*codec.Reply")
+		require.ErrorContains(t, err, "want a proto.Message", "Marshal(%T)", v)
+		err = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer{}}, v)
+		require.ErrorContains(t, err, "want a proto.Message", "Unmarshal(%T)", v)
 	}
 }
 
@@ -118,7 +170,7 @@ func TestUnmarshal(t *testing.T) {
 			require.Equal(t, n, tt.data.Len())
 			for _, max := range []int{0, n} { // no limit; limit exactly at the size
 				got := &testpb.EchoResponse{}
-				require.NoError(t, codec.Codec{}.Unmarshal(tt.data, &codec.Reply{Msg: got, Max: max}))
+				require.NoError(t, codec.New(limits.Limits{MaxResponseBytes: max}).Unmarshal(tt.data, got))
 				require.True(t, proto.Equal(want, got), "max %d: got %v", max, got)
 			}
 		})
@@ -132,7 +184,7 @@ func TestUnmarshalKeepsNoReference(t *testing.T) {
 	for _, cuts := range [][]int{nil, {len(b) / 2}} {
 		buf := bytes.Clone(b)
 		got := &testpb.EchoResponse{}
-		require.NoError(t, codec.Codec{}.Unmarshal(split(buf, cuts...), &codec.Reply{Msg: got}))
+		require.NoError(t, codec.New(limits.Limits{}).Unmarshal(split(buf, cuts...), got))
 		clear(buf) // gRPC reuses its receive buffers once Unmarshal returns
 		require.True(t, proto.Equal(want, got))
 	}
@@ -144,7 +196,7 @@ func TestUnmarshalOverMax(t *testing.T) {
 	n := len(b)
 	for _, data := range []mem.BufferSlice{split(b), split(b, 5, n/2)} {
 		got := &testpb.EchoResponse{}
-		err := codec.Codec{}.Unmarshal(data, &codec.Reply{Msg: got, Max: n - 1})
+		err := codec.New(limits.Limits{MaxResponseBytes: n - 1}).Unmarshal(data, got)
 		require.EqualError(t, err, fmt.Sprintf("prpc codec: response is %d bytes, over the %d-byte limit (Limits.MaxResponseBytes)", n, n-1))
 		require.True(t, proto.Equal(&testpb.EchoResponse{}, got), "nothing is decoded over the limit")
 	}
@@ -163,7 +215,7 @@ func TestUnmarshalInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, data := range []mem.BufferSlice{split(tt.b), split(tt.b, 1)} {
-				err := codec.Codec{}.Unmarshal(data, &codec.Reply{Msg: &testpb.EchoResponse{}})
+				err := codec.New(limits.Limits{}).Unmarshal(data, &testpb.EchoResponse{})
 				require.Error(t, err)
 			}
 		})
@@ -194,7 +246,7 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 		for _, d := range []mem.BufferSlice{{mem.SliceBuffer(b)}, data} {
 			got := &testpb.EchoResponse{}
-			err := codec.Codec{}.Unmarshal(d, &codec.Reply{Msg: got})
+			err := codec.New(limits.Limits{}).Unmarshal(d, got)
 			if wantErr != nil {
 				require.Error(t, err)
 				continue
@@ -203,27 +255,9 @@ func FuzzUnmarshal(f *testing.F) {
 			require.True(t, proto.Equal(want, got))
 
 			if len(b) > 0 {
-				err = codec.Codec{}.Unmarshal(d, &codec.Reply{Msg: &testpb.EchoResponse{}, Max: len(b) - 1})
+				err = codec.New(limits.Limits{MaxResponseBytes: len(b) - 1}).Unmarshal(d, &testpb.EchoResponse{})
 				require.Error(t, err)
 			}
 		}
 	})
-}
-
-// Marshal hands gRPC a Frame's bytes without copying and without allocating, and a Frame
-// reused with other bytes hands over those.
-func TestMarshalNoAlloc(t *testing.T) {
-	buf, err := proto.Marshal(&testpb.EchoRequest{Message: "abc"})
-	require.NoError(t, err)
-	f := &codec.Frame{Bytes: buf}
-	var out mem.BufferSlice
-	allocs := testing.AllocsPerRun(100, func() { out, _ = codec.Codec{}.Marshal(f) })
-	require.Zero(t, allocs)
-	require.Equal(t, buf, out.Materialize())
-	require.Same(t, &buf[0], &out[0].ReadOnlyData()[0], "no copy")
-
-	f.Bytes = []byte{1, 2}
-	out, err = codec.Codec{}.Marshal(f)
-	require.NoError(t, err)
-	require.Equal(t, []byte{1, 2}, out.Materialize())
 }

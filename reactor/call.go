@@ -14,18 +14,27 @@ import (
 )
 
 // Call submits a call of method m with request req and returns its promise at once. It never
-// blocks and does no network I/O; it is safe from any goroutine. opts may be nil. What it costs
-// the calling goroutine is the request's encoding into the buffer of a reused call record, one
-// small allocation for the promise (more for a call with metadata, a Context or
-// CallOptions), and three short mutex holds that prpc's own goroutines do not share;
-// BenchmarkHostCostBurst (module benchmarks) measures it in a burst.
+// blocks and does no network I/O; it is safe from any goroutine. opts may be nil.
 //
-// The request is encoded before Call returns, so later changes to req change nothing sent.
-// Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods), a
-// request or metadata over its limit, overload (MaxOutstanding reached) and a closed reactor
-// all fail the call at once: the promise is Failed when Call returns, and its callbacks run at
-// the first Tick that starts after Call returns (never inside Call), after the outcomes that
-// were already waiting for that Tick, unless its budget runs out first.
+// Call takes ownership of req until the call settles: the invoker lane that runs the call
+// encodes it, inside gRPC's call, so the caller must not modify it meanwhile, as grpc-go says
+// of a message given to ClientStream.SendMsg; the race detector reports a request modified
+// while its call is in flight. Several calls may share a request that nobody modifies. A
+// request over Limits.MaxRequestBytes, or one that does not encode (a string field with
+// invalid UTF-8, a missing required field), is never sent: the call fails with ErrTooLarge or
+// ErrInvalidArgument at a later Tick, like any failure.
+//
+// Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods),
+// metadata over its limit, overload (MaxOutstanding reached) and a closed reactor fail the
+// call at once: the promise is Failed when Call returns, and its callbacks run at the first
+// Tick that starts after Call returns (never inside Call), after the outcomes that were
+// already waiting for that Tick, unless its budget runs out first.
+//
+// What Call costs the calling goroutine is its checks, admission by one compare-and-swap, a
+// clock read for the deadline, the call written into a slot of a ring that New prepared, and
+// the promise, one small allocation (more for a call with metadata, a Context or
+// CallOptions); Go, which has no promise, costs less. The burst suite (module benchmarks)
+// measures both in a game loop against a hand-written goroutine pool.
 //
 // A nil r or m is a programming error and panics.
 func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req, opts *calls.Options) *calls.Promise[Resp] {
@@ -36,137 +45,144 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 		panic("prpc: reactor.Call with a nil *calls.Method")
 	}
 	p := callcore.NewPromise[Resp](&r.owner)
-	r.submit(p, (*callcore.Method[Req, Resp])(m).Ops(), req, opts)
+	if err := r.submit(p, (*callcore.Method[Req, Resp])(m).Ops(), req, opts); err != nil {
+		p.Reject(err)
+		r.deliverNext(p)
+	}
 	return (*calls.Promise[Resp])(p)
 }
 
-// submit validates and encodes the call, and admits it with a record bound to p, or rejects
-// it.
-func (r *Reactor) submit(p callcore.Handle, ops *callcore.Ops, req proto.Message, opts *calls.Options) {
+// Go submits a call of method m with request req, as Call does, with fn as its one callback
+// instead of a promise: fn runs exactly once, inside a later Tick (or Shutdown, Close) on the
+// goroutine that calls it, with the response and a nil error if the call succeeds, or with
+// the zero response and its *calls.Error if it fails. It is the cheapest way to make a call;
+// use Call for a call whose State, Err, Cancel or response metadata the caller needs.
+//
+// Go returns nil once the call is submitted. A call that Call would fail at once, Go rejects:
+// it returns the *calls.Error and fn still runs with it, at the first Tick that starts after Go
+// returns, so that code which only reads the callback misses nothing. Go takes ownership of req
+// until fn runs, as Call does until its call settles. It never blocks and is safe from any
+// goroutine; opts may be nil.
+//
+// A nil r, m or fn is a programming error and panics.
+func Go[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req, opts *calls.Options, fn func(Resp, error)) error {
+	if r == nil {
+		panic("prpc: reactor.Go with a nil *Reactor")
+	}
+	if m == nil {
+		panic("prpc: reactor.Go with a nil *calls.Method")
+	}
+	if fn == nil {
+		panic("prpc: reactor.Go with a nil callback")
+	}
+	if err := r.submit(callcore.Func[Resp](fn), (*callcore.Method[Req, Resp])(m).Ops(), req, opts); err != nil {
+		r.deliverNext(&callcore.Rejected[Resp]{Fn: fn, Err: err})
+		return err
+	}
+	return nil
+}
+
+// submit checks the call, admits it and hands it to the reactor goroutine with target t, or
+// counts its rejection and returns it; the caller delivers a rejection to t.
+func (r *Reactor) submit(t callcore.Target, ops *callcore.Ops, req proto.Message, opts *calls.Options) *calls.Error {
 	if r.closingA.Load() {
-		r.reject(p, ops, callerr.Closed, "reactor is closed", nil)
-		return
+		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
 	if req == nil || !req.ProtoReflect().IsValid() {
-		r.reject(p, ops, callerr.InvalidArgument, "nil request", nil)
-		return
+		return r.reject(ops, callerr.InvalidArgument, "nil request", nil)
 	}
 	if r.allow != nil && !r.allow[ops.Path] {
-		r.reject(p, ops, callerr.InvalidArgument, "method is not in Config.Methods", nil)
-		return
+		return r.reject(ops, callerr.InvalidArgument, "method is not in Config.Methods", nil)
 	}
 	if opts == nil {
 		opts = &noOptions
 	}
-	method := r.method(ops)
-	policy := method.policy
+	policy := &r.method(ops).policy
 	timeout := policy.timeout
 	switch t := opts.Timeout; {
 	case t < 0:
-		r.reject(p, ops, callerr.InvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
-		return
+		return r.reject(ops, callerr.InvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
 	case t > r.cfg.MaxTimeout:
-		r.reject(p, ops, callerr.InvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
-		return
+		return r.reject(ops, callerr.InvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
 	case t > 0:
 		timeout = t
 	}
 	if opts.WaitForReady && opts.FailFast {
-		r.reject(p, ops, callerr.InvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
-		return
+		return r.reject(ops, callerr.InvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
 	}
-	var md metadata.MD
-	if len(opts.Metadata) > 0 {
-		var err error
-		if md, err = limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
-			r.rejectLimit(p, ops, err)
-			return
+	var extra *callcore.Extra
+	if len(opts.Metadata) > 0 || opts.Context != nil || len(opts.CallOptions) > 0 {
+		var md metadata.MD
+		if len(opts.Metadata) > 0 {
+			var err error
+			if md, err = limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
+				return r.rejectLimit(ops, err)
+			}
 		}
+		extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
 	}
 	critical := opts.Critical || policy.critical
 	limit := r.cfg.MaxOutstanding
 	if !critical {
 		limit -= r.cfg.CriticalReserve
 	}
-	// Admission and a free record under one hold of mu, then the encoding, into the record's
-	// buffer. Encoding first and checking the size after costs less than sizing the request
-	// first, which encoding would do again for all but the outer message.
-	r.mu.Lock()
-	switch {
-	case r.closing:
-		r.mu.Unlock()
-		r.reject(p, ops, callerr.Closed, "reactor is closed", nil)
-		return
-	case r.counts.pending >= limit:
-		r.mu.Unlock()
-		r.reject(p, ops, callerr.Overloaded, r.overloadMessage(limit, critical), nil)
-		return
+	if !r.admit(int64(limit)) {
+		return r.reject(ops, callerr.Overloaded, r.overloadMessage(limit, critical), nil)
 	}
-	r.counts.pending++
-	r.counts.submit(method.counters)
-	c := r.records.get()
-	r.mu.Unlock()
-	buf, err := ops.Encode.Append(c.Request, req)
-	c.Request = buf
-	if err == nil {
-		err = r.cfg.Limits.CheckRequest(len(buf))
+	if r.closingA.Load() { // Close began since the first look: admitted calls must not follow it
+		r.admitted.Add(-1)
+		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
-	if err != nil {
-		r.unadmit(c, method)
-		if _, tooLarge := err.(*limits.SizeError); tooLarge {
-			r.rejectLimit(p, ops, err)
-		} else {
-			r.reject(p, ops, callerr.InvalidArgument, "encoding the request: "+err.Error(), err)
-		}
-		return
+	var flags submitFlags
+	if (opts.WaitForReady || policy.waitForReady) && !opts.FailFast {
+		flags |= submitWaitForReady
 	}
-
-	c.Ops = ops
-	c.Submitted = r.now()
-	c.Deadline = c.Submitted + int64(timeout)
-	if md != nil || opts.Context != nil || len(opts.CallOptions) > 0 {
-		c.Extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
+	if opts.ResponseMetadata || policy.metadata {
+		flags |= submitMetadata
 	}
-	c.WaitForReady = (opts.WaitForReady || policy.waitForReady) && !opts.FailFast
-	c.Metadata = opts.ResponseMetadata || policy.metadata
-	c.Admitted = true
-	gen := c.Gen()
-	p.Bind(c, gen)
-	if !r.in.push(event{kind: evSubmit, gen: gen, c: c}) {
+	now := r.now()
+	s, pos := r.subs.reserve()
+	s.target, s.ops, s.req, s.extra, s.flags = t, ops, req, extra, flags
+	s.submitted, s.deadline = now, now+int64(timeout)
+	var back submission
+	if !r.subs.publish(s, pos, &back) {
 		// The reactor goroutine exited between admission and now (Close won the race).
-		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
-		c.Err = localError(callerr.Closed, ops.Path, "reactor closed before the call was sent", nil)
-		c.Reason = callcore.ReasonClosed
-		r.deliverNext(p)
+		r.admitted.Add(-1)
+		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
 	}
+	return nil
 }
 
 var noOptions calls.Options
 
-// unadmit undoes the admission of a call whose request could not be sent, before it is
-// rejected (and counted again, as a rejection), and keeps its record, unused.
-func (r *Reactor) unadmit(c *callcore.Call, method *methodEntry) {
-	r.mu.Lock()
-	r.counts.pending--
-	r.counts.unsubmit(method.counters)
-	r.records.put(c)
-	r.mu.Unlock()
+// admit takes one of the limit admission slots, unless all are taken, and reports whether it
+// did. A compare-and-swap, not an add, so that a call refused at its limit never counts, even
+// for a moment, against a critical call's larger one.
+func (r *Reactor) admit(limit int64) bool {
+	for {
+		n := r.admitted.Load()
+		if n >= limit {
+			return false
+		}
+		if r.admitted.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // rejectLimit rejects the call for breaking a limit or a metadata rule.
-func (r *Reactor) rejectLimit(p callcore.Handle, ops *callcore.Ops, err error) {
+func (r *Reactor) rejectLimit(ops *callcore.Ops, err error) *calls.Error {
 	var se *limits.SizeError
 	if errors.As(err, &se) {
-		r.reject(p, ops, callerr.TooLarge, err.Error(), nil)
-		return
+		return r.reject(ops, callerr.TooLarge, err.Error(), nil)
 	}
-	r.reject(p, ops, callerr.InvalidArgument, err.Error(), nil)
+	return r.reject(ops, callerr.InvalidArgument, err.Error(), nil)
 }
 
-// reject fails the call at submission: the failure is visible at once, counted at once, and
-// the callbacks run at the first Tick that starts after Call returns. A rejected call holds
-// no admission slot and no record.
-func (r *Reactor) reject(p callcore.Handle, ops *callcore.Ops, kind callerr.Kind, msg string, cause error) {
+// reject returns the error of a call failed at submission, counted at once; the caller
+// delivers it to the call's target, whose callbacks run at the first Tick that starts after
+// Call returns. A rejected call holds no admission slot and no record.
+func (r *Reactor) reject(ops *callcore.Ops, kind callerr.Kind, msg string, cause error) *calls.Error {
 	err := localError(kind, ops.Path, msg, cause)
 	reason := callcore.ReasonInvalid
 	switch kind {
@@ -177,11 +193,10 @@ func (r *Reactor) reject(p callcore.Handle, ops *callcore.Ops, kind callerr.Kind
 	}
 	method := r.method(ops)
 	r.mu.Lock()
-	r.counts.submit(method.counters)
+	r.counts.submit(method.counters, 1)
 	r.counts.fail(method.counters, err.Code(), reason, -1)
 	r.mu.Unlock()
-	p.Reject(err)
-	r.deliverNext(p)
+	return err
 }
 
 // overloadMessage says which limit an overloaded call met. A critical call that met

@@ -19,6 +19,9 @@ import (
 type engine struct {
 	r        *Reactor
 	heap     *deadlineHeap
+	records  recordPool
+	sub      submission     // the submission being accepted
+	accepted []accepted // calls accepted this turn, by method, not counted in Stats yet
 	admitted []work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
 	// the reactor settled them: they leave the InFlight and load gauges once this turn's
@@ -38,6 +41,7 @@ type engine struct {
 // start launches the reactor goroutine and the invoker lanes.
 func (r *Reactor) start() {
 	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
+	e.records.freed = &r.freed
 	e.timer.Stop()
 	for inv := range r.cfg.Workers {
 		for range r.cfg.BatchSize {
@@ -51,30 +55,33 @@ func (r *Reactor) start() {
 func (e *engine) run() {
 	r := e.r
 	for {
-		select {
-		case <-r.in.wake:
-		case <-e.timer.C():
-			e.armed = false
+		// Sleep unless a submission is published already; a producer that publishes after
+		// sleeping is set wakes the goroutine.
+		r.subs.sleeping.Store(true)
+		if !r.subs.ready() {
+			select {
+			case <-r.in.wake:
+			case <-e.timer.C():
+				e.armed = false
+			}
 		}
+		r.subs.sleeping.Store(false)
 		e.events, e.done = r.in.take(e.events, e.done)
 		e.nowNs = r.now()
+		for r.subs.take(&e.sub) {
+			e.accept(&e.sub)
+		}
+		e.countAccepted()
 		for i := range e.done {
-			d := &e.done[i]
-			e.finished[d.inv]++
+			e.laneDone(e.done[i])
 		}
 		for i := range e.events {
 			e.handle(&e.events[i])
 		}
-		admitted := len(e.admitted)
 		e.expire()
 		e.dispatch()
 		e.flush()
 		e.release()
-		if admitted > 0 && !e.closing {
-			// As many calls again may be on their way: have their records made here, not
-			// by the goroutine that submits them.
-			r.reserveRecords(admitted, r.cfg.MaxOutstanding)
-		}
 		e.heap.prune()
 		if e.closing && e.heap.live() == 0 {
 			e.shutdown()
@@ -84,13 +91,85 @@ func (e *engine) run() {
 	}
 }
 
+// accept gives a submitted call a record and schedules it: it times out at once if its
+// deadline has passed, is cancelled at once if its promise was, and otherwise joins this
+// turn's calls for the lanes.
+func (e *engine) accept(s *submission) {
+	c, gen, cancelled := e.record(s)
+	if cancelled {
+		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
+		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, false)
+		return
+	}
+	e.admit(c, gen)
+}
+
+// record gives the call of s a record, counts it for Stats (countAccepted) and binds its
+// promise, if any; it reports whether the promise was cancelled already.
+func (e *engine) record(s *submission) (c *callcore.Call, gen uint32, cancelled bool) {
+	c = e.records.get()
+	c.Ops, c.Target, c.Req, c.Extra = s.ops, s.target, s.req, s.extra
+	c.Submitted, c.Deadline = s.submitted, s.deadline
+	c.WaitForReady, c.Metadata = s.flags&submitWaitForReady != 0, s.flags&submitMetadata != 0
+	c.Admitted = true
+	clearSubmission(s)
+	e.countOne(e.r.method(c.Ops))
+	gen = c.Gen()
+	if b, ok := c.Target.(callcore.Binder); ok {
+		cancelled = b.Bind(c, gen)
+	}
+	return c, gen, cancelled
+}
+
+// countAccepted counts this turn's accepted calls in Stats, as submitted and pending, before
+// any of them can reach a lane and be delivered.
+func (e *engine) countAccepted() {
+	if len(e.accepted) == 0 {
+		return
+	}
+	r := e.r
+	r.mu.Lock()
+	for _, a := range e.accepted {
+		r.counts.submit(a.m.counters, a.n)
+		r.counts.pending += int(a.n)
+	}
+	r.mu.Unlock()
+	clear(e.accepted)
+	e.accepted = e.accepted[:0]
+}
+
+// accepted counts the calls of one method the reactor goroutine accepted in a turn.
+type accepted struct {
+	m *methodEntry
+	n uint64
+}
+
+// countOne counts an accepted call of method m. A turn usually accepts the calls of a few
+// methods, so a scan from the last one counted finds m at once.
+func (e *engine) countOne(m *methodEntry) {
+	for i := len(e.accepted) - 1; i >= 0; i-- {
+		if e.accepted[i].m == m {
+			e.accepted[i].n++
+			return
+		}
+	}
+	e.accepted = append(e.accepted, accepted{m: m, n: 1})
+}
+
+// laneDone handles a lane's report that it has finished with d.c, which the reactor cut while
+// the lane ran it: the call's outcome, recorded when it was cut, now goes to Tick, since no
+// lane reads its request any more.
+func (e *engine) laneDone(d completion) {
+	e.finished[d.inv]++
+	e.settled = append(e.settled, d.c)
+}
+
 func (e *engine) handle(ev *event) {
 	c := ev.c
 	switch ev.kind {
-	case evSubmit:
-		e.admit(c, ev.gen)
 	case evCancel:
-		if taken, _ := e.take(c, ev.gen); !taken {
+		taken, sent := e.take(c, ev.gen)
+		if !taken {
 			return // settled already, or the record has moved on to another call
 		}
 		var cause error
@@ -98,10 +177,10 @@ func (e *engine) handle(ev *event) {
 			cause = parent.Err()
 		}
 		if errors.Is(cause, context.DeadlineExceeded) { // the parent's earlier deadline applies
-			e.settle(c, localError(callerr.Timeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout)
+			e.settle(c, localError(callerr.Timeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout, sent)
 			return
 		}
-		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled)
+		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled, sent)
 	case evClose:
 		e.closing = true
 	case evAbort:
@@ -177,27 +256,31 @@ func (e *engine) timeout(c *callcore.Call, sent bool) {
 	if !sent {
 		msg += "; never sent"
 	}
-	e.settle(c, localError(callerr.Timeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout)
+	e.settle(c, localError(callerr.Timeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout, sent)
 }
 
 // abort settles every unsettled call with ErrClosed wrapping cause, for Close.
 func (e *engine) abort(cause error) {
 	// Drop every call no lane has claimed before cutting any: a cut call frees its lane,
 	// which would otherwise send the next queued call before this loop reached it.
-	var taken []*callcore.Call
+	type cut struct {
+		c    *callcore.Call
+		sent bool
+	}
+	var taken []cut
 	for _, ent := range e.heap.h {
 		if e.drop(ent.c, ent.gen) {
-			taken = append(taken, ent.c)
+			taken = append(taken, cut{ent.c, false})
 		}
 	}
 	for _, ent := range e.heap.h {
 		if ok, _ := e.take(ent.c, ent.gen); ok {
-			taken = append(taken, ent.c)
+			taken = append(taken, cut{ent.c, true})
 		}
 	}
 	e.r.cutOff.Add(uint64(len(taken)))
-	for _, c := range taken {
-		e.settle(c, localError(callerr.Closed, c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed)
+	for _, t := range taken {
+		e.settle(t.c, localError(callerr.Closed, t.c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed, t.sent)
 	}
 }
 
@@ -217,8 +300,10 @@ func (e *engine) take(c *callcore.Call, gen uint32) (taken, sent bool) {
 }
 
 // settle records the outcome of c, which take gave to the reactor goroutine, and queues it
-// for delivery.
-func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason) {
+// for delivery; if a lane was running c (sent), it is queued once the lane reports that it has
+// finished with it (laneDone), so that nothing reads the request once the caller has the
+// outcome. The lane's transport call, cancelled, returns promptly.
+func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason, sent bool) {
 	e.heap.remove(c)
 	if c.Extra != nil && c.Extra.StopParent != nil {
 		c.Extra.StopParent()
@@ -226,7 +311,9 @@ func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason) {
 	}
 	c.Err = err
 	c.Reason = reason
-	e.settled = append(e.settled, c)
+	if !sent {
+		e.settled = append(e.settled, c)
+	}
 }
 
 // release takes this turn's finished calls off the InFlight and load gauges.
@@ -294,27 +381,25 @@ func (e *engine) shutdown() {
 	e.timer.Stop()
 	r.work.close() // every call left in it was dropped, its request released
 	r.lanes.Wait()
-	events, done := r.in.close()
-	// The lanes' last reports: calls they finished with after the reactor settled them,
-	// all queued for Tick by now.
+	_, done := r.in.close()
+	// The lanes' last reports: calls they finished with after the reactor cut them.
 	for _, d := range done {
-		e.finished[d.inv]++
+		e.laneDone(d)
 	}
 	e.release()
+	// Calls admitted before Close whose submission was published after the last turn; the
+	// producers of later ones take them back and fail them themselves.
+	r.subs.close(func(s *submission) {
+		c, gen, _ := e.record(s)
+		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
+		e.settle(c, localError(callerr.Closed, c.Ops.Path, "reactor closed before the call was sent", nil), callcore.ReasonClosed, false)
+	})
+	e.countAccepted()
 	if r.cc != nil {
 		if err := r.cc.Close(); err != nil {
 			r.cfg.Logger.Warn("prpc: closing the connection", "error", err)
 		}
 		r.subconns.release()
-	}
-	for _, ev := range events {
-		switch ev.kind {
-		case evSubmit: // admitted before Close, pushed after the last turn
-			ev.c.Move(ev.gen, callcore.Unclaimed, callcore.Dropped)
-			ev.c.Err = localError(callerr.Closed, ev.c.Ops.Path, "reactor closed before the call was sent", nil)
-			ev.c.Reason = callcore.ReasonClosed
-			e.settled = append(e.settled, ev.c)
-		}
 	}
 	if len(e.settled) > 0 {
 		r.out.push(e.settled...)
@@ -323,6 +408,7 @@ func (e *engine) shutdown() {
 		default:
 		}
 	}
+	r.recordsMade = e.records.made
 	close(r.done)
 }
 

@@ -12,7 +12,7 @@ import (
 // target is a stand-in promise: the queue only stores and returns it.
 type target struct{ id int }
 
-func (*target) Deliver(callcore.Host) {}
+func (*target) Deliver(callcore.Host, *callcore.Call) {}
 
 func newHostQueue() *hostQueue {
 	q := new(hostQueue)

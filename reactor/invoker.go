@@ -24,17 +24,17 @@ import (
 // lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
 // ready queue as soon as its previous one returns, claims it, runs it with ClientConn.Invoke,
 // the cheapest call path in grpc-go (no extra goroutine per call, unary interceptors run), and
-// settles it with the result, unless the reactor settled it first.
+// settles it with the result, unless the reactor settled it first. Its codec encodes each
+// request inside gRPC's call, into a buffer the lane reuses.
 func (r *Reactor) lane(inv int) {
 	defer r.lanes.Done()
 	var header, trailer metadata.MD
 	var p peer.Peer
+	cdc := codec.New(r.cfg.Limits)
 	// The peer is always asked for, for Stats' per-backend counts; the header and trailer
 	// unless the method's policy says nobody reads them.
-	bare := append(append([]grpc.CallOption(nil), r.baseOpts...), grpc.Peer(&p))
+	bare := append(append([]grpc.CallOption{grpc.ForceCodecV2(cdc)}, r.baseOpts...), grpc.Peer(&p))
 	withMetadata := append(append([]grpc.CallOption(nil), bare...), grpc.Header(&header), grpc.Trailer(&trailer))
-	frame := new(codec.Frame)
-	reply := codec.Reply{Max: r.cfg.Limits.MaxResponseBytes}
 	load := &r.loads[inv]
 	for {
 		w, ok := r.work.take()
@@ -51,25 +51,19 @@ func (r *Reactor) lane(inv int) {
 		if !c.Metadata {
 			opts = bare
 		}
-		value, err := r.invoke(c, ctx, opts, frame, &reply)
+		value, err := r.invoke(c, ctx, opts)
 		header, trailer = r.keepMetadata(c, "header", header), r.keepMetadata(c, "trailer", trailer)
 		if err != nil {
-			err = r.laneError(c, err, trailer)
+			err = r.laneError(c, err, trailer, cdc.Err())
+			// A failed call may return before gRPC has written the request: leave the
+			// buffer to gRPC and encode the next request into a new one.
+			cdc.Forget()
 		}
 		ctx.cancel()
 		r.backends.record(p.Addr, ctx.picked, err)
-		reply.Msg = nil
-		if err == nil {
-			frame.Bytes = nil // the record keeps the storage for its next call
-		} else {
-			// A failed call may return before gRPC has written the request: leave the
-			// request, and the frame that hands it to gRPC, to the GC.
-			c.Request = nil
-			frame = new(codec.Frame)
-		}
 		if !c.Move(gen, callcore.Running, callcore.Completed) {
-			// The reactor cut the call and queued its outcome; it takes the call off the
-			// gauges once it has this report.
+			// The reactor cut the call and recorded its outcome; it queues the call for
+			// Tick, and takes it off the gauges, once it has this report.
 			r.in.complete(completion{c: c, inv: int32(inv)})
 			continue
 		}
@@ -131,15 +125,14 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 
 // invoke runs c's transport call and returns its response, or the transport's error. A panic
 // fails only this call, with Internal.
-func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOption, frame *codec.Frame, reply *codec.Reply) (value proto.Message, err error) {
+func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOption) (value proto.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.cfg.Logger.Error("prpc: invoker panicked", "method", c.Ops.Path, "panic", p, "stack", string(debug.Stack()))
 			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
 		}
 	}()
-	frame.Bytes = c.Request
-	reply.Msg = c.Ops.NewResponse()
+	resp := c.Ops.NewResponse()
 	var userOpts []grpc.CallOption
 	var md metadata.MD
 	if x := c.Extra; x != nil {
@@ -158,10 +151,10 @@ func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOpt
 	if md != nil {
 		ctx = metadata.NewOutgoingContext(ctx, md)
 	}
-	if err = r.conn.Invoke(ctx, c.Ops.Path, frame, reply, opts...); err != nil {
+	if err = r.conn.Invoke(ctx, c.Ops.Path, c.Req, resp, opts...); err != nil {
 		return nil, err
 	}
-	return reply.Msg, nil
+	return resp, nil
 }
 
 // keepMetadata returns md, the response header or trailer (what) of c, if its size counted as
@@ -181,11 +174,19 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 	return metadata.MD{}
 }
 
-// laneError turns the error of a transport call into the call's *calls.Error.
+// laneError turns the error of a transport call into the call's *calls.Error. A request that
+// the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument.
 // A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
 // parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
 // handshake failure gets it as its cause (a *calls.HandshakeError).
-func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD) error {
+func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error) error {
+	if encodeErr != nil {
+		var se *limits.SizeError
+		if errors.As(encodeErr, &se) {
+			return localError(callerr.TooLarge, c.Ops.Path, encodeErr.Error(), nil)
+		}
+		return localError(callerr.InvalidArgument, c.Ops.Path, "encoding the request: "+encodeErr.Error(), encodeErr)
+	}
 	if parent := c.Parent(); parent != nil && status.Code(err) != codes.DeadlineExceeded {
 		switch perr := parent.Err(); {
 		case errors.Is(perr, context.DeadlineExceeded):
@@ -197,5 +198,9 @@ func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD) er
 	if he := r.handshakes.cause(err); he != nil {
 		return handshakeError(c.Ops.Path, err, trailer, he)
 	}
-	return statusError(c.Ops.Path, err, trailer, r.cfg.Limits.MaxResponseBytes, len(c.Request))
+	requestBytes := 0
+	if status.Code(err) == codes.ResourceExhausted { // a limit: ours, or the server's on the request
+		requestBytes = proto.Size(c.Req)
+	}
+	return statusError(c.Ops.Path, err, trailer, r.cfg.Limits.MaxResponseBytes, requestBytes)
 }

@@ -11,16 +11,15 @@ import (
 type eventKind uint8
 
 const (
-	evSubmit eventKind = iota // an admitted call to schedule
-	evCancel                  // a call to cancel
+	evCancel eventKind = iota // a call to cancel
 	evClose                   // stop admitting; exit once every call has settled
 	evAbort                   // settle every remaining call with ErrClosed
 	evNotify                  // call OnReady: Tick left completions behind
 )
 
-// event is 16 bytes: in a burst the host appends one per call, and the inbox's buffers grow
-// to the backlog the reactor goroutine has not taken yet. The rare evAbort carries its cause
-// in the inbox instead (pushAbort).
+// event is 16 bytes; the rare evAbort carries its cause in the inbox instead (pushAbort).
+// Submitted calls do not pass through the inbox: they have a ring of their own
+// (submissionRing).
 type event struct {
 	kind eventKind
 	gen  uint32 // the use of c the event is about

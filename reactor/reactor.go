@@ -41,7 +41,6 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
@@ -63,20 +62,27 @@ type Reactor struct {
 	owner    owner
 
 	in        *inbox
-	out       outbox    // settled by the lanes and the reactor goroutine
+	subs      *submissionRing // admitted calls, from Call to the reactor goroutine
+	out       outbox          // settled by the lanes and the reactor goroutine
 	hostq     hostQueue // rejected at submission or redelivered: never waits on a lane
 	ready     chan struct{}
 	armed     atomic.Bool // a wake-up was sent and Tick has not drained since
 	onReadyMu sync.Mutex  // OnReady runs one call at a time
 
-	// Admission, counters and free call records, under mu.
+	// Admission: the calls admitted and not yet delivered, which MaxOutstanding bounds.
+	admitted atomic.Int64
+
+	// Counters, under mu.
 	mu       sync.Mutex
 	closing  bool
 	closingA atomic.Bool // closing, readable without mu
 	counts   counters
 	byPath   map[string]*methodEntry // the methods called so far
 	latency  latencyWindow
-	records  recordPool
+
+	// Records of delivered calls, on their way back from the Tick goroutine to the reactor
+	// goroutine's pool.
+	freed freedRecords
 
 	// The admitted calls waiting for an invoker lane, and the gauges Stats reads: lanes keep
 	// their invoker's load and inFlight; queued goes up when the reactor queues calls and down
@@ -98,6 +104,9 @@ type Reactor struct {
 	// Reactor goroutine and lanes.
 	lanes sync.WaitGroup
 	done  chan struct{} // closed when the reactor goroutine has exited
+	// recordsMade is how many call records the reactor goroutine made, for tests; written
+	// before done is closed.
+	recordsMade int
 
 	// Shutdown's counters, for Stats: calls whose callbacks the drain ran, and calls Close cut
 	// off (written by the reactor goroutine).
@@ -109,6 +118,7 @@ type Reactor struct {
 	delivery    []*callcore.Call
 	head        int
 	host        host
+	recycled    []*callcore.Call // records this Tick freed, for freed
 	deliveredAt int64 // the time of the delivery in progress, for its latency
 	closeOnce   sync.Once
 	closeErr    error
@@ -145,6 +155,7 @@ func New(cfg Config) (*Reactor, error) {
 	}
 	r.owner.r = r
 	r.host.r = r
+	r.subs = newSubmissionRing(cfg.MaxOutstanding, r.in.wake)
 	r.hostq.init()
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
@@ -163,7 +174,7 @@ func New(cfg Config) (*Reactor, error) {
 		}
 		r.conn = r.cc
 	}
-	r.baseOpts = append([]grpc.CallOption{grpc.ForceCodecV2(codec.Codec{})}, cfg.Limits.CallOptions()...)
+	r.baseOpts = cfg.Limits.CallOptions()
 	r.start()
 	return r, nil
 }

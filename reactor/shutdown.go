@@ -50,7 +50,7 @@ func (r *Reactor) Shutdown(ctx context.Context) error {
 // registered on a delivered promise). A call submitted by another goroutine may make r busy
 // again at any moment; on the goroutine that calls Tick, in a host that submits calls only
 // there, Idle stays true until the host submits again. Call it on the goroutine that calls
-// Tick (it may be called from inside a callback). It costs a mutex hold and allocates nothing.
+// Tick (it may be called from inside a callback). It costs two atomic loads.
 //
 // Idle is what a host that keeps ticking while it shuts down waits for before it calls Close:
 //
@@ -62,8 +62,5 @@ func (r *Reactor) Shutdown(ctx context.Context) error {
 //	}
 //	r.Close(ctx) // cuts off what is still running, if the deadline passed
 func (r *Reactor) Idle() bool {
-	r.mu.Lock()
-	pending := r.counts.pending
-	r.mu.Unlock()
-	return pending == 0 && r.hostq.idle()
+	return r.admitted.Load() == 0 && r.hostq.idle()
 }

@@ -163,17 +163,10 @@ func newMethodCounters() *methodCounters {
 	return &methodCounters{failed: make(map[codes.Code]uint64)}
 }
 
-// submit counts a submitted call of the method whose counters are m.
-func (c *counters) submit(m *methodCounters) {
-	c.submitted++
-	m.submitted++
-}
-
-// unsubmit takes back submit's count, for an admitted call that is then counted as a
-// rejection.
-func (c *counters) unsubmit(m *methodCounters) {
-	c.submitted--
-	m.submitted--
+// submit counts n submitted calls of the method whose counters are m.
+func (c *counters) submit(m *methodCounters, n uint64) {
+	c.submitted += n
+	m.submitted += n
 }
 
 // succeed counts a delivered success of the method whose counters are m.

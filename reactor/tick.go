@@ -132,12 +132,13 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 			break
 		}
 		r.deliveredAt = now
-		t.Deliver(&r.host)
+		t.Deliver(&r.host, nil)
 		delivered++
 	}
 	if delivered > 0 && (all || sinceRead > 0) {
 		now = r.now() // for Elapsed: the deliveries since the clock was last read
 	}
+	r.recycled = r.freed.give(r.recycled)
 	remaining := end - r.head + fresh + r.hostq.waiting()
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
@@ -161,7 +162,7 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 // runs its callbacks, each isolated from the others' panics (Recover).
 func (r *Reactor) deliver(c *callcore.Call, now int64) {
 	r.deliveredAt = now
-	c.Target.Deliver(&r.host)
+	c.Target.Deliver(&r.host, c)
 }
 
 // maxReadEvery bounds how many deliveries a Tick makes between two reads of the clock.
@@ -172,29 +173,27 @@ const maxReadEvery = 16
 type host struct{ r *Reactor }
 
 // Delivered implements callcore.Host: it releases an admitted call's slot, counts its
-// outcome and frees its record for another call. A record whose call was cut off is not
-// reused: its lane may still be running the transport call.
+// outcome and keeps its record, recycled, for the reactor goroutine, which gets this Tick's
+// records at its end.
 func (h *host) Delivered(c *callcore.Call) {
 	if c == nil {
 		return // rejected at submission: counted then, and no record
 	}
 	r := h.r
+	r.admitted.Add(-1)
 	method := r.method(c.Ops)
+	latency := time.Duration(r.deliveredAt - c.Submitted)
 	r.mu.Lock()
 	r.counts.pending--
-	latency := time.Duration(r.deliveredAt - c.Submitted)
 	if c.Err == nil {
 		r.counts.succeed(method.counters, latency)
 	} else {
 		r.counts.fail(method.counters, errCode(c.Err), c.Reason, latency)
 	}
 	r.latency.add(latency)
-	if claim, _ := c.Claim(c.Gen()); claim != callcore.Cut {
-		r.records.put(c)
-	} else {
-		r.records.forget()
-	}
 	r.mu.Unlock()
+	c.Recycle()
+	r.recycled = append(r.recycled, c)
 }
 
 // Recover implements callcore.Host.

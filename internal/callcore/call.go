@@ -4,12 +4,13 @@
 //
 // A record's fields are owned by one party at a time, and each group below says who:
 //
-//  1. The submitting goroutine takes a free record, fills the request fields, and hands the
-//     record to the reactor.
-//  2. The reactor goroutine owns the scheduling fields. It settles the calls that time out,
-//     are cancelled or are cut off by Close.
-//  3. An invoker lane runs the transport call and settles the call with its result.
-//  4. The Tick goroutine delivers the outcome to the promise, then frees the record.
+//  1. The reactor goroutine takes a free record for each call submitted to it, fills the
+//     request fields from the submission, and owns the scheduling fields. It settles the
+//     calls that time out, are cancelled or are cut off by Close.
+//  2. An invoker lane runs the transport call, which encodes the request, and settles the call
+//     with its result.
+//  3. The Tick goroutine delivers the outcome to the call's target (its promise or its
+//     callback), then frees the record.
 //
 // The settler is whoever moves the record's claim to a settled state first, by
 // compare-and-swap: it alone writes the outcome fields, once, then appends the record to the
@@ -29,8 +30,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/trixnew/prpc/internal/encode"
 )
 
 // Claim states of a use of a record. Unclaimed and Running are unsettled; the other three
@@ -71,8 +70,6 @@ type Ops struct {
 	Path string
 	// NewResponse returns a new, empty response message.
 	NewResponse func() proto.Message
-	// Encode is how the method's requests are encoded.
-	Encode encode.Plan
 }
 
 // Owner is what a promise asks of the reactor that runs its call. Both methods may be called
@@ -86,13 +83,55 @@ type Owner interface {
 	Redeliver(t Target)
 }
 
-// Target is the typed side of a call: its promise, which holds the callbacks. The owner
-// delivers a call by calling its Target's Deliver on the Tick goroutine.
+// Target is the typed side of a call: its promise, or the callback of a call without one. The
+// owner delivers a call by calling its Target's Deliver on the Tick goroutine.
 type Target interface {
-	// Deliver makes the outcome visible; on the first delivery it takes the outcome from the
-	// record and hands the record back through h.Delivered before any callback runs. Then it
-	// runs the callbacks registered since the last delivery, each isolated by h.Recover.
-	Deliver(h Host)
+	// Deliver makes the outcome visible. On the first delivery of an admitted call, c is its
+	// record: Deliver takes the outcome from it and hands it back through h.Delivered before
+	// any callback runs. c is nil for a call rejected at submission and for a later delivery
+	// of a promise that got new callbacks. Then Deliver runs the callbacks not run yet, each
+	// isolated by h.Recover.
+	Deliver(h Host, c *Call)
+}
+
+// Binder is a Target that must learn its call's record, to cancel the call: a promise. The
+// owner binds it once it has given the call a record, before the call can settle.
+type Binder interface {
+	Target
+	// Bind gives the promise use gen of record c, and reports whether Cancel was called
+	// before: the owner then settles the call as cancelled.
+	Bind(c *Call, gen uint32) (cancelled bool)
+}
+
+// Func is the Target of a call submitted with a callback and no promise: the callback runs
+// once, with the response or the error.
+type Func[Resp proto.Message] func(Resp, error)
+
+// Deliver implements Target.
+func (f Func[Resp]) Deliver(h Host, c *Call) {
+	var resp Resp
+	err := c.Err
+	if err == nil {
+		resp, _ = c.Value.(Resp) // the lane decoded into Ops.NewResponse(), a Resp
+	}
+	h.Delivered(c)
+	defer h.Recover()
+	f(resp, err)
+}
+
+// Rejected is the Target of a call submitted with a callback and rejected at submission: the
+// callback runs once, with the rejection.
+type Rejected[Resp proto.Message] struct {
+	Fn  func(Resp, error)
+	Err error
+}
+
+// Deliver implements Target.
+func (r *Rejected[Resp]) Deliver(h Host, _ *Call) {
+	var zero Resp
+	h.Delivered(nil)
+	defer h.Recover()
+	r.Fn(zero, r.Err)
 }
 
 // Host is what delivering a call asks of the goroutine that runs Tick.
@@ -106,20 +145,21 @@ type Host interface {
 }
 
 // Call is the record of one use: the request, its scheduling, and its outcome until the
-// promise takes it. Records are reused, so it holds nothing that the promise keeps; options
+// target takes it. Records are reused, so it holds nothing that the promise keeps; options
 // that few calls use live in Extra.
 type Call struct {
-	// Request fields: written by the submitting goroutine before hand-off; read-only after.
-	// Times are nanoseconds on the owner's clock since the owner's epoch.
+	// Request fields: written by the reactor goroutine from the submission before the call
+	// reaches a lane; read-only after. Times are nanoseconds on the owner's clock since the
+	// owner's epoch.
 	Ops          *Ops
-	Target       Target // the promise of this use
-	Request      []byte // the encoded request; its storage is kept from one use to the next
-	Submitted    int64  // when Call ran
-	Deadline     int64  // Submitted plus the call's timeout
-	Extra        *Extra // nil unless the call has metadata, a parent context or call options
-	WaitForReady bool   // passed to gRPC as grpc.WaitForReady(true)
-	Metadata     bool   // the response header and trailer are asked for
-	Admitted     bool   // holds an admission slot until delivered
+	Target       Target        // the promise or callback of this use
+	Req          proto.Message // the request, which the lane encodes; the caller's until settled
+	Submitted    int64         // when Call ran
+	Deadline     int64         // Submitted plus the call's timeout
+	Extra        *Extra        // nil unless the call has metadata, a parent context or call options
+	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
+	Metadata     bool          // the response header and trailer are asked for
+	Admitted     bool          // holds an admission slot until delivered
 
 	// Scheduling fields: owned by the reactor goroutine, but for the claim and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
@@ -178,10 +218,10 @@ func (c *Call) Unsettled(gen uint32) bool {
 }
 
 // Recycle ends the current use, which must be settled, and starts the next, Unclaimed. It
-// clears every field but the request's storage; the caller owns the record afterwards.
+// clears every field; the caller owns the record afterwards.
 func (c *Call) Recycle() {
 	gen := c.Gen() + 1
-	c.Ops, c.Target, c.Request, c.Extra = nil, nil, c.Request[:0], nil
+	c.Ops, c.Target, c.Req, c.Extra = nil, nil, nil, nil
 	c.Submitted, c.Deadline = 0, 0
 	c.WaitForReady, c.Metadata, c.Admitted, c.Queued, c.InHeap = false, false, false, false, false
 	c.Value, c.Err, c.Header, c.Trailer, c.Reason = nil, nil, nil, nil, ReasonNone

@@ -21,15 +21,6 @@ func NewMethod[Req, Resp proto.Message](ops Ops) *Method[Req, Resp] {
 // Ops returns the method's operations.
 func (m *Method[Req, Resp]) Ops() *Ops { return &m.ops }
 
-// Handle is the promise as the submitting reactor sees it.
-type Handle interface {
-	Target
-	// Bind gives the promise use gen of record c, before c is handed to anyone else.
-	Bind(c *Call, gen uint32)
-	// Reject fails the call at submission: the failure is visible at once.
-	Reject(err error)
-}
-
 // Promise is the state of a promise: the outcome of one call and its callbacks, typed.
 // calls.Promise is defined on it, so that package reactor makes one and hands it out by
 // converting the pointer. Its fields are unexported, so that users of calls.Promise reach
@@ -40,9 +31,10 @@ type Handle interface {
 // keep holds only what they can see.
 //
 // The first Then and the first OnError are kept inline while no other callback has been
-// registered, which covers the usual Call(…).Then(…).OnError(…); every later callback goes,
-// in order, to more. Inline ones were registered before any in more, and at most one of the
-// two runs, so running them first keeps registration order.
+// registered, which covers the usual Call(…).Then(…).OnError(…), and so is a first OnSettled
+// registered alone; every later callback goes, in order, to more. Inline ones were registered
+// before any in more, and at most one of them runs, so running them first keeps registration
+// order.
 type Promise[Resp proto.Message] struct {
 	mu              sync.Mutex
 	owner           Owner
@@ -54,6 +46,7 @@ type Promise[Resp proto.Message] struct {
 	cancelRequested bool
 	then            func(Resp)
 	onError         func(error)
+	settled         func(Resp, error) // inline only while it is the only callback
 	more            *[]callback[Resp]
 	value           Resp
 	err             error
@@ -67,6 +60,7 @@ type callback[Resp proto.Message] struct {
 	then    func(Resp)
 	onError func(error)
 	always  func()
+	settled func(Resp, error)
 }
 
 // NewPromise returns a new, pending promise whose call owner runs.
@@ -74,13 +68,16 @@ func NewPromise[Resp proto.Message](owner Owner) *Promise[Resp] {
 	return &Promise[Resp]{owner: owner}
 }
 
-// Bind implements Handle.
-func (p *Promise[Resp]) Bind(c *Call, gen uint32) {
+// Bind implements Binder.
+func (p *Promise[Resp]) Bind(c *Call, gen uint32) (cancelled bool) {
+	p.mu.Lock()
 	p.rec, p.gen = c, gen
-	c.Target = p
+	cancelled = p.cancelRequested
+	p.mu.Unlock()
+	return cancelled
 }
 
-// Reject implements Handle.
+// Reject fails the call at submission: the failure is visible at once.
 func (p *Promise[Resp]) Reject(err error) {
 	p.mu.Lock()
 	p.err, p.state = err, Failed
@@ -111,7 +108,8 @@ func (p *Promise[Resp]) Metadata() (header, trailer metadata.MD) {
 	return p.md.header, p.md.trailer
 }
 
-// Cancel asks the owner to cancel the call, once, unless its outcome is visible already.
+// Cancel asks the owner to cancel the call, once, unless its outcome is visible already. Before
+// the owner has bound the promise to a record, it only records the request, which Bind reports.
 func (p *Promise[Resp]) Cancel() {
 	p.mu.Lock()
 	rec, gen := p.rec, p.gen
@@ -126,7 +124,7 @@ func (p *Promise[Resp]) Cancel() {
 // Then registers fn to run with the response if the call succeeds.
 func (p *Promise[Resp]) Then(fn func(Resp)) {
 	p.mu.Lock()
-	if p.then == nil && p.more == nil {
+	if p.then == nil && p.settled == nil && p.more == nil {
 		p.then = fn
 	} else {
 		p.add(callback[Resp]{then: fn})
@@ -134,10 +132,21 @@ func (p *Promise[Resp]) Then(fn func(Resp)) {
 	p.registered()
 }
 
+// OnSettled registers fn to run with the response or the error when the call settles.
+func (p *Promise[Resp]) OnSettled(fn func(Resp, error)) {
+	p.mu.Lock()
+	if p.then == nil && p.onError == nil && p.settled == nil && p.more == nil {
+		p.settled = fn
+	} else {
+		p.add(callback[Resp]{settled: fn})
+	}
+	p.registered()
+}
+
 // OnError registers fn to run with the error if the call fails.
 func (p *Promise[Resp]) OnError(fn func(error)) {
 	p.mu.Lock()
-	if p.onError == nil && p.more == nil {
+	if p.onError == nil && p.settled == nil && p.more == nil {
 		p.onError = fn
 	} else {
 		p.add(callback[Resp]{onError: fn})
@@ -175,7 +184,7 @@ func (p *Promise[Resp]) registered() {
 
 // Deliver implements Target. The callbacks are removed before they run, so that the promise
 // holds no reference to them afterwards.
-func (p *Promise[Resp]) Deliver(h Host) {
+func (p *Promise[Resp]) Deliver(h Host, _ *Call) {
 	p.mu.Lock()
 	first := !p.delivered
 	rec := p.rec
@@ -196,16 +205,19 @@ func (p *Promise[Resp]) Deliver(h Host) {
 		}
 	}
 	p.delivered, p.redeliverQueued = true, false
-	then, onError, more := p.then, p.onError, p.more
-	p.then, p.onError, p.more = nil, nil, nil
+	then, onError, settled, more := p.then, p.onError, p.settled, p.more
+	p.then, p.onError, p.settled, p.more = nil, nil, nil, nil
 	value, err := p.value, p.err
 	p.mu.Unlock()
 	if first {
 		h.Delivered(rec)
 	}
-	if err == nil && then != nil {
+	switch {
+	case settled != nil:
+		runSettled(h, settled, value, err)
+	case err == nil && then != nil:
 		runThen(h, then, value)
-	} else if err != nil && onError != nil {
+	case err != nil && onError != nil:
 		runOnError(h, onError, err)
 	}
 	if more == nil {
@@ -219,6 +231,8 @@ func (p *Promise[Resp]) Deliver(h Host) {
 			runOnError(h, cb.onError, err)
 		case cb.always != nil:
 			runAlways(h, cb.always)
+		case cb.settled != nil:
+			runSettled(h, cb.settled, value, err)
 		}
 	}
 }
@@ -231,6 +245,11 @@ func runThen[Resp proto.Message](h Host, fn func(Resp), v Resp) {
 func runOnError(h Host, fn func(error), err error) {
 	defer h.Recover()
 	fn(err)
+}
+
+func runSettled[Resp proto.Message](h Host, fn func(Resp, error), v Resp, err error) {
+	defer h.Recover()
+	fn(v, err)
 }
 
 func runAlways(h Host, fn func()) {
