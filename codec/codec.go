@@ -50,8 +50,10 @@ type Frame struct {
 type Reply struct {
 	// Msg is the message to decode into; the caller sets it.
 	Msg proto.Message
-	// Max, if positive, bounds the response's encoded size. gRPC's own receive limit,
-	// capped at the same value, normally refuses a larger response first.
+	// Max, if positive, bounds the response's encoded size; package reactor sets it to
+	// limits.Limits.MaxResponseBytes, which the error of a larger response names. gRPC's
+	// own receive limit, capped at the same value, normally refuses a larger response
+	// first.
 	Max int
 }
 
@@ -71,16 +73,17 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	return f.one[:], nil
 }
 
-// Unmarshal decodes data into a *Reply's message. A response in one buffer is decoded in
-// place; one spread over several is first joined into a pooled buffer. The decoded message
-// keeps no reference to data.
+// Unmarshal decodes data into a *Reply's message. A response over the Reply's Max fails
+// with an error naming its size, the limit and Limits.MaxResponseBytes, and nothing is
+// decoded. A response in one buffer is decoded in place; one spread over several is first
+// joined into a pooled buffer. The decoded message keeps no reference to data.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	r, ok := v.(*Reply)
 	if !ok {
 		return fmt.Errorf("prpc codec: cannot unmarshal into %T: want *codec.Reply", v)
 	}
 	if r.Max > 0 && data.Len() > r.Max {
-		return fmt.Errorf("prpc codec: response is %d bytes, over the %d-byte limit", data.Len(), r.Max)
+		return fmt.Errorf("prpc codec: response is %d bytes, over the %d-byte limit (Limits.MaxResponseBytes)", data.Len(), r.Max)
 	}
 	if len(data) == 1 {
 		return proto.Unmarshal(data[0].ReadOnlyData(), r.Msg)

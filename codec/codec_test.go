@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -144,8 +145,7 @@ func TestUnmarshalOverMax(t *testing.T) {
 	for _, data := range []mem.BufferSlice{split(b), split(b, 5, n/2)} {
 		got := &testpb.EchoResponse{}
 		err := codec.Codec{}.Unmarshal(data, &codec.Reply{Msg: got, Max: n - 1})
-		require.Error(t, err)
-		require.Contains(t, err.Error(), "limit")
+		require.EqualError(t, err, fmt.Sprintf("prpc codec: response is %d bytes, over the %d-byte limit (Limits.MaxResponseBytes)", n, n-1))
 		require.True(t, proto.Equal(&testpb.EchoResponse{}, got), "nothing is decoded over the limit")
 	}
 }

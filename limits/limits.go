@@ -134,7 +134,7 @@ func (l Limits) Validate() error {
 // CheckRequest returns a *SizeError if an encoded request of n bytes is over the limit.
 func (l Limits) CheckRequest(n int) error {
 	if n > l.MaxRequestBytes {
-		return &SizeError{What: "request", Size: n, Limit: l.MaxRequestBytes}
+		return &SizeError{What: "request", Field: "MaxRequestBytes", Size: n, Limit: l.MaxRequestBytes}
 	}
 	return nil
 }
@@ -161,14 +161,21 @@ func (l Limits) DialOptions() []grpc.DialOption {
 	}
 }
 
-// SizeError reports a request, response or metadata over its limit.
+// SizeError reports a request, response or metadata over its limit, and names the field of
+// Limits that sets the limit.
 type SizeError struct {
 	What  string // "request", "response" or "metadata"
+	Field string // the Limits field that sets Limit: "MaxRequestBytes", "MaxResponseBytes" or "MaxMetadataBytes"
 	Size  int    // bytes
 	Limit int    // bytes
 }
 
-// Error returns a message naming the size and the limit.
+// Error returns a message naming the size, the limit and the Limits field that sets it, for
+// example "request is 5000 bytes, over the 4096-byte limit (Limits.MaxRequestBytes)". A
+// SizeError without a Field names only the size and the limit.
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("%s is %d bytes, over the %d-byte limit", e.What, e.Size, e.Limit)
+	if e.Field == "" {
+		return fmt.Sprintf("%s is %d bytes, over the %d-byte limit", e.What, e.Size, e.Limit)
+	}
+	return fmt.Sprintf("%s is %d bytes, over the %d-byte limit (Limits.%s)", e.What, e.Size, e.Limit, e.Field)
 }

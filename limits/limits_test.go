@@ -129,8 +129,8 @@ func TestCheckRequest(t *testing.T) {
 			}
 			var se *limits.SizeError
 			require.True(t, errors.As(err, &se), "want *SizeError, got %T", err)
-			require.Equal(t, limits.SizeError{What: "request", Size: tt.n, Limit: 100}, *se)
-			require.Equal(t, fmt.Sprintf("request is %d bytes, over the 100-byte limit", tt.n), err.Error())
+			require.Equal(t, limits.SizeError{What: "request", Field: "MaxRequestBytes", Size: tt.n, Limit: 100}, *se)
+			require.Equal(t, fmt.Sprintf("request is %d bytes, over the 100-byte limit (Limits.MaxRequestBytes)", tt.n), err.Error())
 		})
 	}
 }

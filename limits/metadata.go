@@ -44,8 +44,9 @@ func (e *MetadataError) Error() string {
 // with "grpc-" and the HTTP/2 connection and transport headers); each key has at least one
 // value; values of keys not ending in "-bin" are printable ASCII (0x20–0x7E); "-bin" values
 // may hold any bytes. A rule broken gives a *MetadataError; a total size (see MetadataSize)
-// over maxBytes gives a *SizeError. It costs one pass over md and allocates the copy: a map,
-// and a slice per key.
+// over maxBytes gives a *SizeError naming Limits.MaxMetadataBytes, the limit the reactor
+// passes as maxBytes. It costs one pass over md and allocates the copy: a map, and a slice
+// per key.
 func NormalizeMetadata(md metadata.MD, maxBytes int) (metadata.MD, error) {
 	if len(md) == 0 {
 		return nil, nil
@@ -73,7 +74,7 @@ func NormalizeMetadata(md metadata.MD, maxBytes int) (metadata.MD, error) {
 		out[lower] = append([]string(nil), values...)
 	}
 	if size > maxBytes {
-		return nil, &SizeError{What: "metadata", Size: size, Limit: maxBytes}
+		return nil, &SizeError{What: "metadata", Field: "MaxMetadataBytes", Size: size, Limit: maxBytes}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package limits_test
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -168,7 +169,8 @@ func TestMetadataSize(t *testing.T) {
 			require.Nil(t, out)
 			var se *limits.SizeError
 			require.True(t, errors.As(err, &se), "want *SizeError, got %T: %v", err, err)
-			require.Equal(t, limits.SizeError{What: "metadata", Size: tt.want, Limit: tt.want - 1}, *se)
+			require.Equal(t, limits.SizeError{What: "metadata", Field: "MaxMetadataBytes", Size: tt.want, Limit: tt.want - 1}, *se)
+			require.Equal(t, fmt.Sprintf("metadata is %d bytes, over the %d-byte limit (Limits.MaxMetadataBytes)", tt.want, tt.want-1), err.Error())
 		})
 	}
 }

@@ -19,6 +19,11 @@ import (
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
 
+// saveTimeout is the timeout of the scenario's saves: far above what they take (300 ms each,
+// 75 of them on 32 lanes), so that a loaded machine running many scenarios at once does not
+// time them out; the scenario is about losing none at shutdown.
+const saveTimeout = 20 * time.Second
+
 // savePlayer stands for a data service's save; its request's Message is "player:kind".
 var savePlayer = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Echo")
 
@@ -104,7 +109,8 @@ func runSaves(r *reactor.Reactor, b *saveBackend, players int) (*world, *loop.Lo
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l, err := loop.New(loop.Config{
-		Reactors: []loop.Reactor{r},
+		Reactors:        []loop.Reactor{r},
+		ShutdownTimeout: 2 * saveTimeout,
 		OnTick: func(uint64) {
 			for p := 0; p < players; p += 2 {
 				w.save(p, "autosave")
@@ -140,14 +146,14 @@ func TestShutdownLosesNoFinalSave(t *testing.T) {
 		{"reactortest", func(t *testing.T, b *saveBackend) *reactor.Reactor {
 			rb := reactortest.NewBackend()
 			reactortest.Handle(rb, savePlayer, b.handle)
-			r, err := reactor.New(reactor.Config{Conn: rb})
+			r, err := reactor.New(reactor.Config{Conn: rb, DefaultTimeout: saveTimeout, MaxTimeout: saveTimeout})
 			require.NoError(t, err)
 			return r
 		}},
 		{"grpc-go", func(t *testing.T, b *saveBackend) *reactor.Reactor {
 			srv := testserver.Start(t)
 			srv.SetHandler(b.handle)
-			r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
+			r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure(), DefaultTimeout: saveTimeout, MaxTimeout: saveTimeout})
 			require.NoError(t, err)
 			return r
 		}},

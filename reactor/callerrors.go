@@ -18,9 +18,11 @@ func localError(kind callerr.Kind, method, msg string, cause error) *calls.Error
 }
 
 // statusError returns the error of a call of method that failed with err, as gRPC returned
-// it, and the trailer received with it.
-func statusError(method string, err error, trailer metadata.MD) *calls.Error {
-	return (*calls.Error)(callerr.FromStatus(method, err, trailer))
+// it, and the trailer received with it. gRPC ran the call with its receive limit at
+// maxResponseBytes and a request of requestBytes: a response over that limit gets a message
+// naming Limits.MaxResponseBytes.
+func statusError(method string, err error, trailer metadata.MD, maxResponseBytes, requestBytes int) *calls.Error {
+	return (*calls.Error)(callerr.FromCallStatus(method, err, trailer, maxResponseBytes, requestBytes))
 }
 
 // handshakeError is statusError for a call that failed because the security handshake he

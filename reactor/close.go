@@ -6,8 +6,10 @@ import (
 )
 
 // Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
-// inside a callback: there it panics, and the panic, isolated like any callback's, reaches only
-// Config.OnCallbackPanic, so the reactor is not closed.
+// inside a callback. Called from inside a promise callback, Close panics with a message saying
+// that the reactor is still open; the panic, isolated like any callback's, reaches only
+// Config.OnCallbackPanic (by default, the log), and the reactor keeps serving: call Close on
+// the host goroutine after Tick returns.
 //
 // Close stops admitting calls (later calls fail with ErrClosed), lets admitted calls finish
 // until ctx is done, then cuts off the rest: they fail with ErrClosed wrapping ctx.Err() and

@@ -197,5 +197,5 @@ func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD) er
 	if he := r.handshakes.cause(err); he != nil {
 		return handshakeError(c.Ops.Path, err, trailer, he)
 	}
-	return statusError(c.Ops.Path, err, trailer)
+	return statusError(c.Ops.Path, err, trailer, r.cfg.Limits.MaxResponseBytes, len(c.Request))
 }

@@ -3,8 +3,9 @@ package reactor
 import "context"
 
 // Shutdown drains r, then closes it, the way http.Server.Shutdown drains its connections
-// before it closes them. Call it on the goroutine that calls Tick, never from inside a
-// callback, when the host stops and after it has submitted its last calls (final saves, say).
+// before it closes them. Call it on the goroutine that calls Tick, when the host stops and after
+// it has submitted its last calls (final saves, say). Called from inside a promise callback,
+// it panics, as Close does, and the reactor stays open.
 //
 // While it drains, r keeps admitting calls: calls submitted from callbacks, and the callbacks
 // of those calls, are served like any other. Shutdown runs callbacks on the calling goroutine

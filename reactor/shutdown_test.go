@@ -147,7 +147,7 @@ func TestShutdownFromCallbackPanics(t *testing.T) {
 		_ = r.Shutdown(context.Background())
 	})
 	h.waitFor(func() bool { return len(panics) == 1 })
-	require.Contains(t, <-panics, "prpc: Shutdown called")
+	require.Equal(t, "prpc: Shutdown called from inside a promise callback; the reactor is still open: call Shutdown on the host goroutine after Tick returns", <-panics)
 	p := reactor.Call(r, echo, &testpb.EchoRequest{}, nil)
 	h.waitFor(func() bool { return p.State() != calls.Pending })
 	require.NoError(t, p.Err(), "the reactor is still open")

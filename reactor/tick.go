@@ -25,18 +25,32 @@ import (
 // slices, never by copying. An idle Tick is a few atomic operations and allocates nothing
 // (BenchmarkIdleTick measures it).
 //
-// Tick is for one goroutine at a time: calling it concurrently, or from inside a callback,
-// panics. A callback's panic is isolated like any other: it goes to Config.OnCallbackPanic,
-// and the outer Tick goes on.
+// After Close has returned, Tick has no call left to settle: Close delivered every outcome
+// and ran every callback waiting then. It still runs what is queued for it later, as before
+// Close: the callbacks of calls made after Close, which fail at once with ErrClosed, and
+// callbacks added to promises already delivered, each at the first Tick that starts after
+// Call (or Then, OnError, Always) returned; Ready signals them, OnReady does not. With
+// nothing of that kind waiting, Tick returns a zero TickReport at once.
+//
+// Tick is for one goroutine at a time. Calling Tick or Close from inside a callback, or while
+// another goroutine is inside Tick or Close, panics with a "prpc:" message that names the
+// case and says that the refused call did nothing: a Close refused from inside a callback
+// leaves the reactor open. A panic in a callback is isolated like any other: it goes to
+// Config.OnCallbackPanic (by default, to the log), and the outer Tick goes on.
 func (r *Reactor) Tick(budget time.Duration) TickReport {
-	r.enterHost("Tick")
+	// enterHost's check, written out: enterHost is too large to be inlined.
+	if !r.ticking.CompareAndSwap(false, true) {
+		panic(refusedEntry("Tick"))
+	}
 	defer r.ticking.Store(false)
 	return r.tick(budget, false)
 }
 
+// enterHost takes the host role for Close (what), or panics with refusedEntry's message if
+// Tick or Close holds it. Tick makes the same check itself.
 func (r *Reactor) enterHost(what string) {
 	if !r.ticking.CompareAndSwap(false, true) {
-		panic("prpc: " + what + " called concurrently with Tick or Close, or from inside a promise callback")
+		panic(refusedEntry(what))
 	}
 }
 

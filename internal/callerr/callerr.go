@@ -130,12 +130,85 @@ func FromHandshake(method string, err error, trailer metadata.MD, he Handshake) 
 }
 
 // isGRPCSizeLimit reports whether msg is one of grpc-go's own message-size-limit messages
-// (rpc_util.go): they are the only way to tell gRPC's limit from a server's own
+// (rpc_util.go, stream.go): they are the only way to tell gRPC's limit from a server's own
 // ResourceExhausted.
 func isGRPCSizeLimit(msg string) bool {
 	return strings.HasPrefix(msg, "grpc: received message larger than max") ||
 		strings.HasPrefix(msg, "grpc: received message after decompression larger than max") ||
-		strings.HasPrefix(msg, "grpc: trying to send message larger than max")
+		strings.HasPrefix(msg, "grpc: message after decompression larger than max") ||
+		strings.HasPrefix(msg, "grpc: trying to send message larger than max") ||
+		strings.HasPrefix(msg, "trying to send message larger than max (")
+}
+
+// FromCallStatus is FromStatus for a call that gRPC ran with its receive limit at
+// maxResponseBytes (Limits.MaxResponseBytes) and a request of requestBytes, encoded: if err
+// is gRPC's refusal of a response over that limit, the message says so and names
+// Limits.MaxResponseBytes, followed by gRPC's own message, and the cause is err. The code,
+// the kind (TooLarge), the details and the trailer are FromStatus's.
+//
+// gRPC's message names only its bound, which a server's refusal of the request, over the
+// server's own receive limit, shares: so err is taken for the client's refusal if gRPC's
+// bound is maxResponseBytes and the size it names is not the request's, or it names none and
+// the request is within the bound. If the size is the request's, or it names none and the
+// request is over the bound, the message names both possible causes.
+func FromCallStatus(method string, err error, trailer metadata.MD, maxResponseBytes, requestBytes int) *Error {
+	e := FromStatus(method, err, trailer)
+	if e.kind != TooLarge {
+		return e
+	}
+	msg := e.st.Message()
+	size, bound, after, ok := receiveLimit(msg)
+	if !ok || bound != maxResponseBytes {
+		return e
+	}
+	const either = ": the response, over Limits.MaxResponseBytes, or the request, over the server's own receive limit"
+	var what string
+	switch {
+	case size >= 0 && size != requestBytes:
+		what = fmt.Sprintf("response is %d bytes%s, over the %d-byte limit (Limits.MaxResponseBytes)", size, afterDecompression(after), bound)
+	case size < 0 && requestBytes <= bound:
+		what = fmt.Sprintf("response is over the %d-byte limit%s (Limits.MaxResponseBytes)", bound, afterDecompression(after))
+	case size >= 0:
+		what = fmt.Sprintf("a message of %d bytes%s is over a %d-byte limit%s", size, afterDecompression(after), bound, either)
+	default:
+		what = fmt.Sprintf("a message is over a %d-byte limit%s%s", bound, afterDecompression(after), either)
+	}
+	p := e.st.Proto()
+	p.Message = capMessage(what + ": " + msg)
+	e.st, e.cause = status.FromProto(p), err
+	return e
+}
+
+func afterDecompression(after bool) string {
+	if after {
+		return " after decompression"
+	}
+	return ""
+}
+
+// receiveLimit parses one of grpc-go's receive-limit messages: the size it names (-1 if it
+// names none), its bound, and whether the size is counted after decompression. ok is false
+// for any other message, and for the limit of the machine's int, which no limit of prpc's
+// sets.
+func receiveLimit(msg string) (size, bound int, after, ok bool) {
+	var n int
+	var err error
+	switch {
+	case strings.HasPrefix(msg, "grpc: received message larger than max length allowed"):
+		return 0, 0, false, false
+	case strings.HasPrefix(msg, "grpc: received message larger than max ("):
+		n, err = fmt.Sscanf(msg, "grpc: received message larger than max (%d vs. %d)", &size, &bound)
+	case strings.HasPrefix(msg, "grpc: message after decompression larger than max ("):
+		n, err = fmt.Sscanf(msg, "grpc: message after decompression larger than max (%d vs. %d)", &size, &bound)
+		after = true
+	case strings.HasPrefix(msg, "grpc: received message after decompression larger than max "):
+		size, after = -1, true
+		n, err = fmt.Sscanf(msg, "grpc: received message after decompression larger than max %d", &bound)
+		n++
+	default:
+		return 0, 0, false, false
+	}
+	return size, bound, after, err == nil && n == 2
 }
 
 func capMessage(msg string) string {

@@ -115,7 +115,10 @@ func TestFromStatusResourceExhausted(t *testing.T) {
 	}{
 		{"grpc receive limit", "grpc: received message larger than max (2000 vs. 1024)", callerr.TooLarge},
 		{"grpc receive limit after decompression", "grpc: received message after decompression larger than max (5000 vs. 1024)", callerr.TooLarge},
+		{"grpc receive limit after decompression, legacy decompressor", "grpc: message after decompression larger than max (5000 vs. 1024)", callerr.TooLarge},
+		{"grpc receive limit after decompression, no size", "grpc: received message after decompression larger than max 1024", callerr.TooLarge},
 		{"grpc send limit", "grpc: trying to send message larger than max (2000 vs. 1024)", callerr.TooLarge},
+		{"grpc send limit, as grpc-go words it", "trying to send message larger than max (2000 vs. 1024)", callerr.TooLarge},
 		{"server quota", "quota exceeded", callerr.None},
 		{"server quota naming grpc", "backend says: grpc: received message larger than max (1 vs. 0)", callerr.None},
 		{"empty", "", callerr.None},

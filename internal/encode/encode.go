@@ -40,12 +40,14 @@ func PlanFor(md protoreflect.MessageDescriptor) Plan {
 }
 
 // Append encodes m onto dst[:0] and returns the result; it allocates only when dst has too
-// little capacity. On error it returns dst[:0] and the error. m must be of the type the plan
-// was made for, or the plan must be the zero Plan.
+// little capacity. On error it returns dst[:0] and the error: a string field that holds
+// invalid UTF-8 where its syntax requires valid UTF-8 gives a *UTF8Error naming the field,
+// found by walking m only then. m must be of the type the plan was made for, or the plan must
+// be the zero Plan.
 func (p Plan) Append(dst []byte, m proto.Message) ([]byte, error) {
 	out, err := p.append(dst[:0], m)
 	if err != nil {
-		return dst[:0], err
+		return dst[:0], nameInvalidUTF8(err, m.ProtoReflect())
 	}
 	return out, nil
 }

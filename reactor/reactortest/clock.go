@@ -22,8 +22,29 @@ import (
 // after Stop or Reset returns no stale value is received from it. A timer set with a
 // duration ≤ 0 fires at once, inside NewTimer or Reset, as a time.Timer would.
 //
-// The reactor arms its timer on its own goroutine, so a test that advances the clock past a
-// call's deadline should first wait, with WaitTimers, until the reactor has armed it.
+// A reactor keeps at most one timer active on its clock, never one per call: it is set for
+// the earliest deadline of the reactor's calls, or for an earlier one (a timer left set for a
+// call that has since completed is not moved later). The reactor sets it on its own
+// goroutine, so a test that times calls out waits until that one timer is due by their
+// deadline before it advances the clock:
+//
+//  1. Make sure the reactor has taken the calls: their Backend handlers have started, or
+//     reactor.Stats counts them as Queued or InFlight.
+//  2. Call WaitTimerBy(ctx, d), with d the earliest of their deadlines: the clock's time when
+//     Call ran, plus the call's timeout.
+//  3. Advance the clock to d or past it, then Tick (or Flush, if every other call settles by
+//     itself): every call whose deadline has passed fails with calls.ErrTimeout.
+//
+// For later deadlines, repeat steps 2 and 3: the reactor sets its timer again after each
+// Advance. Each step waits for what the next one relies on, so, while no other goroutine
+// makes calls or moves the clock, the sequence cannot hang. Step 1
+// matters only when a timer is already active before the calls (one left by an earlier call):
+// that timer may satisfy step 2 before the reactor has seen the calls, and a reactor that
+// moves its timer while the clock is advanced sets it from a time read before the Advance.
+// WaitTimers(ctx, 1) serves for step 2 when no timer was active before the calls: on a new
+// reactor, or once the reactor's timer has fired or stopped with no call pending. Timers of
+// other users of the clock (a second reactor, a loop.Loop) count too: give each reactor under
+// test a clock of its own.
 //
 // Time never goes backwards: Advance with a negative duration and Set with an earlier time
 // panic. The zero value is not usable; make one with NewManualClock. All methods are safe for
@@ -33,7 +54,7 @@ type ManualClock struct {
 	now     time.Time
 	active  []*manualTimer // active timers, in no particular order; each knows its index
 	seq     uint64         // arming order, to fire timers with equal deadlines in that order
-	changed chan struct{}  // closed and replaced whenever the set of active timers changes
+	changed chan struct{}  // closed and replaced whenever the active timers change or time moves
 }
 
 var _ reactor.Clock = (*ManualClock)(nil)
@@ -90,10 +111,13 @@ func (c *ManualClock) Timers() int {
 	return len(c.active)
 }
 
-// WaitTimers waits until at least n timers are active, for example until a reactor has armed
-// the timer of a call's deadline, and returns nil; or until ctx is done, and returns an error
-// that wraps ctx.Err(). It wakes on every change to the set of active timers, without polling.
-// An n ≤ 0 returns nil at once.
+// WaitTimers waits until at least n timers are active and returns nil, or until ctx is done
+// and returns an error that wraps ctx.Err(). It wakes on every change to the set of active
+// timers, without polling. An n ≤ 0 returns nil at once.
+//
+// A reactor has at most one timer active, however many calls it has (see ManualClock), so
+// WaitTimers(ctx, 1) is the wait for a reactor's deadline timer; a larger n waits for other
+// users of the clock, or until ctx is done. WaitTimerBy also checks when the timer is due.
 func (c *ManualClock) WaitTimers(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()
@@ -110,11 +134,58 @@ func (c *ManualClock) WaitTimers(ctx context.Context, n int) error {
 	}
 }
 
-// advanceLocked moves the clock to target and fires the timers due by then.
+// WaitTimerBy waits until a timer is active that is due at or before t and returns nil, for
+// example until a reactor has set its timer for a call's deadline t. It returns an error at
+// once if t is not after Now, when every timer due by t has fired already; and it returns an
+// error that wraps ctx.Err(), and says when the active timers are due, if ctx is done first.
+// It wakes whenever a timer is set, moved, stopped or fired and whenever time moves, without
+// polling. Unlike WaitTimers, it is not satisfied by a timer due after t, nor fooled by a
+// timer moved earlier, which stays one active timer. See ManualClock for its use.
+func (c *ManualClock) WaitTimerBy(ctx context.Context, t time.Time) error {
+	for {
+		c.mu.Lock()
+		now, changed := c.now, c.changed
+		earliest, active := c.earliestLocked()
+		c.mu.Unlock()
+		switch {
+		case active > 0 && !earliest.After(t):
+			return nil
+		case !t.After(now):
+			return fmt.Errorf("reactortest: ManualClock.WaitTimerBy(%v): not after Now, %v: every timer due by then has fired", t, now)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			due := "none active"
+			if active > 0 {
+				due = fmt.Sprintf("%d active, the earliest due %v", active, earliest)
+			}
+			return fmt.Errorf("reactortest: ManualClock.WaitTimerBy(%v): no timer due by then (%s): %w", t, due, ctx.Err())
+		}
+	}
+}
+
+// earliestLocked returns the deadline of the earliest active timer and the number of active
+// timers.
+func (c *ManualClock) earliestLocked() (time.Time, int) {
+	var earliest time.Time
+	for i, t := range c.active {
+		if i == 0 || t.when.Before(earliest) {
+			earliest = t.when
+		}
+	}
+	return earliest, len(c.active)
+}
+
+// advanceLocked moves the clock to target, fires the timers due by then and wakes the waiters
+// if time moved.
 func (c *ManualClock) advanceLocked(target time.Time) {
 	for _, t := range c.dueLocked(target) {
 		c.removeLocked(t)
 		send(t.ch, t.when)
+	}
+	if target.After(c.now) {
+		c.notifyLocked()
 	}
 	c.now = target
 }
@@ -166,7 +237,7 @@ func (c *ManualClock) removeLocked(t *manualTimer) bool {
 	return true
 }
 
-// notifyLocked wakes every WaitTimers.
+// notifyLocked wakes every WaitTimers and WaitTimerBy.
 func (c *ManualClock) notifyLocked() {
 	close(c.changed)
 	c.changed = make(chan struct{})

@@ -362,3 +362,101 @@ func TestManualClockConcurrent(t *testing.T) {
 	}
 	require.Equal(t, 0, c.Timers(), "every timer was stopped or fired")
 }
+
+func TestManualClockWaitTimerBy(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	// Bounds: each wait below that should return ends as soon as another goroutine acts; the
+	// 10 s context only stops a broken WaitTimerBy from hanging the test. Waits that should
+	// not return are ended by cancelling their own context.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const d = 10 * time.Second
+
+	// waiting starts WaitTimerBy(by) on another goroutine, with a context the returned cancel
+	// ends; done receives its result.
+	waiting := func(c *ManualClock, by time.Time) (done chan error, cancel func()) {
+		wctx, cancel := context.WithCancel(ctx)
+		done = make(chan error, 1)
+		go func() { done <- c.WaitTimerBy(wctx, by) }()
+		return done, cancel
+	}
+	// requireWaiting checks that the waiter has not returned, after making a change that
+	// wakes it (a timer set and stopped): a waiter that returns too early is caught if it has
+	// run by then, which it usually has.
+	requireWaiting := func(t *testing.T, c *ManualClock, done chan error) {
+		t.Helper()
+		other := c.NewTimer(time.Hour)
+		other.Stop()
+		select {
+		case err := <-done:
+			t.Fatalf("WaitTimerBy returned %v", err)
+		default:
+		}
+	}
+
+	tests := []struct {
+		name string
+		run  func(t *testing.T, c *ManualClock)
+	}{
+		{"a timer due at or before t satisfies it at once", func(t *testing.T, c *ManualClock) {
+			c.NewTimer(3 * d)
+			c.NewTimer(d)
+			require.NoError(t, c.WaitTimerBy(ctx, start.Add(d)))
+			require.NoError(t, c.WaitTimerBy(ctx, start.Add(2*d)))
+		}},
+		{"a timer due after t does not", func(t *testing.T, c *ManualClock) {
+			c.NewTimer(2 * d)
+			short, cancelShort := context.WithCancel(ctx)
+			cancelShort()
+			err := c.WaitTimerBy(short, start.Add(d))
+			require.ErrorIs(t, err, context.Canceled)
+			require.Contains(t, err.Error(), "no timer due by then (1 active, the earliest due "+start.Add(2*d).String()+")")
+		}},
+		{"wakes when a timer is moved earlier, which WaitTimers(1) cannot see", func(t *testing.T, c *ManualClock) {
+			tm := c.NewTimer(2 * d)
+			require.NoError(t, c.WaitTimers(ctx, 1), "one timer is active throughout")
+			done, cancelWait := waiting(c, start.Add(d))
+			defer cancelWait()
+			requireWaiting(t, c, done)
+			tm.Reset(d)
+			require.NoError(t, <-done)
+		}},
+		{"wakes when a timer is set", func(t *testing.T, c *ManualClock) {
+			done, cancelWait := waiting(c, start.Add(d))
+			defer cancelWait()
+			requireWaiting(t, c, done)
+			c.NewTimer(d / 2)
+			require.NoError(t, <-done)
+		}},
+		{"a fired timer does not count", func(t *testing.T, c *ManualClock) {
+			c.NewTimer(d)
+			c.Advance(d)
+			short, cancelShort := context.WithCancel(ctx)
+			cancelShort()
+			err := c.WaitTimerBy(short, start.Add(2*d))
+			require.ErrorIs(t, err, context.Canceled)
+			require.Contains(t, err.Error(), "no timer due by then (none active)")
+		}},
+		{"t not after Now fails at once", func(t *testing.T, c *ManualClock) {
+			c.Advance(d)
+			for _, by := range []time.Time{start, start.Add(d)} {
+				err := c.WaitTimerBy(ctx, by)
+				require.Error(t, err)
+				require.NotErrorIs(t, err, context.DeadlineExceeded)
+				require.Contains(t, err.Error(), "not after Now")
+			}
+		}},
+		{"fails once time passes t while it waits", func(t *testing.T, c *ManualClock) {
+			done, cancelWait := waiting(c, start.Add(d))
+			defer cancelWait()
+			requireWaiting(t, c, done)
+			c.Advance(d)
+			err := <-done
+			require.Error(t, err)
+			require.Contains(t, err.Error(), "not after Now")
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, NewManualClock(start)) })
+	}
+}
