@@ -16,11 +16,13 @@ import (
 )
 
 // Backend is an in-memory gRPC backend: a grpc.ClientConnInterface to pass as
-// reactor.Config.Conn, whose unary methods are Go funcs registered with Handle. Calls go
-// through the same codec, limits and reactor machinery as on a network, without one.
+// reactor.Config.Conn, whose unary methods are Go funcs registered with Handle, or the
+// methods of a service implementation registered as on a grpc.Server (RegisterService, which
+// makes a Backend a grpc.ServiceRegistrar for the generated pb.RegisterXServer functions).
+// Calls go through the same codec, limits and reactor machinery as on a network, without one.
 //
-// A handler runs on the invoker lane (goroutine) that runs the call, so a handler that
-// blocks holds that lane. Its context carries the call's deadline, is cancelled when the call
+// A handler (a Handle func, or a method of a registered service) runs on the invoker lane
+// (goroutine) that runs the call, so a handler that blocks holds that lane. Its context carries the call's deadline, is cancelled when the call
 // is (timeout, Promise.Cancel, Close), and has the call's metadata as incoming metadata
 // (metadata.FromIncomingContext), as on a gRPC server. In it grpc-go's server functions work
 // as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
@@ -29,8 +31,11 @@ import (
 // call gets the header and trailer when it asks for them (calls.Options.ResponseMetadata or
 // reactor.MethodPolicy.ResponseMetadata), on success and failure alike. A handler's error is
 // returned as its gRPC status (status.Error for a code; any other error becomes Unknown).
-// Unregistered methods fail with Unimplemented. A Backend is safe for concurrent use;
-// handlers may be registered at any time.
+// Unregistered methods fail with Unimplemented. A handler that panics fails its call alone:
+// the reactor's invoker recovers the panic into an Internal status with the panic's text and
+// logs it, with its stack, through Config.Logger (a grpc.Server, which does not recover,
+// would crash); the call is not retried. A Backend is safe for concurrent use; handlers may
+// be registered at any time.
 //
 // # A production Config
 //
@@ -60,9 +65,15 @@ type Backend struct {
 	inMemory // marks the Backend for reactor.New, which hands it the retry policy
 
 	mu       sync.Mutex
-	handlers map[string]func(ctx context.Context, req []byte) (proto.Message, error)
+	handlers map[string]handlerFunc // by Handle, by path
+	served   map[string]handlerFunc // by RegisterService, by path
+	services map[string]bool        // registered, by name
 	calls    map[string]int
 }
+
+// handlerFunc serves one attempt of a call: it decodes the request from req and returns the
+// response or the call's error.
+type handlerFunc func(ctx context.Context, req []byte) (proto.Message, error)
 
 // inMemory is embedded under an unexported name so that the tag stays out of the API.
 type inMemory = memconn.Tag
@@ -72,7 +83,9 @@ var _ grpc.ClientConnInterface = (*Backend)(nil)
 // NewBackend returns a Backend with no methods.
 func NewBackend() *Backend {
 	b := &Backend{
-		handlers: make(map[string]func(context.Context, []byte) (proto.Message, error)),
+		handlers: make(map[string]handlerFunc),
+		served:   make(map[string]handlerFunc),
+		services: make(map[string]bool),
 		calls:    make(map[string]int),
 	}
 	b.inMemory = memconn.NewTag(b.forReactor)
@@ -88,7 +101,8 @@ func (b *Backend) forReactor(retry memconn.Retry) grpc.ClientConnInterface {
 	return newRetrying(b, retry)
 }
 
-// Handle registers fn as the handler of method m on b, replacing any earlier one.
+// Handle registers fn as the handler of method m on b, replacing any earlier one. It takes
+// precedence over a service registered with RegisterService that has method m.
 func Handle[Req, Resp proto.Message](b *Backend, m *calls.Method[Req, Resp], fn func(ctx context.Context, req Req) (Resp, error)) {
 	var zero Req
 	reqType := zero.ProtoReflect().Type()
@@ -160,6 +174,9 @@ type attempt struct {
 func (b *Backend) attempt(ctx context.Context, method string, frame *codec.Frame, out *codec.Reply, opts []grpc.CallOption) attempt {
 	b.mu.Lock()
 	h := b.handlers[method]
+	if h == nil {
+		h = b.served[method]
+	}
 	b.calls[method]++
 	b.mu.Unlock()
 	if h == nil {

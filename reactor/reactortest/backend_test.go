@@ -3,6 +3,7 @@ package reactortest_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -78,6 +79,16 @@ func TestBackend(t *testing.T) {
 			},
 		},
 		{
+			name: "a panic fails the call with Internal",
+			handler: func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+				panic("handler broke")
+			},
+			check: func(t *testing.T, _ *testpb.EchoResponse, err error, _ *calls.Promise[*testpb.EchoResponse]) {
+				require.Equal(t, codes.Internal, status.Code(err))
+				require.Contains(t, status.Convert(err).Message(), "handler broke")
+			},
+		},
+		{
 			name: "response over the limit",
 			handler: func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 				return &testpb.EchoResponse{Payload: make([]byte, 2048)}, nil
@@ -92,7 +103,7 @@ func TestBackend(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := reactortest.NewBackend()
 			reactortest.Handle(b, echo, tc.handler)
-			r := reactortest.NewReactor(t, b, reactor.Config{Limits: tc.limits})
+			r := reactortest.NewReactor(t, b, reactor.Config{Limits: tc.limits, Logger: slog.New(slog.DiscardHandler)})
 			var resp *testpb.EchoResponse
 			var gotErr error
 			p := reactor.Call(r, echo, &testpb.EchoRequest{Message: "hi"}, tc.opts)

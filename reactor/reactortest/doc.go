@@ -1,12 +1,15 @@
 // Package reactortest helps users test game logic that makes prpc calls, without a network,
 // in the spirit of net/http/httptest.
 //
-// A Backend is an in-memory gRPC backend: register a Go func per method with Handle and pass
-// the Backend as reactor.Config.Conn (NewReactor does, and closes the reactor when the test
-// ends). Calls go through the same codec, limits and reactor machinery as on a network. Flush
-// and Drain tick a reactor until every call has been delivered and every callback has run, so
-// a test can assert on what the callbacks did. Handlers set response metadata with grpc-go's
-// own grpc.SetHeader, grpc.SendHeader and grpc.SetTrailer, as on a gRPC server.
+// A Backend is an in-memory gRPC backend: register a Go func per method with Handle, or a fake
+// of the server with the function protoc-gen-go-grpc generates (pb.RegisterXServer(b, fake)),
+// as on a grpc.Server, and pass the Backend as reactor.Config.Conn (NewReactor does, and
+// closes the reactor when the test ends). A Backend serves unary methods only, without server
+// interceptors. Calls go through the same codec, limits and reactor machinery as on a
+// network. Flush and Drain tick a reactor until every call has been delivered and every
+// callback has run, so a test can assert on what the callbacks did. Handlers set response
+// metadata with grpc-go's own grpc.SetHeader, grpc.SendHeader and grpc.SetTrailer, as on a
+// gRPC server.
 //
 // The Config production runs with works with a Backend: idempotent policies are honoured,
 // with retries as gRPC makes them except that they do not wait out the backoff, and the

@@ -129,3 +129,38 @@ func ExampleManualClock_WaitTimerBy() {
 	// after 1s: map[fast:true]
 	// after 3s: map[fast:true slow:true]
 }
+
+// lobbyServer is a fake of the server a test replaces: the type a real server registers,
+// with only the methods the test needs; the embedded UnimplementedTestServiceServer answers
+// the others with Unimplemented.
+type lobbyServer struct {
+	testpb.UnimplementedTestServiceServer
+}
+
+func (lobbyServer) Echo(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+	return &testpb.EchoResponse{Message: "welcome " + req.GetMessage()}, nil
+}
+
+// A Backend is a grpc.ServiceRegistrar: the registration function protoc-gen-go-grpc
+// generates registers a fake server on it as on a grpc.Server, and the Backend serves the
+// server's unary methods to a reactor.
+func ExampleBackend_RegisterService() {
+	b := reactortest.NewBackend()
+	testpb.RegisterTestServiceServer(b, lobbyServer{})
+	r, err := reactor.New(reactor.Config{Conn: b})
+	if err != nil {
+		panic(err)
+	}
+	defer r.Close(context.Background())
+
+	reactor.Call(r, echo, &testpb.EchoRequest{Message: "Alex"}, nil).
+		Then(func(resp *testpb.EchoResponse) { fmt.Println(resp.GetMessage()) }).
+		OnError(func(err error) { fmt.Println("failed:", err) })
+	if err := reactortest.Drain(r, 5*time.Second); err != nil {
+		panic(err)
+	}
+	fmt.Println(b.Calls(testpb.TestService_Echo_FullMethodName), "call")
+	// Output:
+	// welcome Alex
+	// 1 call
+}
