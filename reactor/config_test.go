@@ -168,9 +168,8 @@ func TestConfigDefaults(t *testing.T) {
 	require.Len(t, rec, 1)
 	c := rec[0]
 	require.Equal(t, echo.Path(), c.method)
-	require.Equal(t, "frame", c.argsType)
-	require.Equal(t, "reply", c.replyType)
-	require.Equal(t, limits.DefaultMaxResponseBytes, c.replyMax)
+	require.Equal(t, "*testpb.EchoRequest", c.argsType, "the request itself, for interceptors to see")
+	require.Equal(t, "*testpb.EchoResponse", c.replyType)
 	require.True(t, c.hasDL, "every call has a deadline")
 	// The deadline is the submission time plus DefaultTimeout, and submission happened
 	// between before and after.

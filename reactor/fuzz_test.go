@@ -8,12 +8,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
@@ -26,19 +24,16 @@ import (
 // around them.
 type fuzzDecodeConn struct{}
 
-func (fuzzDecodeConn) Invoke(_ context.Context, _ string, args, reply any, _ ...grpc.CallOption) error {
-	frame, ok := args.(*codec.Frame)
-	if !ok {
-		return status.Errorf(codes.FailedPrecondition, "fuzz conn: request is %T", args)
+func (fuzzDecodeConn) Invoke(_ context.Context, _ string, args, reply any, opts ...grpc.CallOption) error {
+	raw, err := encodeArgs(args, opts)
+	if err != nil {
+		return err
 	}
 	var req testpb.EchoRequest
-	if err := proto.Unmarshal(frame.Bytes, &req); err != nil {
+	if err := proto.Unmarshal(raw, &req); err != nil {
 		return status.Errorf(codes.FailedPrecondition, "fuzz conn: decoding the request: %v", err)
 	}
-	if err := (codec.Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(req.GetPayload())}, reply); err != nil {
-		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
-	}
-	return nil
+	return decodeReply(req.GetPayload(), reply, opts)
 }
 
 func (fuzzDecodeConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {

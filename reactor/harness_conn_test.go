@@ -3,13 +3,13 @@ package reactor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -40,24 +40,15 @@ type recordedCall struct {
 	method    string
 	deadline  time.Time
 	hasDL     bool
-	replyMax  int
 	opts      []grpc.CallOption
-	argsType  string
-	replyType string
+	argsType  string // of the request gRPC would encode
+	replyType string // of the message gRPC would decode the response into
 }
 
 func (f *recordingConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	dl, ok := ctx.Deadline()
 	rec := recordedCall{method: method, deadline: dl, hasDL: ok, opts: opts}
-	frame, fok := args.(*codec.Frame)
-	r, rok := reply.(*codec.Reply)
-	if fok {
-		rec.argsType = "frame"
-	}
-	if rok {
-		rec.replyType = "reply"
-		rec.replyMax = r.Max
-	}
+	rec.argsType, rec.replyType = fmt.Sprintf("%T", args), fmt.Sprintf("%T", reply)
 	f.mu.Lock()
 	f.calls = append(f.calls, rec)
 	f.mu.Unlock()
@@ -71,15 +62,19 @@ func (f *recordingConn) Invoke(ctx context.Context, method string, args, reply a
 			return ctx.Err()
 		}
 	}
-	if !fok || !rok {
-		return errors.New("recordingConn: unexpected argument types")
-	}
-	req := &testpb.EchoRequest{}
-	if err := proto.Unmarshal(frame.Bytes, req); err != nil {
+	raw, err := encodeArgs(args, opts)
+	if err != nil {
 		return err
 	}
-	proto.Merge(r.Msg, &testpb.EchoResponse{Message: req.GetMessage()})
-	return nil
+	req := &testpb.EchoRequest{}
+	if err := proto.Unmarshal(raw, req); err != nil {
+		return err
+	}
+	resp, err := proto.Marshal(&testpb.EchoResponse{Message: req.GetMessage()})
+	if err != nil {
+		return err
+	}
+	return decodeReply(resp, reply, opts)
 }
 
 func (f *recordingConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {

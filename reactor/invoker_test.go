@@ -10,9 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
@@ -23,11 +21,8 @@ import (
 type panicConn struct{ grpc.ClientConnInterface }
 
 func (c panicConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	if f, ok := args.(*codec.Frame); ok {
-		var req testpb.EchoRequest
-		if proto.Unmarshal(f.Bytes, &req) == nil && req.GetMessage() == "panic" {
-			panic("test invoker panic")
-		}
+	if req, ok := args.(*testpb.EchoRequest); ok && req.GetMessage() == "panic" {
+		panic("test invoker panic")
 	}
 	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
 }

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
@@ -28,9 +27,13 @@ import (
 // its cancel), or only when the call's context ends. It echoes the message back.
 type raceConn struct{}
 
-func (raceConn) Invoke(ctx context.Context, _ string, args, reply any, _ ...grpc.CallOption) error {
+func (raceConn) Invoke(ctx context.Context, _ string, args, reply any, opts ...grpc.CallOption) error {
+	raw, err := encodeArgs(args, opts)
+	if err != nil {
+		return err
+	}
 	var req testpb.EchoRequest
-	if err := proto.Unmarshal(args.(*codec.Frame).Bytes, &req); err != nil {
+	if err := proto.Unmarshal(raw, &req); err != nil {
 		return status.Errorf(codes.Internal, "race conn: %v", err)
 	}
 	switch req.GetMessage()[0] {
@@ -42,7 +45,7 @@ func (raceConn) Invoke(ctx context.Context, _ string, args, reply any, _ ...grpc
 		<-ctx.Done()
 		return status.FromContextError(ctx.Err()).Err()
 	}
-	reply.(*codec.Reply).Msg.(*testpb.EchoResponse).Message = req.GetMessage()
+	reply.(*testpb.EchoResponse).Message = req.GetMessage()
 	return nil
 }
 

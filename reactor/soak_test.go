@@ -11,10 +11,8 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor"
 )
@@ -24,15 +22,15 @@ import (
 // (payload), so a request with only those fields comes back as itself.
 type soakEchoConn struct{}
 
-func (soakEchoConn) Invoke(ctx context.Context, _ string, args, reply any, _ ...grpc.CallOption) error {
+func (soakEchoConn) Invoke(ctx context.Context, _ string, args, reply any, opts ...grpc.CallOption) error {
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
-	frame := args.(*codec.Frame)
-	if err := (codec.Codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(frame.Bytes)}, reply); err != nil {
-		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+	raw, err := encodeArgs(args, opts)
+	if err != nil {
+		return err
 	}
-	return nil
+	return decodeReply(raw, reply, opts)
 }
 
 func (soakEchoConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {

@@ -6,12 +6,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/memconn"
 )
 
@@ -135,11 +136,11 @@ func (b *Backend) Calls(path string) int {
 // set. Called directly, it never retries; a reactor whose policies mark methods idempotent
 // calls a view of b that does.
 func (b *Backend) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	frame, out, err := callArgs(args, reply)
+	req, out, err := callArgs(args, reply, opts)
 	if err != nil {
 		return err
 	}
-	a := b.attempt(ctx, method, frame, out, opts)
+	a := b.attempt(ctx, method, req, out, opts)
 	a.fill(opts)
 	return a.err
 }
@@ -149,17 +150,41 @@ func (b *Backend) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.C
 	return nil, status.Error(codes.Unimplemented, "reactortest: streams are not supported")
 }
 
-// callArgs returns the request and reply a reactor passes to Invoke.
-func callArgs(args, reply any) (*codec.Frame, *codec.Reply, error) {
-	frame, ok := args.(*codec.Frame)
+// callArgs encodes the request a reactor passes to Invoke, with the codec the call names
+// (grpc.ForceCodecV2, as a reactor's invoker lanes pass theirs) or proto.Marshal, as gRPC would
+// before sending it, and returns it with the reply, which must be a proto.Message.
+func callArgs(args, reply any, opts []grpc.CallOption) ([]byte, proto.Message, error) {
+	out, ok := reply.(proto.Message)
 	if !ok {
-		return nil, nil, status.Errorf(codes.Internal, "reactortest: request is %T, want *codec.Frame (use the Backend through a reactor)", args)
+		return nil, nil, status.Errorf(codes.Internal, "reactortest: reply is %T, want a proto.Message", reply)
 	}
-	out, ok := reply.(*codec.Reply)
+	if c := callCodec(opts); c != nil {
+		bs, err := c.Marshal(args)
+		if err != nil {
+			return nil, nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
+		}
+		return bs.Materialize(), out, nil
+	}
+	m, ok := args.(proto.Message)
 	if !ok {
-		return nil, nil, status.Errorf(codes.Internal, "reactortest: reply is %T, want *codec.Reply (use the Backend through a reactor)", reply)
+		return nil, nil, status.Errorf(codes.Internal, "reactortest: request is %T, want a proto.Message", args)
 	}
-	return frame, out, nil
+	raw, err := proto.Marshal(m)
+	if err != nil {
+		return nil, nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
+	}
+	return raw, out, nil
+}
+
+// callCodec returns the codec among opts (grpc.ForceCodecV2), or nil.
+func callCodec(opts []grpc.CallOption) encoding.CodecV2 {
+	var c encoding.CodecV2
+	for _, o := range opts {
+		if f, ok := o.(grpc.ForceCodecV2CallOption); ok {
+			c = f.CodecV2
+		}
+	}
+	return c
 }
 
 // attempt is the outcome of one attempt of a call.
@@ -171,7 +196,7 @@ type attempt struct {
 
 // attempt runs one attempt of a call of method: the handler, in a context that carries a
 // server stream of its own (grpc.ServerTransportStream), then the response into out.
-func (b *Backend) attempt(ctx context.Context, method string, frame *codec.Frame, out *codec.Reply, opts []grpc.CallOption) attempt {
+func (b *Backend) attempt(ctx context.Context, method string, req []byte, out proto.Message, opts []grpc.CallOption) attempt {
 	b.mu.Lock()
 	h := b.handlers[method]
 	if h == nil {
@@ -188,7 +213,7 @@ func (b *Backend) attempt(ctx context.Context, method string, frame *codec.Frame
 	md, _ := metadata.FromOutgoingContext(ctx)
 	stream := &serverStream{method: method}
 	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(ctx, md), stream)
-	resp, err := h(hctx, frame.Bytes)
+	resp, err := h(hctx, req)
 	var a attempt
 	a.header, a.trailer, a.committed = stream.finish(err == nil)
 	a.err = respond(ctx, resp, err, out, opts)
@@ -197,7 +222,7 @@ func (b *Backend) attempt(ctx context.Context, method string, frame *codec.Frame
 
 // respond returns the error of an attempt whose handler returned resp and err, after
 // decoding resp into out.
-func respond(ctx context.Context, resp proto.Message, err error, out *codec.Reply, opts []grpc.CallOption) error {
+func respond(ctx context.Context, resp proto.Message, err error, out proto.Message, opts []grpc.CallOption) error {
 	if err := ctx.Err(); err != nil { // the caller gave up while the handler ran
 		return status.FromContextError(err).Err()
 	}
@@ -214,7 +239,12 @@ func respond(ctx context.Context, resp proto.Message, err error, out *codec.Repl
 	if limit := recvLimit(opts); limit >= 0 && len(raw) > limit {
 		return status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", len(raw), limit)
 	}
-	if err := proto.Unmarshal(raw, out.Msg); err != nil {
+	if c := callCodec(opts); c != nil {
+		err = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(raw)}, out)
+	} else {
+		err = proto.Unmarshal(raw, out)
+	}
+	if err != nil {
 		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 	}
 	return nil

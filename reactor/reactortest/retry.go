@@ -42,18 +42,18 @@ func newRetrying(b *Backend, policy memconn.Retry) *retrying {
 
 // Invoke implements grpc.ClientConnInterface: Backend.Invoke, with retries.
 func (v *retrying) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	frame, out, err := callArgs(args, reply)
+	req, out, err := callArgs(args, reply, opts)
 	if err != nil {
 		return err
 	}
 	for n := 1; ; n++ {
-		a := v.b.attempt(ctx, method, frame, out, opts)
+		a := v.b.attempt(ctx, method, req, out, opts)
 		if a.err == nil {
 			v.throttle.succeeded()
 			a.fill(opts)
 			return nil
 		}
-		retry, err := v.shouldRetry(ctx, method, messageHeader+len(frame.Bytes) > retryBuffer(opts), &a, n)
+		retry, err := v.shouldRetry(ctx, method, messageHeader+len(req) > retryBuffer(opts), &a, n)
 		if !retry {
 			a.fill(opts)
 			return err
