@@ -142,10 +142,10 @@ func emitFile(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output) {
 	}
 	g.P("package ", out.packageName)
 	g.P()
-	// Name the runtime packages before any message package, so that they keep their own names
-	// and a message package named calls or reactor is the one renamed.
+	// The runtime packages are named before any message package (here, and at the top of
+	// emitService), so that they keep their own names and a message package named calls or
+	// reactor is the one renamed.
 	calls := g.QualifiedGoIdent(callsPackage.Ident(supportPackageVersion))
-	g.QualifiedGoIdent(reactorPackage.Ident("Reactor"))
 	writeDoc(g, "This is a compile-time assertion that this file is compatible with the prpc it is "+
 		"built with. If it fails to compile, a newer protoc-gen-prpc than that prpc generated this "+
 		"file: upgrade github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).")
@@ -183,6 +183,7 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 	if len(s.streaming) > 0 {
 		streaming = "Its streaming methods (" + goNames(s.streaming) + ") have none: prpc makes unary calls only."
 	}
+	// Before any message type: see emitFile.
 	mustMethod := g.QualifiedGoIdent(callsPackage.Ident("MustMethod"))
 	descriptor := g.QualifiedGoIdent(callsPackage.Ident("Descriptor"))
 	options := g.QualifiedGoIdent(callsPackage.Ident("Options"))

@@ -79,3 +79,25 @@ func TestNoCollisionAcrossPackages(t *testing.T) {
 		 service { name: "Foo" method { name: "Get" input_type: ".y.N" output_type: ".y.N" } }`))
 	require.Equal(t, []string{"example.com/a/aprpc/a.prpc.go", "example.com/b/bprpc/b.prpc.go"}, generatedNames(t, resp))
 }
+
+// TestRuntimeKeepsItsNames checks that message packages named like prpc's calls and reactor
+// are the ones imported under other names, so that the generated code and its documentation
+// read calls.X and reactor.X for prpc's.
+func TestRuntimeKeepsItsNames(t *testing.T) {
+	resp := respond(request(t, "",
+		`name: "c.proto" package: "c" syntax: "proto3" options { go_package: "example.com/calls" } message_type { name: "C" }`,
+		`name: "r.proto" package: "r" syntax: "proto3" options { go_package: "example.com/reactor" } message_type { name: "R" }`,
+		`name: "a.proto" package: "x" syntax: "proto3" dependency: "c.proto" dependency: "r.proto" options { go_package: "example.com/a" }
+		 service { name: "Foo" method { name: "Get" input_type: ".r.R" output_type: ".c.C" } }`))
+	require.Equal(t, []string{"example.com/a/aprpc/a.prpc.go"}, generatedNames(t, resp))
+	content := resp.File[0].GetContent()
+	for _, want := range []string{
+		`calls "github.com/trixnew/prpc/calls"`,
+		`calls1 "example.com/calls"`,
+		`reactor "github.com/trixnew/prpc/reactor"`,
+		`reactor1 "example.com/reactor"`,
+		`Foo_Get = calls.MustMethod[*reactor1.R, *calls1.C]("/x.Foo/Get")`,
+	} {
+		require.Contains(t, content, want)
+	}
+}
