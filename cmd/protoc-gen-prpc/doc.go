@@ -43,7 +43,9 @@
 // lobby.prpc.go in package gamev1prpc, a subdirectory of the messages' package
 // (example.com/game/v1/gamev1prpc). The messages' package, which servers share, thus never
 // imports prpc. Files without a service, or whose services have only streaming methods,
-// produce nothing. The header names the generator and the source file and nothing that
+// produce nothing. The first file of a package in a run carries the package comment, a manual
+// for its services: give protoc all the files of one Go package in one run, as buf does, so
+// that the package has one. The header names the generator and the source file and nothing that
 // differs between machines or versions, so regenerating is byte-stable.
 //
 // Options, separated by commas in --prpc_opt or in buf's opt:
