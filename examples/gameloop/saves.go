@@ -5,16 +5,16 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trixnew/prpc/calls"
 	pb "github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb/networkpbprpc"
 	"github.com/trixnew/prpc/reactor"
 )
 
-// The DataService methods, declared once and shared by every call.
+// The DataService methods, as protoc-gen-prpc generated them from network.proto.
 var (
-	getPlayer      = calls.MustMethod[*pb.GetPlayerRequest, *pb.GetPlayerResponse](pb.DataService_GetPlayer_FullMethodName)
-	savePlayer     = calls.MustMethod[*pb.SavePlayerRequest, *pb.SavePlayerResponse](pb.DataService_SavePlayer_FullMethodName)
-	getLeaderboard = calls.MustMethod[*pb.GetLeaderboardRequest, *pb.GetLeaderboardResponse](pb.DataService_GetLeaderboard_FullMethodName)
+	getPlayer      = networkpbprpc.DataService_GetPlayer
+	savePlayer     = networkpbprpc.DataService_SavePlayer
+	getLeaderboard = networkpbprpc.DataService_GetLeaderboard
 )
 
 // The calls below return at once: reactor.Call encodes the request and queues it, and the
