@@ -234,9 +234,9 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 		"method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT, so that gRPC retries its "+
 		"calls as reactor.Config.Retry says. "+listed,
 		"The reactor takes one policy per method: to change the policy of a method listed here (its "+
-			"Timeout, say), set the field on its entry; append entries for other methods. Idempotent "+
-			"policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn "+
-			"is set, as in tests with a reactortest.Backend.",
+			"Timeout, say), set the field on its entry; append entries for other methods. A reactor "+
+			"whose Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC "+
+			"would; with another Config.Conn, set retries on that connection instead.",
 		serviceDeprecated)
 	g.P("func ", s.policies, "() []", policy, " {")
 	if len(retried) == 0 {
@@ -339,10 +339,10 @@ func emitPackageDoc(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output
 	reactortest.Handle(b, %[1]s.%[2]s, func(ctx context.Context, req *%[3]s) (*%[4]s, error) {
 		return &%[4]s{…}, nil
 	})
-	r := reactortest.NewReactor(t, b, reactor.Config{Methods: %[1]s.%[5]s()})
+	r := reactortest.NewReactor(t, b, reactor.Config{Methods: %[1]s.%[5]s(), Policies: %[1]s.%[8]s()})
 	client := %[1]s.%[6]s(r)
 	… // the code under test calls client.%[7]s
-	reactortest.Flush(t, r) // ticks until every callback has run`, pkg, first.descriptors[m], req, resp, first.methods, first.newClient, m.GoName)
+	reactortest.Flush(t, r) // ticks until every callback has run`, pkg, first.descriptors[m], req, resp, first.methods, first.newClient, m.GoName, first.policies)
 	writeDoc(g,
 		"Package "+pkg+" calls "+joinAnd(names)+" with prpc (github.com/trixnew/prpc), from a game "+
 			"loop or another goroutine that must never block. It holds typed method descriptors, a "+
@@ -370,9 +370,11 @@ func emitPackageDoc(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output
 		"# Tests",
 		"The clients are concrete types, not interfaces: only package reactor can make a promise, so "+
 			"a fake client could not return one. To test code that uses a client, give the client a "+
-			"reactor whose Config.Conn is a reactortest.Backend, which answers each call in process "+
-			"with the function reactortest.Handle registered for its descriptor. Leave the idempotent "+
-			"policies out of that reactor: they apply to a connection prpc dials.",
+			"reactor whose Config.Conn is a reactortest.Backend, which answers each call in process: "+
+			"with the fake server that the registration function protoc-gen-go-grpc generates takes "+
+			"(the Backend is a grpc.ServiceRegistrar), or with one function per method registered by "+
+			"reactortest.Handle. The reactor takes the Config production runs with, policies included: "+
+			"the Backend retries the calls of idempotent methods as gRPC would.",
 		test)
 }
 

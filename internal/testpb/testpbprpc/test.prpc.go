@@ -50,15 +50,17 @@
 //
 // The clients are concrete types, not interfaces: only package reactor can make a promise, so a
 // fake client could not return one. To test code that uses a client, give the client a reactor
-// whose Config.Conn is a reactortest.Backend, which answers each call in process with the
-// function reactortest.Handle registered for its descriptor. Leave the idempotent policies out
-// of that reactor: they apply to a connection prpc dials.
+// whose Config.Conn is a reactortest.Backend, which answers each call in process: with the fake
+// server that the registration function protoc-gen-go-grpc generates takes (the Backend is a
+// grpc.ServiceRegistrar), or with one function per method registered by reactortest.Handle. The
+// reactor takes the Config production runs with, policies included: the Backend retries the
+// calls of idempotent methods as gRPC would.
 //
 //	b := reactortest.NewBackend()
 //	reactortest.Handle(b, testpbprpc.TestService_Echo, func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 //		return &testpb.EchoResponse{…}, nil
 //	})
-//	r := reactortest.NewReactor(t, b, reactor.Config{Methods: testpbprpc.TestServiceMethods()})
+//	r := reactortest.NewReactor(t, b, reactor.Config{Methods: testpbprpc.TestServiceMethods(), Policies: testpbprpc.TestServicePolicies()})
 //	client := testpbprpc.NewTestServiceClient(r)
 //	… // the code under test calls client.Echo
 //	reactortest.Flush(t, r) // ticks until every callback has run
@@ -100,9 +102,9 @@ func TestServiceMethods() []calls.Descriptor {
 // returns nil.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 func TestServicePolicies() []reactor.MethodPolicy {
 	return nil
 }

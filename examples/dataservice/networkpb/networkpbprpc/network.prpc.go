@@ -44,21 +44,23 @@
 //	for i := range policies {
 //		policies[i].Timeout = 200 * time.Millisecond
 //	}
-//	policies = append(policies, reactor.MethodPolicy{Method: networkpbprpc.DataService_GetPlayer, Critical: true})
+//	policies = append(policies, reactor.MethodPolicy{Method: networkpbprpc.DataService_SavePlayer, Critical: true})
 //
 // # Tests
 //
 // The clients are concrete types, not interfaces: only package reactor can make a promise, so a
 // fake client could not return one. To test code that uses a client, give the client a reactor
-// whose Config.Conn is a reactortest.Backend, which answers each call in process with the
-// function reactortest.Handle registered for its descriptor. Leave the idempotent policies out
-// of that reactor: they apply to a connection prpc dials.
+// whose Config.Conn is a reactortest.Backend, which answers each call in process: with the fake
+// server that the registration function protoc-gen-go-grpc generates takes (the Backend is a
+// grpc.ServiceRegistrar), or with one function per method registered by reactortest.Handle. The
+// reactor takes the Config production runs with, policies included: the Backend retries the
+// calls of idempotent methods as gRPC would.
 //
 //	b := reactortest.NewBackend()
 //	reactortest.Handle(b, networkpbprpc.DataService_GetPlayer, func(ctx context.Context, req *networkpb.GetPlayerRequest) (*networkpb.GetPlayerResponse, error) {
 //		return &networkpb.GetPlayerResponse{…}, nil
 //	})
-//	r := reactortest.NewReactor(t, b, reactor.Config{Methods: networkpbprpc.DataServiceMethods()})
+//	r := reactortest.NewReactor(t, b, reactor.Config{Methods: networkpbprpc.DataServiceMethods(), Policies: networkpbprpc.DataServicePolicies()})
 //	client := networkpbprpc.NewDataServiceClient(r)
 //	… // the code under test calls client.GetPlayer
 //	reactortest.Flush(t, r) // ticks until every callback has run
@@ -110,15 +112,18 @@ func DataServiceMethods() []calls.Descriptor {
 // DataServicePolicies returns the method policies that network.proto declares for
 // network.DataService, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
 // with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. No method declares one, so it
-// returns nil.
+// so that gRPC retries its calls as reactor.Config.Retry says. It lists GetPlayer and
+// GetLeaderboard.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 func DataServicePolicies() []reactor.MethodPolicy {
-	return nil
+	return []reactor.MethodPolicy{
+		{Method: DataService_GetPlayer, Idempotent: true},      // NO_SIDE_EFFECTS
+		{Method: DataService_GetLeaderboard, Idempotent: true}, // NO_SIDE_EFFECTS
+	}
 }
 
 // DataServiceClient calls network.DataService through a reactor: each method submits one call

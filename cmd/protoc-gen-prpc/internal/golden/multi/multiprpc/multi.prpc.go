@@ -51,15 +51,17 @@
 //
 // The clients are concrete types, not interfaces: only package reactor can make a promise, so a
 // fake client could not return one. To test code that uses a client, give the client a reactor
-// whose Config.Conn is a reactortest.Backend, which answers each call in process with the
-// function reactortest.Handle registered for its descriptor. Leave the idempotent policies out
-// of that reactor: they apply to a connection prpc dials.
+// whose Config.Conn is a reactortest.Backend, which answers each call in process: with the fake
+// server that the registration function protoc-gen-go-grpc generates takes (the Backend is a
+// grpc.ServiceRegistrar), or with one function per method registered by reactortest.Handle. The
+// reactor takes the Config production runs with, policies included: the Backend retries the
+// calls of idempotent methods as gRPC would.
 //
 //	b := reactortest.NewBackend()
 //	reactortest.Handle(b, multiprpc.Lobby_Join, func(ctx context.Context, req *multi.JoinRequest) (*multi.JoinResponse, error) {
 //		return &multi.JoinResponse{…}, nil
 //	})
-//	r := reactortest.NewReactor(t, b, reactor.Config{Methods: multiprpc.LobbyMethods()})
+//	r := reactortest.NewReactor(t, b, reactor.Config{Methods: multiprpc.LobbyMethods(), Policies: multiprpc.LobbyPolicies()})
 //	client := multiprpc.NewLobbyClient(r)
 //	… // the code under test calls client.Join
 //	reactortest.Flush(t, r) // ticks until every callback has run
@@ -133,9 +135,9 @@ func LobbyMethods() []calls.Descriptor {
 // so that gRPC retries its calls as reactor.Config.Retry says. It lists Ping and Leave.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 func LobbyPolicies() []reactor.MethodPolicy {
 	return []reactor.MethodPolicy{
 		{Method: Lobby_Ping, Idempotent: true},  // NO_SIDE_EFFECTS
@@ -255,9 +257,9 @@ func LegacyMethods() []calls.Descriptor {
 // so that gRPC retries its calls as reactor.Config.Retry says. It lists Join.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 //
 // Deprecated: golden.multi.Legacy is marked deprecated in multi/multi.proto.
 func LegacyPolicies() []reactor.MethodPolicy {
@@ -334,9 +336,9 @@ func FooMethods() []calls.Descriptor {
 // its calls as reactor.Config.Retry says. No method declares one, so it returns nil.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 func FooPolicies() []reactor.MethodPolicy {
 	return nil
 }
@@ -391,9 +393,9 @@ func FooBarMethods() []calls.Descriptor {
 // returns nil.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 func FooBarPolicies() []reactor.MethodPolicy {
 	return nil
 }
@@ -457,9 +459,9 @@ func SelectMethods() []calls.Descriptor {
 // returns nil.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 func SelectPolicies() []reactor.MethodPolicy {
 	return nil
 }

@@ -40,9 +40,9 @@ func MatchmakerMethods() []calls.Descriptor {
 // It lists Match.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
-// Timeout, say), set the field on its entry; append entries for other methods. Idempotent
-// policies apply to a connection prpc dials, so leave them out of a reactor whose Config.Conn
-// is set, as in tests with a reactortest.Backend.
+// Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
+// Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
+// another Config.Conn, set retries on that connection instead.
 func MatchmakerPolicies() []reactor.MethodPolicy {
 	return []reactor.MethodPolicy{
 		{Method: Matchmaker_Match, Idempotent: true}, // NO_SIDE_EFFECTS
