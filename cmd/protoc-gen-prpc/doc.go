@@ -94,8 +94,10 @@
 // The client is a struct, not an interface: only package reactor can make a promise, so a
 // user's implementation of an interface could not return one. To test game code that uses a
 // client, give the client a reactor whose Config.Conn is a reactortest.Backend that answers
-// the calls in process (package github.com/trixnew/prpc/reactor/reactortest). The generated
-// package's documentation shows how; go doc of it reads as a manual for the service.
+// the calls in process (package github.com/trixnew/prpc/reactor/reactortest): register on it
+// the fake server that protoc-gen-go-grpc's registration function takes, or a function per
+// method. The generated package's documentation shows how; go doc of it reads as a manual for
+// the service.
 //
 // # Names
 //
