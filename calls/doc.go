@@ -12,7 +12,9 @@
 //
 // When the service's generated package is linked in, the declaration is checked against the
 // service: the method must exist, be unary, and take and return those types. A *Method is
-// immutable and shared by every call of the method.
+// immutable and shared by every call of the method. The code generator protoc-gen-prpc
+// (github.com/trixnew/prpc/cmd/protoc-gen-prpc) writes these declarations from the .proto,
+// with each service's method list, policies and a typed client.
 //
 // # Calls and promises
 //

@@ -29,3 +29,5 @@ require (
 )
 
 replace github.com/trixnew/prpc => ../
+
+tool github.com/trixnew/prpc/cmd/protoc-gen-prpc

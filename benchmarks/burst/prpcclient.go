@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb/networkpbprpc"
 	"github.com/trixnew/prpc/loop"
 	"github.com/trixnew/prpc/reactor"
 )
 
-var getPlayer = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse](networkpb.DataService_GetPlayer_FullMethodName)
+// getPlayer is the descriptor protoc-gen-prpc generated for DataService.GetPlayer.
+var getPlayer = networkpbprpc.DataService_GetPlayer
 
 // prpcClient runs the burst through a prpc reactor, as a game server would: calls submitted
 // from the loop goroutine, callbacks run by Tick on the same goroutine, woken by Ready.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb/networkpbprpc"
 )
 
 // The world and its players are game state, and game state is touched only on the loop
@@ -78,7 +78,7 @@ type counters struct {
 // world is the game: its players and what they do each tick. See the comment at the top of
 // this file for its threading rule.
 type world struct {
-	rx       *reactor.Reactor
+	data     *networkpbprpc.DataServiceClient
 	rng      *rand.Rand
 	tps      int
 	autosave uint64 // autosave interval, in ticks

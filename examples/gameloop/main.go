@@ -71,7 +71,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb/networkpbprpc"
 	"github.com/trixnew/prpc/examples/dataservice/server"
 	"github.com/trixnew/prpc/loop"
 	"github.com/trixnew/prpc/reactor"
@@ -209,7 +209,8 @@ func (c *config) reactorConfig(target string, stderr io.Writer) reactor.Config {
 		Workers:        c.workers,
 		BatchSize:      c.batch,
 		MaxOutstanding: max(reactor.DefaultMaxOutstanding, c.players+1),
-		Methods:        []calls.Descriptor{getPlayer, savePlayer, getLeaderboard},
+		Methods:        networkpbprpc.DataServiceMethods(),
+		Policies:       networkpbprpc.DataServicePolicies(), // reads are retried if the backend is unavailable
 		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 }
@@ -267,7 +268,7 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 		logErr.fatal("creating the reactor: %v", err)
 		return 1
 	}
-	w.rx = r
+	w.data = networkpbprpc.NewDataServiceClient(r)
 
 	// The main job's goroutines are supervised as one group: the game (the loop, then the
 	// read-back), the watch on the in-process backend and the watch on signals. gctx is done

@@ -5,20 +5,13 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/trixnew/prpc/calls"
 	pb "github.com/trixnew/prpc/examples/dataservice/networkpb"
-	"github.com/trixnew/prpc/reactor"
 )
 
-// The DataService methods, declared once and shared by every call.
-var (
-	getPlayer      = calls.MustMethod[*pb.GetPlayerRequest, *pb.GetPlayerResponse](pb.DataService_GetPlayer_FullMethodName)
-	savePlayer     = calls.MustMethod[*pb.SavePlayerRequest, *pb.SavePlayerResponse](pb.DataService_SavePlayer_FullMethodName)
-	getLeaderboard = calls.MustMethod[*pb.GetLeaderboardRequest, *pb.GetLeaderboardResponse](pb.DataService_GetLeaderboard_FullMethodName)
-)
-
-// The calls below return at once: reactor.Call encodes the request and queues it, and the
-// callbacks run later on the loop goroutine, inside the loop's Tick (or the reactor's Close).
+// The calls below go through w.data, the DataService client protoc-gen-prpc generated from
+// network.proto (package networkpbprpc). They return at once: the client queues each call for
+// the reactor, and the callbacks run later on the loop goroutine, inside the loop's Tick (or
+// the reactor's Close).
 
 // join loads a player's profile. Until the reply arrives the player is joining, and is not
 // played, saved or joined again.
@@ -26,7 +19,7 @@ func (w *world) join(p *player) {
 	p.phase = joining
 	w.inFlight++
 	w.c.joins++
-	reactor.Call(w.rx, getPlayer, &pb.GetPlayerRequest{Xuid: p.xuid}, nil).
+	w.data.GetPlayer(&pb.GetPlayerRequest{Xuid: p.xuid}, nil).
 		Then(func(resp *pb.GetPlayerResponse) { w.joined(p, resp) }).
 		OnError(func(err error) {
 			w.c.joinsFailed++
@@ -92,7 +85,7 @@ func (w *world) save(p *player, final bool) {
 		LastSeen:        timestamppb.Now(),
 		PlaytimeSeconds: p.playTicks / int64(w.tps),
 	}}
-	reactor.Call(w.rx, savePlayer, req, nil).
+	w.data.SavePlayer(req, nil).
 		Then(func(resp *pb.SavePlayerResponse) {
 			w.c.savesOK++
 			if p.expect != expectUnknown && resp.GetVersion() != p.version+1 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pb "github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb/networkpbprpc"
 	"github.com/trixnew/prpc/reactor"
 )
 
@@ -42,10 +43,11 @@ func verify(ctx context.Context, rcfg reactor.Config, budget time.Duration, w *w
 		return v
 	}
 
+	data := networkpbprpc.NewDataServiceClient(r)
 	remaining := 0
 	for _, p := range w.players {
 		remaining++
-		reactor.Call(r, getPlayer, &pb.GetPlayerRequest{Xuid: p.xuid}, nil).
+		data.GetPlayer(&pb.GetPlayerRequest{Xuid: p.xuid}, nil).
 			Then(func(resp *pb.GetPlayerResponse) { v.check(p, resp) }).
 			OnError(func(err error) {
 				v.readErrors++
@@ -54,7 +56,7 @@ func verify(ctx context.Context, rcfg reactor.Config, budget time.Duration, w *w
 			Always(func() { remaining-- })
 	}
 	remaining++
-	reactor.Call(r, getLeaderboard, &pb.GetLeaderboardRequest{Limit: 3}, nil).
+	data.GetLeaderboard(&pb.GetLeaderboardRequest{Limit: 3}, nil).
 		Then(func(resp *pb.GetLeaderboardResponse) { v.top = resp.GetPlayers() }).
 		OnError(func(err error) {
 			v.readErrors++

@@ -6,15 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb/networkpbprpc"
 	"github.com/trixnew/prpc/reactor"
-)
-
-// The DataService methods the game calls.
-var (
-	getPlayer  = calls.MustMethod[*networkpb.GetPlayerRequest, *networkpb.GetPlayerResponse](networkpb.DataService_GetPlayer_FullMethodName)
-	savePlayer = calls.MustMethod[*networkpb.SavePlayerRequest, *networkpb.SavePlayerResponse](networkpb.DataService_SavePlayer_FullMethodName)
 )
 
 // maxErrors is the number of call errors a game keeps for its summary.
@@ -46,9 +40,10 @@ type gameConfig struct {
 // save it with SavePlayer and leave. Every call is made on the world goroutine, and every
 // callback runs there too, because the reactor is ticked only inside w.Do.
 type game struct {
-	w   *World
-	r   *reactor.Reactor
-	cfg gameConfig
+	w      *World
+	r      *reactor.Reactor
+	client *networkpbprpc.DataServiceClient // DataService's calls, through r
+	cfg    gameConfig
 
 	tickFn func(*Tx) // g.runTick, made once so that OnReady allocates no method value
 	done   chan struct{}
@@ -95,6 +90,7 @@ func newGame(w *World, cfg reactor.Config, gc gameConfig) (*game, error) {
 		return nil, err
 	}
 	g.r = r
+	g.client = networkpbprpc.NewDataServiceClient(r)
 	return g, nil
 }
 
@@ -170,7 +166,7 @@ func (g *game) join(tx *Tx, leave bool) Handle {
 	h := tx.Spawn(p)
 	// Capture the handle, not p: by the time the reply arrives the player may be gone, and p
 	// must not be touched outside a transaction anyway.
-	reactor.Call(g.r, getPlayer, &networkpb.GetPlayerRequest{Xuid: p.XUID}, nil).
+	g.client.GetPlayer(&networkpb.GetPlayerRequest{Xuid: p.XUID}, nil).
 		Then(func(resp *networkpb.GetPlayerResponse) { g.onLoaded(h, resp) }).
 		OnError(func(err error) { g.onFailed(h, false, err) })
 	if leave {
@@ -192,7 +188,7 @@ func (g *game) save(h Handle, p *Player) {
 		Coins:           p.Coins,
 		PlaytimeSeconds: int64(p.Playtime / max(g.cfg.TPS, 1)),
 	}}
-	reactor.Call(g.r, savePlayer, req, nil).
+	g.client.SavePlayer(req, nil).
 		Then(func(resp *networkpb.SavePlayerResponse) { g.onSaved(h, resp) }).
 		OnError(func(err error) { g.onFailed(h, true, err) })
 }

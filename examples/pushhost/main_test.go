@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
+	"github.com/trixnew/prpc/examples/dataservice/networkpb/networkpbprpc"
 	"github.com/trixnew/prpc/reactor"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -55,13 +56,13 @@ func TestRunRejectsBadFlags(t *testing.T) {
 // getGate, if not nil, is called by every GetPlayer handler before it replies.
 func fakeDataService(getGate func(ctx context.Context, xuid string)) *reactortest.Backend {
 	b := reactortest.NewBackend()
-	reactortest.Handle(b, getPlayer, func(ctx context.Context, req *networkpb.GetPlayerRequest) (*networkpb.GetPlayerResponse, error) {
+	reactortest.Handle(b, networkpbprpc.DataService_GetPlayer, func(ctx context.Context, req *networkpb.GetPlayerRequest) (*networkpb.GetPlayerResponse, error) {
 		if getGate != nil {
 			getGate(ctx, req.GetXuid())
 		}
 		return &networkpb.GetPlayerResponse{}, nil // not found: a new player
 	})
-	reactortest.Handle(b, savePlayer, func(_ context.Context, req *networkpb.SavePlayerRequest) (*networkpb.SavePlayerResponse, error) {
+	reactortest.Handle(b, networkpbprpc.DataService_SavePlayer, func(_ context.Context, req *networkpb.SavePlayerRequest) (*networkpb.SavePlayerResponse, error) {
 		return &networkpb.SavePlayerResponse{Version: 1}, nil
 	})
 	return b
@@ -109,7 +110,7 @@ func TestOnReadyCoalesces(t *testing.T) {
 	delivered := 0 // world-owned
 	all := make(chan struct{})
 	for range n {
-		reactor.Call(g.r, getPlayer, &networkpb.GetPlayerRequest{Xuid: "x"}, nil).Then(func(*networkpb.GetPlayerResponse) {
+		g.client.GetPlayer(&networkpb.GetPlayerRequest{Xuid: "x"}, nil).Then(func(*networkpb.GetPlayerResponse) {
 			if !w.InWorld() {
 				t.Error("callback outside the world goroutine")
 			}
@@ -184,7 +185,7 @@ func TestCallbackForDespawnedPlayerDoesNothing(t *testing.T) {
 	require.Equal(t, 1, g.gone, "the leaver's callback must find no entity")
 	require.Equal(t, 1, g.loaded, "the stayer's callback must find its entity")
 	require.Equal(t, 1, g.saved)
-	require.Equal(t, 1, b.Calls(savePlayer.Path()), "only the stayer saves")
+	require.Equal(t, 1, b.Calls(networkpbprpc.DataService_SavePlayer.Path()), "only the stayer saves")
 }
 
 // TestTxPanicsOutsideItsTransaction checks that a Tx kept beyond its function cannot reach

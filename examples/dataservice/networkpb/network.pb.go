@@ -432,12 +432,12 @@ const file_network_proto_rawDesc = "" +
 	"\x15GetLeaderboardRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\"C\n" +
 	"\x16GetLeaderboardResponse\x12)\n" +
-	"\aplayers\x18\x01 \x03(\v2\x0f.network.PlayerR\aplayers2\xeb\x01\n" +
-	"\vDataService\x12B\n" +
-	"\tGetPlayer\x12\x19.network.GetPlayerRequest\x1a\x1a.network.GetPlayerResponse\x12E\n" +
+	"\aplayers\x18\x01 \x03(\v2\x0f.network.PlayerR\aplayers2\xf5\x01\n" +
+	"\vDataService\x12G\n" +
+	"\tGetPlayer\x12\x19.network.GetPlayerRequest\x1a\x1a.network.GetPlayerResponse\"\x03\x90\x02\x01\x12E\n" +
 	"\n" +
-	"SavePlayer\x12\x1a.network.SavePlayerRequest\x1a\x1b.network.SavePlayerResponse\x12Q\n" +
-	"\x0eGetLeaderboard\x12\x1e.network.GetLeaderboardRequest\x1a\x1f.network.GetLeaderboardResponseB8Z6github.com/trixnew/prpc/examples/dataservice/networkpbb\x06proto3"
+	"SavePlayer\x12\x1a.network.SavePlayerRequest\x1a\x1b.network.SavePlayerResponse\x12V\n" +
+	"\x0eGetLeaderboard\x12\x1e.network.GetLeaderboardRequest\x1a\x1f.network.GetLeaderboardResponse\"\x03\x90\x02\x01B8Z6github.com/trixnew/prpc/examples/dataservice/networkpbb\x06proto3"
 
 var (
 	file_network_proto_rawDescOnce sync.Once

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/trixnew/prpc/calls"
+	goldencalls "github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/calls"
+	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/editions"
+	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/editions/editionsprpc"
+	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi"
+	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi/multiprpc"
+	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
+)
+
+// The tests in this file run the golden set's generated code, which this test binary links.
+
+func paths(ds []calls.Descriptor) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Path()
+	}
+	return out
+}
+
+// TestGeneratedMethods checks that each service's method list holds its unary methods, in
+// the order of the .proto, and is a new slice on each call.
+func TestGeneratedMethods(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		methods func() []calls.Descriptor
+		want    []string
+	}{
+		{"Lobby", multiprpc.LobbyMethods, []string{
+			"/golden.multi.Lobby/Join", "/golden.multi.Lobby/Ping", "/golden.multi.Lobby/Leave",
+			"/golden.multi.Lobby/Kick", "/golden.multi.Lobby/OldJoin", "/golden.multi.Lobby/Uncommented",
+		}},
+		//lint:ignore SA1019 the deprecated service is part of the golden set
+		{"Legacy", multiprpc.LegacyMethods, []string{"/golden.multi.Legacy/Join", "/golden.multi.Legacy/Rejoin"}},
+		{"Foo", multiprpc.FooMethods, []string{"/golden.multi.Foo/BarBaz"}},
+		{"FooBar", multiprpc.FooBarMethods, []string{"/golden.multi.FooBar/Baz"}},
+		{"select", multiprpc.SelectMethods, []string{"/golden.multi.select/func", "/golden.multi.select/go", "/golden.multi.select/type"}},
+		{"Matchmaker", multiprpc.MatchmakerMethods, []string{"/golden.multi.second.Matchmaker/Match"}},
+		{"Scores", editionsprpc.ScoresMethods, []string{"/golden.editions.Scores/Top", "/golden.editions.Scores/Submit"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.methods()
+			require.Equal(t, tc.want, paths(got))
+			got[0] = nil
+			require.Equal(t, tc.want, paths(tc.methods()), "a change to one call's slice shows in the next")
+		})
+	}
+}
+
+// TestGeneratedPolicies checks that each service's policies mark exactly the methods whose
+// idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT, set nothing else, and are a new slice on
+// each call.
+func TestGeneratedPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		policies func() []reactor.MethodPolicy
+		want     []calls.Descriptor
+	}{
+		{"Lobby", multiprpc.LobbyPolicies, []calls.Descriptor{multiprpc.Lobby_Ping, multiprpc.Lobby_Leave}},
+		//lint:ignore SA1019 the deprecated service is part of the golden set
+		{"Legacy", multiprpc.LegacyPolicies, []calls.Descriptor{multiprpc.Legacy_Join}},
+		{"Foo", multiprpc.FooPolicies, nil},
+		{"Matchmaker", multiprpc.MatchmakerPolicies, []calls.Descriptor{multiprpc.Matchmaker_Match}},
+		{"Scores", editionsprpc.ScoresPolicies, []calls.Descriptor{editionsprpc.Scores_Top}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []reactor.MethodPolicy
+			for _, m := range tc.want {
+				want = append(want, reactor.MethodPolicy{Method: m, Idempotent: true})
+			}
+			got := tc.policies()
+			require.Equal(t, want, got)
+			if len(got) > 0 {
+				got[0].Timeout = time.Second
+				require.Equal(t, want, tc.policies(), "a change to one call's slice shows in the next")
+			}
+		})
+	}
+}
+
+// TestGeneratedConfig checks that a reactor that dials takes the generated lists as they are,
+// with a retry policy for the idempotent methods, and after the override the package
+// documentation shows.
+func TestGeneratedConfig(t *testing.T) {
+	policies := multiprpc.LobbyPolicies()
+	for i := range policies {
+		policies[i].Timeout = 200 * time.Millisecond
+	}
+	policies = append(policies, reactor.MethodPolicy{Method: multiprpc.Lobby_Join, Critical: true})
+	r, err := reactor.New(reactor.Config{
+		Target:      "127.0.0.1:1", // never called
+		Credentials: reactor.Insecure(),
+		Methods:     multiprpc.LobbyMethods(),
+		Policies:    policies,
+		Retry:       reactor.RetryPolicy{MaxAttempts: 4},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, r.Close(ctx))
+}
+
+// TestGeneratedClients calls through the generated clients, against handlers registered for
+// the generated descriptors: each call reaches its method's path with the request's type,
+// including a message of another package, google.protobuf.Empty, a method named like a Go
+// keyword and a method of an editions file.
+func TestGeneratedClients(t *testing.T) {
+	b := reactortest.NewBackend()
+	reactortest.Handle(b, multiprpc.Lobby_Join, func(_ context.Context, req *multi.JoinRequest) (*multi.JoinResponse, error) {
+		return &multi.JoinResponse{Game: req.GetPlayer() + "@" + req.GetRegion()}, nil
+	})
+	reactortest.Handle(b, multiprpc.Lobby_Leave, func(_ context.Context, req *goldencalls.Ticket) (*emptypb.Empty, error) {
+		if req.GetId() != "t-1" {
+			return nil, status.Errorf(codes.InvalidArgument, "ticket %q", req.GetId())
+		}
+		return &emptypb.Empty{}, nil
+	})
+	reactortest.Handle(b, multiprpc.Lobby_Ping, func(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+		return &emptypb.Empty{}, nil
+	})
+	reactortest.Handle(b, multiprpc.Select_Go, func(_ context.Context, req *multi.KickRequest) (*multi.KickResponse, error) {
+		return &multi.KickResponse{}, nil
+	})
+	reactortest.Handle(b, editionsprpc.Scores_Top, func(_ context.Context, req *editions.TopRequest) (*editions.TopResponse, error) {
+		return &editions.TopResponse{Scores: []*editions.Score{{Player: "steve", Points: proto.Int64(int64(req.GetLimit()))}}}, nil
+	})
+	methods := append(multiprpc.LobbyMethods(), multiprpc.SelectMethods()...)
+	methods = append(methods, editionsprpc.ScoresMethods()...)
+	r := reactortest.NewReactor(t, b, reactor.Config{Methods: methods})
+
+	lobby := multiprpc.NewLobbyClient(r)
+	var game string
+	var left, pinged, went bool
+	var top *editions.TopResponse
+	region := "eu"
+	lobby.Join(&multi.JoinRequest{Player: "steve", Region: &region}, nil).Then(func(resp *multi.JoinResponse) { game = resp.GetGame() })
+	lobby.Leave(&goldencalls.Ticket{Id: "t-1"}, nil).Then(func(*emptypb.Empty) { left = true })
+	lobby.Ping(&emptypb.Empty{}, &calls.Options{Timeout: time.Second}).Then(func(*emptypb.Empty) { pinged = true })
+	multiprpc.NewSelectClient(r).Go(&multi.KickRequest{}, nil).Then(func(*multi.KickResponse) { went = true })
+	editionsprpc.NewScoresClient(r).Top(&editions.TopRequest{Limit: 7}, nil).Then(func(resp *editions.TopResponse) { top = resp })
+	// Kick has no handler: the call reaches the backend, which answers Unimplemented.
+	kick := lobby.Kick(&multi.KickRequest{}, nil)
+	reactortest.Flush(t, r)
+
+	require.Equal(t, "steve@eu", game)
+	require.True(t, left)
+	require.True(t, pinged)
+	require.True(t, went)
+	require.Equal(t, int64(7), top.GetScores()[0].GetPoints())
+	require.Equal(t, calls.Failed, kick.State())
+	for _, path := range []string{
+		"/golden.multi.Lobby/Join", "/golden.multi.Lobby/Leave", "/golden.multi.Lobby/Ping",
+		"/golden.multi.select/go", "/golden.editions.Scores/Top", "/golden.multi.Lobby/Kick",
+	} {
+		require.Equal(t, 1, b.Calls(path), path)
+	}
+}
+
+// TestGeneratedNewClientNil checks that a constructor given no reactor panics at once, naming
+// itself, rather than at the first call.
+func TestGeneratedNewClientNil(t *testing.T) {
+	require.PanicsWithValue(t, "prpc: NewLobbyClient with a nil *reactor.Reactor", func() { multiprpc.NewLobbyClient(nil) })
+	require.PanicsWithValue(t, "prpc: NewScoresClient with a nil *reactor.Reactor", func() { editionsprpc.NewScoresClient(nil) })
+}
