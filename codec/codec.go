@@ -41,10 +41,9 @@ const Name = "proto"
 type Codec struct {
 	maxRequest, maxResponse int
 
-	buf []byte          // the encode buffer, reused from one call to the next
-	sb  mem.SliceBuffer // what Marshal hands to gRPC: a *SliceBuffer in an interface is a pointer
-	one [1]mem.Buffer
-	err error // the error of the last Marshal, before gRPC wrapped it
+	buf []byte   // the encode buffer, reused from one call to the next
+	out *handoff // what Marshal hands to gRPC, which may read it after a failed call
+	err error    // the error of the last Marshal, before gRPC wrapped it
 
 	// The plan of the type encoded last, so that a lane running calls of one method finds
 	// it without a lookup.
@@ -54,10 +53,19 @@ type Codec struct {
 
 var _ encoding.CodecV2 = (*Codec)(nil)
 
+// handoff is the buffer slice Marshal returns, kept so that Marshal allocates nothing: a
+// *SliceBuffer in an interface is a pointer, where a SliceBuffer would be boxed. gRPC's
+// transport may read it (to free it) after a failed call returned, so Forget leaves it to gRPC
+// and takes a new one.
+type handoff struct {
+	sb  mem.SliceBuffer
+	one [1]mem.Buffer
+}
+
 // New returns a Codec that refuses a request over l.MaxRequestBytes and a response over
 // l.MaxResponseBytes; a zero bound means no bound of the Codec's own.
 func New(l limits.Limits) *Codec {
-	return &Codec{maxRequest: l.MaxRequestBytes, maxResponse: l.MaxResponseBytes}
+	return &Codec{maxRequest: l.MaxRequestBytes, maxResponse: l.MaxResponseBytes, out: new(handoff)}
 }
 
 // Name returns "proto".
@@ -87,9 +95,9 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, err
 	}
 	c.buf = buf
-	c.sb = buf
-	c.one[0] = &c.sb
-	return c.one[:], nil
+	c.out.sb = buf
+	c.out.one[0] = &c.out.sb
+	return c.out.one[:], nil
 }
 
 // Err returns the error of the last Marshal, as Marshal returned it, or nil.
@@ -97,7 +105,7 @@ func (c *Codec) Err() error { return c.err }
 
 // Forget makes the Codec leave the buffer of its last Marshal to gRPC, which may still read
 // it after a failed call, and encode the next request into a new one.
-func (c *Codec) Forget() { c.buf, c.sb = nil, nil }
+func (c *Codec) Forget() { c.buf, c.out = nil, new(handoff) }
 
 // Unmarshal decodes data into v, a proto.Message. A response over the Codec's
 // MaxResponseBytes fails with an error naming its size, the limit and Limits.MaxResponseBytes,

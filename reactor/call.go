@@ -44,7 +44,7 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 	if m == nil {
 		panic("prpc: reactor.Call with a nil *calls.Method")
 	}
-	p := callcore.NewPromise[Resp](&r.owner)
+	p := callcore.NewPromise[Resp](&r.ownerRef)
 	if err := r.submit(p, (*callcore.Method[Req, Resp])(m).Ops(), req, opts); err != nil {
 		p.Reject(err)
 		r.deliverNext(p)

@@ -205,11 +205,12 @@ func TestConfigDefaults(t *testing.T) {
 	req.Payload = req.Payload[:len(req.Payload)-(proto.Size(req)-limits.DefaultMaxRequestBytes)]
 	require.Equal(t, limits.DefaultMaxRequestBytes, proto.Size(req))
 	fits := reactor.Call(r, echo, req, nil)
-	req.Payload = append(req.Payload, 0)
-	tooBig := reactor.Call(r, echo, req, nil)
-	require.ErrorIs(t, tooBig.Err(), calls.ErrTooLarge)
-	waitFor(t, r, func() bool { return fits.State() != calls.Pending })
+	big := &testpb.EchoRequest{Payload: append(req.Payload[:len(req.Payload):len(req.Payload)], 0)}
+	tooBig := reactor.Call(r, echo, big, nil)
+	waitFor(t, r, func() bool { return fits.State() != calls.Pending && tooBig.State() != calls.Pending })
 	require.NoError(t, fits.Err())
+	require.ErrorIs(t, tooBig.Err(), calls.ErrTooLarge)
+	require.ErrorContains(t, tooBig.Err(), "Limits.MaxRequestBytes")
 
 	// MaxMetadataBytes defaults to 32 KiB: key + value + 32 per value.
 	value := make([]byte, limits.DefaultMaxMetadataBytes-len("x-big")-32)
@@ -222,7 +223,9 @@ func TestConfigDefaults(t *testing.T) {
 	waitFor(t, r, func() bool { return mdFits.State() != calls.Pending })
 	require.NoError(t, mdFits.Err())
 
-	require.Len(t, fake.recorded(), 4, "rejected calls never reach the connection")
+	// Rejected calls never reach the connection; the request over the limit reaches it, whose
+	// codec refuses to encode it, so it is never sent.
+	require.Len(t, fake.recorded(), 5)
 }
 
 // TestConfigDefaultConcurrency checks the default Workers × BatchSize in-flight bound and the

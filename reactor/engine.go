@@ -111,7 +111,6 @@ func (e *engine) record(s *submission) (c *callcore.Call, gen uint32, cancelled 
 	c.Ops, c.Target, c.Req, c.Extra = s.ops, s.target, s.req, s.extra
 	c.Submitted, c.Deadline = s.submitted, s.deadline
 	c.WaitForReady, c.Metadata = s.flags&submitWaitForReady != 0, s.flags&submitMetadata != 0
-	c.Admitted = true
 	clearSubmission(s)
 	e.countOne(e.r.method(c.Ops))
 	gen = c.Gen()

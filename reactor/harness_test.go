@@ -181,6 +181,13 @@ func waitGauges(t testing.TB, r *reactor.Reactor, inFlight, queued int) {
 	}, bound, poll, "want InFlight %d, Queued %d", inFlight, queued)
 }
 
+// waitPending waits until Stats counts pending calls: the reactor goroutine counts a call
+// when it takes it, shortly after Call returns.
+func waitPending(t testing.TB, r *reactor.Reactor, pending int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return r.Stats().Pending == pending }, bound, poll, "want Pending %d", pending)
+}
+
 // drainReady empties r's Ready channel.
 func drainReady(r *reactor.Reactor) {
 	select {

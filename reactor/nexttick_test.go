@@ -49,7 +49,6 @@ func keepBusy(t *testing.T, r *reactor.Reactor, depth int) {
 // callbacks run by the first Tick after Call returns, for every kind of rejection, while lanes
 // deliver other calls at the same time.
 func TestRejectedCallRunsAtTheNextTick(t *testing.T) {
-	big := &testpb.EchoRequest{Message: strings.Repeat("x", 1024)}
 	tests := []struct {
 		name   string
 		cfg    reactor.Config
@@ -74,10 +73,6 @@ func TestRejectedCallRunsAtTheNextTick(t *testing.T) {
 			func(r *reactor.Reactor) *calls.Promise[*testpb.EchoResponse] {
 				return reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: metadata.MD{"grpc-reserved": {"v"}}})
 			}, calls.ErrInvalidArgument},
-		{"request too large", reactor.Config{Limits: limits.Limits{MaxRequestBytes: 512}}, true, nil,
-			func(r *reactor.Reactor) *calls.Promise[*testpb.EchoResponse] {
-				return reactor.Call(r, echo, big, nil)
-			}, calls.ErrTooLarge},
 		{"metadata too large", reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 64}}, true, nil,
 			func(r *reactor.Reactor) *calls.Promise[*testpb.EchoResponse] {
 				return reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Metadata: metadata.Pairs("k", strings.Repeat("v", 100))})

@@ -60,6 +60,7 @@ type Reactor struct {
 	methods  methodCache
 	baseOpts []grpc.CallOption
 	owner    owner
+	ownerRef callcore.OwnerRef // &owner, for promises
 
 	in        *inbox
 	subs      *submissionRing // admitted calls, from Call to the reactor goroutine
@@ -154,6 +155,7 @@ func New(cfg Config) (*Reactor, error) {
 		done:  make(chan struct{}),
 	}
 	r.owner.r = r
+	r.ownerRef.Owner = &r.owner
 	r.host.r = r
 	r.subs = newSubmissionRing(cfg.MaxOutstanding, r.in.wake)
 	r.hostq.init()

@@ -159,7 +159,6 @@ type Call struct {
 	Extra        *Extra        // nil unless the call has metadata, a parent context or call options
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
-	Admitted     bool          // holds an admission slot until delivered
 
 	// Scheduling fields: owned by the reactor goroutine, but for the claim and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
@@ -223,7 +222,7 @@ func (c *Call) Recycle() {
 	gen := c.Gen() + 1
 	c.Ops, c.Target, c.Req, c.Extra = nil, nil, nil, nil
 	c.Submitted, c.Deadline = 0, 0
-	c.WaitForReady, c.Metadata, c.Admitted, c.Queued, c.InHeap = false, false, false, false, false
+	c.WaitForReady, c.Metadata, c.Queued, c.InHeap = false, false, false, false
 	c.Value, c.Err, c.Header, c.Trailer, c.Reason = nil, nil, nil, nil, ReasonNone
 	c.cancel.Store(nil)
 	c.state.Store(pack(gen, Unclaimed)) // last: whoever sees the new generation sees a clean record

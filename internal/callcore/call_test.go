@@ -12,7 +12,7 @@ import (
 // and every byte is one the host or the reactor goroutine touches per call. The budget is the
 // record's size: grow it only when the burst suite shows that the new field is worth its cost.
 func TestCallRecordSize(t *testing.T) {
-	if got, limit := unsafe.Sizeof(Call{}), uintptr(152); got > limit {
+	if got, limit := unsafe.Sizeof(Call{}), uintptr(144); got > limit {
 		t.Fatalf("callcore.Call is %d bytes, over its budget of %d: move rarely used fields to Extra", got, limit)
 	}
 }

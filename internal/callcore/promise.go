@@ -37,7 +37,7 @@ func (m *Method[Req, Resp]) Ops() *Ops { return &m.ops }
 // order.
 type Promise[Resp proto.Message] struct {
 	mu              sync.Mutex
-	owner           Owner
+	owner           *OwnerRef
 	rec             *Call // until the first delivery; nil for a call rejected at submission
 	gen             uint32
 	state           uint8 // Pending, Succeeded or Failed, as visible
@@ -63,8 +63,12 @@ type callback[Resp proto.Message] struct {
 	settled func(Resp, error)
 }
 
+// OwnerRef holds a promise's owner, so that a promise keeps one pointer to it rather than an
+// interface, half the size. An owner keeps one for all its promises.
+type OwnerRef struct{ Owner }
+
 // NewPromise returns a new, pending promise whose call owner runs.
-func NewPromise[Resp proto.Message](owner Owner) *Promise[Resp] {
+func NewPromise[Resp proto.Message](owner *OwnerRef) *Promise[Resp] {
 	return &Promise[Resp]{owner: owner}
 }
 

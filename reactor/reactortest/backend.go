@@ -22,9 +22,12 @@ import (
 // makes a Backend a grpc.ServiceRegistrar for the generated pb.RegisterXServer functions).
 // Calls go through the same codec, limits and reactor machinery as on a network, without one.
 //
-// A handler (a Handle func, or a method of a registered service) runs on the invoker lane
-// (goroutine) that runs the call, so a handler that blocks holds that lane. Its context carries the call's deadline, is cancelled when the call
-// is (timeout, Promise.Cancel, Close), and has the call's metadata as incoming metadata
+// A handler (a Handle func, or a method of a registered service) runs on a goroutine of its
+// own while the invoker lane that runs the call waits for it, as a lane waits for a server:
+// when the call's context ends (timeout, Promise.Cancel, Close) the lane returns at once, as
+// it would over a network, whether or not the handler heeds the context, and what the handler
+// returns later is dropped. Its context carries the call's deadline, is cancelled when the call
+// is, and has the call's metadata as incoming metadata
 // (metadata.FromIncomingContext), as on a gRPC server. In it grpc-go's server functions work
 // as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
 // set more than once), grpc.SendHeader sends the header (once, and not after a response:
@@ -33,7 +36,8 @@ import (
 // reactor.MethodPolicy.ResponseMetadata), on success and failure alike. A handler's error is
 // returned as its gRPC status (status.Error for a code; any other error becomes Unknown).
 // Unregistered methods fail with Unimplemented. A handler that panics fails its call alone:
-// the reactor's invoker recovers the panic into an Internal status with the panic's text and
+// the panic is raised again on the lane, whose invoker recovers it into an Internal status
+// with the panic's text and
 // logs it, with its stack, through Config.Logger (a grpc.Server, which does not recover,
 // would crash); the call is not retried. A Backend is safe for concurrent use; handlers may
 // be registered at any time.
@@ -213,11 +217,41 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 	md, _ := metadata.FromOutgoingContext(ctx)
 	stream := &serverStream{method: method}
 	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(ctx, md), stream)
-	resp, err := h(hctx, req)
+	// The handler runs on a goroutine of its own, as on a server: a call whose context ends
+	// returns at once, as it would over a network, whether or not the handler heeds the
+	// context.
+	done := make(chan handled, 1)
+	go func() {
+		var res handled
+		defer func() {
+			if p := recover(); p != nil {
+				res.panicked, res.panicValue = true, p
+			}
+			done <- res
+		}()
+		res.resp, res.err = h(hctx, req)
+	}()
+	var res handled
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		return attempt{err: status.FromContextError(ctx.Err()).Err()}
+	}
+	if res.panicked {
+		panic(res.panicValue) // on the caller's goroutine: a reactor's invoker recovers it
+	}
 	var a attempt
-	a.header, a.trailer, a.committed = stream.finish(err == nil)
-	a.err = respond(ctx, resp, err, out, opts)
+	a.header, a.trailer, a.committed = stream.finish(res.err == nil)
+	a.err = respond(ctx, res.resp, res.err, out, opts)
 	return a
+}
+
+// handled is what a handler did: its response and error, or its panic.
+type handled struct {
+	resp       proto.Message
+	err        error
+	panicked   bool
+	panicValue any
 }
 
 // respond returns the error of an attempt whose handler returned resp and err, after

@@ -47,19 +47,19 @@ func Flush(t testing.TB, r *reactor.Reactor) {
 	}
 }
 
-// Drain ticks r on the calling goroutine, woken by Ready, until every admitted call has been
-// delivered (Stats().Pending is zero) and a Tick finds nothing left to run, or until timeout.
-// Callbacks that submit further calls keep it going until those are delivered too.
+// Drain ticks r on the calling goroutine, woken by Ready, until r is idle (reactor.Reactor.Idle:
+// every admitted call delivered, no callback waiting for a Tick) and a Tick finds nothing left
+// to run, or until timeout. Callbacks that submit further calls keep it going until those are
+// delivered too.
 func Drain(r *reactor.Reactor, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		report := r.Tick(time.Hour)
-		pending := r.Stats().Pending
-		if pending == 0 && report.Delivered == 0 && report.Remaining == 0 {
+		if r.Idle() && report.Delivered == 0 && report.Remaining == 0 {
 			return nil
 		}
-		if pending == 0 || report.Remaining > 0 {
+		if report.Remaining > 0 || report.Delivered > 0 {
 			// More may be waiting already: callbacks that ran may have queued some.
 			select {
 			case <-deadline.C:
