@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/limits"
 )
 
 type echoServer struct {
@@ -42,24 +42,21 @@ func startEcho(b *testing.B) *grpc.ClientConn {
 
 const echoPath = "/prpctest.TestService/Echo"
 
-// BenchmarkCallPath compares the two ways to run "a stream as unary" with prpc's raw-bytes
-// codec: ClientConn.Invoke with grpc.ForceCodecV2 (what the invokers use) and NewStream with a
-// StreamDesc of prpc's own, which in grpc-go 1.85 costs an extra goroutine per call. Both send
-// the same bytes; the loopback server is in the same process.
+// BenchmarkCallPath compares the two ways to run "a stream as unary" with prpc's codec, one per
+// goroutine as each invoker lane has its own: ClientConn.Invoke with grpc.ForceCodecV2 (what
+// the invokers use) and NewStream with a StreamDesc of prpc's own, which in grpc-go 1.85 costs
+// an extra goroutine per call. Both send the same bytes; the loopback server is in the same
+// process.
 func BenchmarkCallPath(b *testing.B) {
 	cc := startEcho(b)
-	req, err := proto.Marshal(&testpb.EchoRequest{Message: "player-1234567890"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	force := grpc.ForceCodecV2(codec.Codec{})
+	req := &testpb.EchoRequest{Message: "player-1234567890"}
 	b.Run("invoke", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			frame := codec.Frame{Bytes: req}
+			force := grpc.ForceCodecV2(codec.New(limits.Limits{}))
 			for pb.Next() {
-				reply := codec.Reply{Msg: &testpb.EchoResponse{}}
-				if err := cc.Invoke(context.Background(), echoPath, &frame, &reply, force); err != nil {
+				reply := &testpb.EchoResponse{}
+				if err := cc.Invoke(context.Background(), echoPath, req, reply, force); err != nil {
 					b.Error(err)
 					return
 				}
@@ -70,18 +67,18 @@ func BenchmarkCallPath(b *testing.B) {
 	b.Run("newstream", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			frame := codec.Frame{Bytes: req}
+			force := grpc.ForceCodecV2(codec.New(limits.Limits{}))
 			for pb.Next() {
-				reply := codec.Reply{Msg: &testpb.EchoResponse{}}
+				reply := &testpb.EchoResponse{}
 				s, err := cc.NewStream(context.Background(), desc, echoPath, force)
 				if err == nil {
-					err = s.SendMsg(&frame)
+					err = s.SendMsg(req)
 				}
 				if err == nil {
 					err = s.CloseSend()
 				}
 				if err == nil {
-					err = s.RecvMsg(&reply)
+					err = s.RecvMsg(reply)
 				}
 				if err != nil {
 					b.Error(err)

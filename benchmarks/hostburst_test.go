@@ -35,7 +35,9 @@ const (
 // Ready. Before each burst, freed memory goes back to the OS, as the burst suite does before
 // each trial, so each burst's calls come from fresh memory as in a game server.
 //
-//   - prpc: reactor.Call with Then and OnError, on a reactor with Workers 6 and BatchSize 16;
+//   - prpc-go, prpc-onsettled, prpc-then-onerror: reactor.Go with its callback, reactor.Call
+//     with OnSettled, and reactor.Call with Then and OnError, each on a reactor with Workers 6
+//     and BatchSize 16;
 //   - pool: the hand-written pool (benchmarks/internal/handpool) of 96 goroutines, Submit
 //     with one callback, its replies drained by its own Tick.
 //
@@ -47,29 +49,41 @@ const (
 // several times -benchtime, since the drains are not timed; -benchtime 100000x bounds it.
 func BenchmarkHostCostBurst(b *testing.B) {
 	addr, xuid := startDataService(b)
-	b.Run("prpc", func(b *testing.B) {
-		r, err := reactor.New(reactor.Config{
-			Target: addr, Credentials: reactor.Insecure(), Workers: hostWorkers, BatchSize: hostLanes,
-			MaxOutstanding: hostBurst, DefaultTimeout: hostTimeout, MaxTimeout: hostTimeout,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() {
-			if err := r.Close(context.Background()); err != nil {
-				b.Error(err)
+	// prpc runs one form of submission on a fresh reactor.
+	prpc := func(submit func(r *reactor.Reactor, i int, req *networkpb.GetPlayerRequest, out *burstOutcomes)) func(b *testing.B) {
+		return func(b *testing.B) {
+			r, err := reactor.New(reactor.Config{
+				Target: addr, Credentials: reactor.Insecure(), Workers: hostWorkers, BatchSize: hostLanes,
+				MaxOutstanding: hostBurst, DefaultTimeout: hostTimeout, MaxTimeout: hostTimeout,
+			})
+			if err != nil {
+				b.Fatal(err)
 			}
-		}()
-		submitAll := func(n int, out *burstOutcomes) {
-			for i := range n {
-				req := &networkpb.GetPlayerRequest{Xuid: xuid}
-				reactor.Call(r, getPlayer, req, nil).
-					Then(func(resp *networkpb.GetPlayerResponse) { out.record(i, resp, nil) }).
-					OnError(func(err error) { out.record(i, nil, err) })
+			defer func() {
+				if err := r.Close(context.Background()); err != nil {
+					b.Error(err)
+				}
+			}()
+			submitAll := func(n int, out *burstOutcomes) {
+				for i := range n {
+					submit(r, i, &networkpb.GetPlayerRequest{Xuid: xuid}, out)
+				}
 			}
+			hostBursts(b, submitAll, r.Tick, r.Ready())
 		}
-		hostBursts(b, submitAll, r.Tick, r.Ready())
-	})
+	}
+	b.Run("prpc-go", prpc(func(r *reactor.Reactor, i int, req *networkpb.GetPlayerRequest, out *burstOutcomes) {
+		_ = reactor.Go(r, getPlayer, req, nil, func(resp *networkpb.GetPlayerResponse, err error) { out.record(i, resp, err) })
+	}))
+	b.Run("prpc-onsettled", prpc(func(r *reactor.Reactor, i int, req *networkpb.GetPlayerRequest, out *burstOutcomes) {
+		reactor.Call(r, getPlayer, req, nil).
+			OnSettled(func(resp *networkpb.GetPlayerResponse, err error) { out.record(i, resp, err) })
+	}))
+	b.Run("prpc-then-onerror", prpc(func(r *reactor.Reactor, i int, req *networkpb.GetPlayerRequest, out *burstOutcomes) {
+		reactor.Call(r, getPlayer, req, nil).
+			Then(func(resp *networkpb.GetPlayerResponse) { out.record(i, resp, nil) }).
+			OnError(func(err error) { out.record(i, nil, err) })
+	}))
 	b.Run("pool", func(b *testing.B) {
 		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

@@ -11,15 +11,14 @@ import (
 // without, for prpc and for the hand-written pool, so that the submission's cost in a burst
 // (BenchmarkHostCostBurst, the burst suite's loop suite) can be read against its floor:
 //
-//   - encode: what reactor.Call must do for every call, since the request is free to reuse
-//     once Call returns and one over its limit fails at once: the encoding of a
-//     GetPlayerRequest into a reused buffer, with the plan its method uses;
+//   - encode: what a lane's codec does for every call (no longer the host's): the encoding of
+//     a GetPlayerRequest into a reused buffer, with the plan of its type;
 //   - pool-send: all the pool's submission does beyond the game's own request, a closure
 //     and a send on the buffered channel its workers read (the encoding is the workers');
 //   - pool-send-only: the send alone, since the game writes a callback closure for prpc too.
 func BenchmarkHostFloor(b *testing.B) {
 	req := &networkpb.GetPlayerRequest{Xuid: "2535412345678901"}
-	plan := encode.PlanFor(req.ProtoReflect().Descriptor()) // as calls.NewMethod makes it
+	plan := encode.PlanFor(req.ProtoReflect().Descriptor()) // as the codec makes it
 	b.Run("encode", func(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
