@@ -20,7 +20,7 @@ type engine struct {
 	r        *Reactor
 	heap     *deadlineHeap
 	records  recordPool
-	sub      submission     // the submission being accepted
+	sub      submission // the submission being accepted
 	accepted []accepted // calls accepted this turn, by method, not counted in Stats yet
 	admitted []work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after

@@ -65,7 +65,7 @@ type Reactor struct {
 	in        *inbox
 	subs      *submissionRing // admitted calls, from Call to the reactor goroutine
 	out       outbox          // settled by the lanes and the reactor goroutine
-	hostq     hostQueue // rejected at submission or redelivered: never waits on a lane
+	hostq     hostQueue       // rejected at submission or redelivered: never waits on a lane
 	ready     chan struct{}
 	armed     atomic.Bool // a wake-up was sent and Tick has not drained since
 	onReadyMu sync.Mutex  // OnReady runs one call at a time
@@ -120,7 +120,7 @@ type Reactor struct {
 	head        int
 	host        host
 	recycled    []*callcore.Call // records this Tick freed, for freed
-	deliveredAt int64 // the time of the delivery in progress, for its latency
+	deliveredAt int64            // the time of the delivery in progress, for its latency
 	closeOnce   sync.Once
 	closeErr    error
 }
