@@ -141,7 +141,11 @@ func (r *Reactor) submit(t callcore.Target, ops *callcore.Ops, req proto.Message
 		flags |= submitMetadata
 	}
 	now := r.now()
-	s, pos := r.subs.reserve()
+	s, pos, ok := r.subs.reserve()
+	if !ok {
+		r.admitted.Add(-1)
+		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
+	}
 	s.target, s.ops, s.req, s.extra, s.flags = t, ops, req, extra, flags
 	s.submitted, s.deadline = now, now+int64(timeout)
 	var back submission

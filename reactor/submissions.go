@@ -45,8 +45,9 @@ const (
 // The consumer sleeps only after saying so (sleeping) and checking the ring once more; a
 // producer that publishes a slot wakes it if it says it sleeps. When the reactor goroutine
 // exits it marks the ring gone and takes what is published; a producer that publishes after
-// that takes its slot back itself. Both take a slot with a compare-and-swap of its seq, so
-// exactly one of them does.
+// that takes its slot back itself. Both take a slot with a compare-and-swap of its seq to
+// seqDead, so exactly one of them does, and a slot taken so is never reused: no producer
+// reserves a slot once the ring is gone.
 type submissionRing struct {
 	head atomic.Uint64 // the next position a producer takes
 	_    [56]byte      // keeps head, which producers write, off the consumer's cache line
@@ -72,16 +73,22 @@ func newSubmissionRing(n int, wake chan struct{}) *submissionRing {
 	return q
 }
 
-// reserve returns a free slot and its position, for the caller to fill and then publish.
-// Safe from any goroutine; it never blocks.
-func (q *submissionRing) reserve() (*submission, uint64) {
+// seqDead is the seq of a slot taken after the consumer exited: it matches no position.
+const seqDead = ^uint64(0)
+
+// reserve returns a free slot and its position, for the caller to fill and then publish, or
+// false if the consumer is gone. Safe from any goroutine; it never blocks.
+func (q *submissionRing) reserve() (*submission, uint64, bool) {
 	for {
+		if q.gone.Load() {
+			return nil, 0, false
+		}
 		pos := q.head.Load()
 		s := &q.slots[pos&q.mask]
 		switch seq := s.seq.Load(); {
 		case seq == pos:
 			if q.head.CompareAndSwap(pos, pos+1) {
-				return s, pos
+				return s, pos, true
 			}
 		case seq < pos:
 			// The slot a lap behind is not taken yet: more calls admitted than the ring
@@ -98,9 +105,8 @@ func (q *submissionRing) reserve() (*submission, uint64) {
 func (q *submissionRing) publish(s *submission, pos uint64, back *submission) bool {
 	s.seq.Store(pos + 1)
 	if q.gone.Load() {
-		copySubmission(back, s) // before the slot is free: a producer a lap later may refill it
-		if s.seq.CompareAndSwap(pos+1, pos+q.mask+1) {
-			clearSubmission(s)
+		copySubmission(back, s) // before the compare-and-swap, while the slot is surely ours to read
+		if s.seq.CompareAndSwap(pos+1, seqDead) {
 			return false
 		}
 		return true // the consumer took it on its way out
@@ -145,8 +151,8 @@ func (q *submissionRing) close(f func(*submission)) {
 		if s.seq.Load() != pos+1 {
 			continue // not published yet: its producer takes it back
 		}
-		copySubmission(&out, s) // before the slot is free, as publish does
-		if s.seq.CompareAndSwap(pos+1, pos+q.mask+1) {
+		copySubmission(&out, s) // before the compare-and-swap, as publish does
+		if s.seq.CompareAndSwap(pos+1, seqDead) {
 			f(&out)
 		}
 	}

@@ -1,0 +1,130 @@
+package reactor
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// push submits one call whose submitted field is v, and reports whether the consumer took it.
+func pushValue(q *submissionRing, v int64) bool {
+	s, pos, ok := q.reserve()
+	if !ok {
+		return false
+	}
+	s.submitted = v
+	var back submission
+	return q.publish(s, pos, &back)
+}
+
+func TestSubmissionRingOrder(t *testing.T) {
+	q := newSubmissionRing(5, make(chan struct{}, 1))
+	require.Len(t, q.slots, 8, "rounded up to a power of two")
+	var out submission
+	for lap := range 3 { // past the end of the slots, three times
+		for i := range 8 {
+			require.True(t, pushValue(q, int64(lap*8+i)))
+		}
+		require.True(t, q.ready())
+		for i := range 8 {
+			require.True(t, q.take(&out))
+			require.Equal(t, int64(lap*8+i), out.submitted)
+		}
+		require.False(t, q.take(&out))
+		require.False(t, q.ready())
+	}
+}
+
+// Producers on many goroutines and the consumer at once: every submission is taken exactly
+// once, and each producer's in the order it published them.
+func TestSubmissionRingConcurrent(t *testing.T) {
+	const producers, each = 8, 2000
+	q := newSubmissionRing(64, make(chan struct{}, 1))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64) // admission: at most 64 published and not taken
+	for p := range producers {
+		wg.Go(func() {
+			for i := range each {
+				sem <- struct{}{}
+				require.True(t, pushValue(q, int64(p*each+i)))
+			}
+		})
+	}
+	next := make([]int, producers)
+	var out submission
+	for taken := 0; taken < producers*each; {
+		if !q.take(&out) {
+			continue
+		}
+		<-sem
+		taken++
+		p, i := int(out.submitted)/each, int(out.submitted)%each
+		require.Equal(t, next[p], i, "producer %d's submissions in order", p)
+		next[p]++
+	}
+	wg.Wait()
+	require.False(t, q.ready())
+}
+
+// A consumer that exits takes what is published; a producer that publishes after that takes
+// its slot back: each submission is taken exactly once, by one side or the other.
+func TestSubmissionRingClose(t *testing.T) {
+	for round := range 200 {
+		const producers, each = 4, 16
+		q := newSubmissionRing(producers*each, make(chan struct{}, 1))
+		var mu sync.Mutex
+		seen := map[int64]string{}
+		note := func(v int64, by string) {
+			mu.Lock()
+			defer mu.Unlock()
+			require.Empty(t, seen[v], "round %d: submission %d taken by %s and %s", round, v, seen[v], by)
+			seen[v] = by
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for p := range producers {
+			wg.Go(func() {
+				<-start
+				for i := range each {
+					v := int64(p*each + i)
+					s, pos, ok := q.reserve()
+					if !ok {
+						note(v, "its producer, refused")
+						continue
+					}
+					s.submitted = v
+					var back submission
+					if !q.publish(s, pos, &back) {
+						require.Equal(t, v, back.submitted, "the producer gets its own submission back")
+						note(v, "its producer")
+					}
+				}
+			})
+		}
+		close(start)
+		var out submission
+		for range round % 8 { // some taken while running
+			if q.take(&out) {
+				note(out.submitted, "the consumer")
+			}
+		}
+		q.close(func(s *submission) { note(s.submitted, "the consumer's close") })
+		wg.Wait()
+		require.Len(t, seen, producers*each, "round %d: a submission was lost", round)
+	}
+}
+
+// A producer wakes the consumer that said it sleeps, once.
+func TestSubmissionRingWakes(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	q := newSubmissionRing(4, wake)
+	require.True(t, pushValue(q, 1))
+	require.Empty(t, wake, "no wake-up for a consumer that is not sleeping")
+	q.sleeping.Store(true)
+	require.True(t, pushValue(q, 2))
+	require.Len(t, wake, 1)
+	require.False(t, q.sleeping.Load())
+	require.True(t, pushValue(q, 3))
+	require.Len(t, wake, 1, "one wake-up per sleep")
+}
