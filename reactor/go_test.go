@@ -140,7 +140,9 @@ func TestGoPanicsOnNil(t *testing.T) {
 	r := newReactor(t, srv, reactor.Config{})
 	fn := func(*testpb.EchoResponse, error) {}
 	requirePrpcPanic(t, func() { _ = reactor.Go(nil, echo, &testpb.EchoRequest{}, nil, fn) })
-	requirePrpcPanic(t, func() { _ = reactor.Go[*testpb.EchoRequest, *testpb.EchoResponse](r, nil, &testpb.EchoRequest{}, nil, fn) })
+	requirePrpcPanic(t, func() {
+		_ = reactor.Go[*testpb.EchoRequest, *testpb.EchoResponse](r, nil, &testpb.EchoRequest{}, nil, fn)
+	})
 	requirePrpcPanic(t, func() { _ = reactor.Go(r, echo, &testpb.EchoRequest{}, nil, nil) })
 }
 
