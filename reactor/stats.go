@@ -14,9 +14,16 @@ import (
 
 // Stats is a snapshot of a reactor. Submitted = Succeeded + Σ Failed + Pending holds in
 // every snapshot; TimedOut, Overloaded, Cancelled and Closed count parts of Failed.
+//
+// An admitted call counts in Submitted and Pending once the reactor goroutine has taken it,
+// in the turn after Call returns (microseconds later, unless that goroutine waits for a
+// CPU), so that Call shares no counter with prpc's goroutines; a rejected call counts when
+// Call returns, and a delivered one when Tick delivers it. Admission itself is exact: Call
+// compares MaxOutstanding with the calls admitted and not delivered at that instant, and
+// Reactor.Idle reads the same count.
 type Stats struct {
 	// Pending is the number of calls admitted and not yet delivered by Tick: the calls that
-	// count against MaxOutstanding.
+	// count against MaxOutstanding, as the reactor goroutine has counted them (see above).
 	Pending int
 	// Queued is the number of admitted calls waiting for a free lane.
 	Queued int
@@ -34,7 +41,8 @@ type Stats struct {
 	State      connectivity.State
 	StateKnown bool
 
-	// Submitted counts every call submitted, rejected ones included.
+	// Submitted counts every call submitted, rejected ones included (admitted ones once the
+	// reactor goroutine has taken them).
 	Submitted uint64
 	// Succeeded counts calls delivered with a response.
 	Succeeded uint64
