@@ -19,7 +19,7 @@ const (
 // supportPackageVersion is the calls constant generated code refers to, so that it fails to
 // build against a prpc older than the runtime it needs. Bump it, and add the constant to
 // package calls, when generated code starts to use a runtime symbol older versions lack.
-const supportPackageVersion = "SupportPackageIsVersion1"
+const supportPackageVersion = "SupportPackageIsVersion2"
 
 // output is the generated file of one .proto file.
 type output struct {
@@ -191,6 +191,7 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 	policy := g.QualifiedGoIdent(reactorPackage.Ident("MethodPolicy"))
 	reactorType := g.QualifiedGoIdent(reactorPackage.Ident("Reactor"))
 	call := g.QualifiedGoIdent(reactorPackage.Ident("Call"))
+	goCall := g.QualifiedGoIdent(reactorPackage.Ident("Go"))
 
 	// Descriptors.
 	writeDoc(g, "The descriptors of "+full+"'s unary methods, for reactor.Call, reactor.Config.Methods "+
@@ -258,10 +259,11 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 		streaming = "Its streaming methods (" + goNames(s.streaming) + ") have no client method: prpc " +
 			"makes unary calls only."
 	}
-	writeDoc(g, s.client+" calls "+full+" through a reactor: each method submits one call and "+
-		"returns its promise at once, without blocking, and the promise's callbacks run on the "+
-		"goroutine that calls the reactor's Tick. A "+s.client+" is safe for concurrent use; make "+
-		"one with "+s.newClient+". "+streaming,
+	writeDoc(g, s.client+" calls "+full+" through a reactor: each method submits one call at once, "+
+		"without blocking, and its callbacks run on the goroutine that calls the reactor's Tick. Each "+
+		"unary method has two forms: the method of its name returns the call's promise, and the "+
+		"method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A "+
+		s.client+" is safe for concurrent use; make one with "+s.newClient+". "+streaming,
 		"It is a concrete type, not an interface: only package reactor can make a promise, so a fake "+
 			"client could not return one. To test code that uses it, give it a reactor whose "+
 			"Config.Conn is a reactortest.Backend that answers the calls.",
@@ -286,8 +288,22 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 		g.P("func (c *", s.client, ") ", m.GoName, "(req *", m.Input.GoIdent, ", opts *", options, ") *", promise, "[*", m.Output.GoIdent, "] {")
 		g.P("return ", call, "(c.r, ", s.descriptors[m], ", req, opts)")
 		g.P("}")
+		g.P()
+		writeDoc(g, goMethod(m)+" calls "+methodPath(m)+" ("+s.descriptors[m]+") as reactor.Go does: it "+
+			"submits the call with fn as its one callback, which runs exactly once, inside the "+
+			"reactor's Tick, with the response and a nil error or with the error; there is no "+
+			"promise. It returns the error of a call rejected at submission, which fn also gets; "+
+			"opts may be nil. See "+m.GoName+" for the method.",
+			methodDeprecation(m))
+		g.P("func (c *", s.client, ") ", goMethod(m), "(req *", m.Input.GoIdent, ", opts *", options, ", fn func(*", m.Output.GoIdent, ", error)) error {")
+		g.P("return ", goCall, "(c.r, ", s.descriptors[m], ", req, opts, fn)")
+		g.P("}")
 	}
 }
+
+// goMethod returns the name of the client method of m's callback form: GoGetPlayer for
+// GetPlayer.
+func goMethod(m *protogen.Method) string { return "Go" + m.GoName }
 
 // goNames lists the Go names of ms: "A", "A and B", "A, B and C".
 func goNames(ms []*protogen.Method) string {
@@ -324,7 +340,8 @@ func emitPackageDoc(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output
 	client := %[1]s.%[4]s(r)
 	client.%[5]s(&%[6]s{…}, nil).
 		Then(func(resp *%[7]s) { … }).
-		OnError(func(err error) { … })`, pkg, first.methods, first.policies, first.newClient, m.GoName, req, resp)
+		OnError(func(err error) { … })
+	client.%[8]s(&%[6]s{…}, nil, func(resp *%[7]s, err error) { … })`, pkg, first.methods, first.policies, first.newClient, m.GoName, req, resp, goMethod(m))
 	policies := fmt.Sprintf(`	policies := %[1]s.%[2]s()
 	for i := range policies {
 		policies[i].Timeout = 200 * time.Millisecond
@@ -354,7 +371,10 @@ func emitPackageDoc(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output
 		example,
 		"A client method submits its call and returns the call's promise at once; it never blocks and "+
 			"does no network I/O. The promise's callbacks run on the goroutine that calls "+
-			"r.Tick(budget), once per server tick, so they may touch game state without locks. The "+
+			"r.Tick(budget), once per server tick, so they may touch game state without locks. Its "+
+			"callback form, prefixed with Go ("+goMethod(m)+"), takes one callback that gets the "+
+			"response or the error, and makes no promise: the cheapest way to make a call. The request "+
+			"is the call's until the call settles: do not modify it meanwhile. The "+
 			"last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil "+
 			"means the defaults. Each unary method also has a descriptor, such as "+first.descriptors[m]+
 			", for reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have "+

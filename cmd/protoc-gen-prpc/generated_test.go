@@ -153,7 +153,21 @@ func TestGeneratedClients(t *testing.T) {
 	editionsprpc.NewScoresClient(r).Top(&editions.TopRequest{Limit: 7}, nil).Then(func(resp *editions.TopResponse) { top = resp })
 	// Kick has no handler: the call reaches the backend, which answers Unimplemented.
 	kick := lobby.Kick(&multi.KickRequest{}, nil)
+	// The callback form: one callback, no promise; a rejection is returned and reaches it too.
+	var goGame string
+	var goRuns int
+	require.NoError(t, lobby.GoJoin(&multi.JoinRequest{Player: "alex"}, nil, func(resp *multi.JoinResponse, err error) {
+		require.NoError(t, err)
+		goGame = resp.GetGame()
+		goRuns++
+	}))
+	var rejected error
+	err := lobby.GoLeave(nil, nil, func(_ *emptypb.Empty, err error) { rejected = err })
+	require.ErrorIs(t, err, calls.ErrInvalidArgument)
 	reactortest.Flush(t, r)
+	require.Equal(t, "alex@", goGame)
+	require.Equal(t, 1, goRuns)
+	require.Same(t, err, rejected)
 
 	require.Equal(t, "steve@eu", game)
 	require.True(t, left)
@@ -165,7 +179,11 @@ func TestGeneratedClients(t *testing.T) {
 		"/golden.multi.Lobby/Join", "/golden.multi.Lobby/Leave", "/golden.multi.Lobby/Ping",
 		"/golden.multi.select/go", "/golden.editions.Scores/Top", "/golden.multi.Lobby/Kick",
 	} {
-		require.Equal(t, 1, b.Calls(path), path)
+		want := 1
+		if path == "/golden.multi.Lobby/Join" {
+			want = 2 // Join and GoJoin
+		}
+		require.Equal(t, want, b.Calls(path), path)
 	}
 }
 

@@ -50,6 +50,28 @@ func checkNames(outs []*output) error {
 					return err
 				}
 			}
+			if err := checkClientMethods(s, file); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkClientMethods reports two methods of s's client that would share a name: each unary
+// method M gives the client M and GoM, so a method named GoM beside M collides.
+func checkClientMethods(s *service, file string) error {
+	owners := make(map[string]string)
+	for _, m := range s.unary {
+		for _, c := range []struct{ name, what string }{
+			{m.GoName, "the client method of " + string(m.Desc.FullName())},
+			{goMethod(m), "the callback-form client method of " + string(m.Desc.FullName())},
+		} {
+			if prev, dup := owners[c.name]; dup {
+				return fmt.Errorf("protoc-gen-prpc: %s and %s (%s) would both be named %s.%s; rename one of the methods",
+					prev, c.what, file, s.client, c.name)
+			}
+			owners[c.name] = c.what
 		}
 	}
 	return nil

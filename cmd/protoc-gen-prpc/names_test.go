@@ -35,6 +35,12 @@ func TestNameCollisions(t *testing.T) {
 			want: "the descriptor of method x.Players.get_player (a.proto) and the descriptor of method x.Players.GetPlayer (a.proto) would both be named Players_GetPlayer",
 		},
 		{
+			name: "a method and another's callback form",
+			files: []string{fileWith("a.proto", "example.com/a",
+				`name: "Players" `+unary("Get")+" "+unary("GoGet"))},
+			want: "protoc-gen-prpc: the callback-form client method of x.Players.Get and the client method of x.Players.GoGet (a.proto) would both be named PlayersClient.GoGet; rename one of the methods",
+		},
+		{
 			name: "a method list and another service's descriptor",
 			files: []string{fileWith("a.proto", "example.com/a",
 				`name: "Foo_M" `+unary("Get"),

@@ -22,14 +22,17 @@
 //	client.Echo(&testpb.EchoRequest{…}, nil).
 //		Then(func(resp *testpb.EchoResponse) { … }).
 //		OnError(func(err error) { … })
+//	client.GoEcho(&testpb.EchoRequest{…}, nil, func(resp *testpb.EchoResponse, err error) { … })
 //
 // A client method submits its call and returns the call's promise at once; it never blocks and
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
-// once per server tick, so they may touch game state without locks. The last argument, a
-// *calls.Options, sets the call's timeout, metadata and other options; nil means the defaults.
-// Each unary method also has a descriptor, such as TestService_Echo, for reactor.Call,
-// reactor.Config.Methods and package reactortest. Streaming methods have neither: prpc makes
-// unary calls only.
+// once per server tick, so they may touch game state without locks. Its callback form, prefixed
+// with Go (GoEcho), takes one callback that gets the response or the error, and makes no
+// promise: the cheapest way to make a call. The request is the call's until the call settles:
+// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
+// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
+// such as TestService_Echo, for reactor.Call, reactor.Config.Methods and package reactortest.
+// Streaming methods have neither: prpc makes unary calls only.
 //
 // # Policies
 //
@@ -75,7 +78,7 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion1
+const _ = calls.SupportPackageIsVersion2
 
 // The descriptors of prpctest.TestService's unary methods, for reactor.Call,
 // reactor.Config.Methods (TestServiceMethods lists them) and reactor.MethodPolicy.
@@ -110,9 +113,10 @@ func TestServicePolicies() []reactor.MethodPolicy {
 }
 
 // TestServiceClient calls prpctest.TestService through a reactor: each method submits one call
-// and returns its promise at once, without blocking, and the promise's callbacks run on the
-// goroutine that calls the reactor's Tick. A TestServiceClient is safe for concurrent use; make
-// one with NewTestServiceClient.
+// at once, without blocking, and its callbacks run on the goroutine that calls the reactor's
+// Tick. Each unary method has two forms: the method of its name returns the call's promise, and
+// the method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
+// TestServiceClient is safe for concurrent use; make one with NewTestServiceClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -139,4 +143,12 @@ func NewTestServiceClient(r *reactor.Reactor) *TestServiceClient {
 // call and returns its promise at once; opts may be nil.
 func (c *TestServiceClient) Echo(req *testpb.EchoRequest, opts *calls.Options) *calls.Promise[*testpb.EchoResponse] {
 	return reactor.Call(c.r, TestService_Echo, req, opts)
+}
+
+// GoEcho calls /prpctest.TestService/Echo (TestService_Echo) as reactor.Go does: it submits the
+// call with fn as its one callback, which runs exactly once, inside the reactor's Tick, with
+// the response and a nil error or with the error; there is no promise. It returns the error of
+// a call rejected at submission, which fn also gets; opts may be nil. See Echo for the method.
+func (c *TestServiceClient) GoEcho(req *testpb.EchoRequest, opts *calls.Options, fn func(*testpb.EchoResponse, error)) error {
+	return reactor.Go(c.r, TestService_Echo, req, opts, fn)
 }

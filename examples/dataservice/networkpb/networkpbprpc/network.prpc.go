@@ -22,14 +22,17 @@
 //	client.GetPlayer(&networkpb.GetPlayerRequest{…}, nil).
 //		Then(func(resp *networkpb.GetPlayerResponse) { … }).
 //		OnError(func(err error) { … })
+//	client.GoGetPlayer(&networkpb.GetPlayerRequest{…}, nil, func(resp *networkpb.GetPlayerResponse, err error) { … })
 //
 // A client method submits its call and returns the call's promise at once; it never blocks and
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
-// once per server tick, so they may touch game state without locks. The last argument, a
-// *calls.Options, sets the call's timeout, metadata and other options; nil means the defaults.
-// Each unary method also has a descriptor, such as DataService_GetPlayer, for reactor.Call,
-// reactor.Config.Methods and package reactortest. Streaming methods have neither: prpc makes
-// unary calls only.
+// once per server tick, so they may touch game state without locks. Its callback form, prefixed
+// with Go (GoGetPlayer), takes one callback that gets the response or the error, and makes no
+// promise: the cheapest way to make a call. The request is the call's until the call settles:
+// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
+// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
+// such as DataService_GetPlayer, for reactor.Call, reactor.Config.Methods and package
+// reactortest. Streaming methods have neither: prpc makes unary calls only.
 //
 // # Policies
 //
@@ -75,7 +78,7 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion1
+const _ = calls.SupportPackageIsVersion2
 
 // The descriptors of network.DataService's unary methods, for reactor.Call,
 // reactor.Config.Methods (DataServiceMethods lists them) and reactor.MethodPolicy.
@@ -127,9 +130,10 @@ func DataServicePolicies() []reactor.MethodPolicy {
 }
 
 // DataServiceClient calls network.DataService through a reactor: each method submits one call
-// and returns its promise at once, without blocking, and the promise's callbacks run on the
-// goroutine that calls the reactor's Tick. A DataServiceClient is safe for concurrent use; make
-// one with NewDataServiceClient.
+// at once, without blocking, and its callbacks run on the goroutine that calls the reactor's
+// Tick. Each unary method has two forms: the method of its name returns the call's promise, and
+// the method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
+// DataServiceClient is safe for concurrent use; make one with NewDataServiceClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -158,6 +162,15 @@ func (c *DataServiceClient) GetPlayer(req *networkpb.GetPlayerRequest, opts *cal
 	return reactor.Call(c.r, DataService_GetPlayer, req, opts)
 }
 
+// GoGetPlayer calls /network.DataService/GetPlayer (DataService_GetPlayer) as reactor.Go does:
+// it submits the call with fn as its one callback, which runs exactly once, inside the
+// reactor's Tick, with the response and a nil error or with the error; there is no promise. It
+// returns the error of a call rejected at submission, which fn also gets; opts may be nil. See
+// GetPlayer for the method.
+func (c *DataServiceClient) GoGetPlayer(req *networkpb.GetPlayerRequest, opts *calls.Options, fn func(*networkpb.GetPlayerResponse, error)) error {
+	return reactor.Go(c.r, DataService_GetPlayer, req, opts, fn)
+}
+
 // SavePlayer inserts or replaces a player and returns its new version,
 // which starts at 1 and increases by one on every save.
 //
@@ -167,6 +180,15 @@ func (c *DataServiceClient) SavePlayer(req *networkpb.SavePlayerRequest, opts *c
 	return reactor.Call(c.r, DataService_SavePlayer, req, opts)
 }
 
+// GoSavePlayer calls /network.DataService/SavePlayer (DataService_SavePlayer) as reactor.Go
+// does: it submits the call with fn as its one callback, which runs exactly once, inside the
+// reactor's Tick, with the response and a nil error or with the error; there is no promise. It
+// returns the error of a call rejected at submission, which fn also gets; opts may be nil. See
+// SavePlayer for the method.
+func (c *DataServiceClient) GoSavePlayer(req *networkpb.SavePlayerRequest, opts *calls.Options, fn func(*networkpb.SavePlayerResponse, error)) error {
+	return reactor.Go(c.r, DataService_SavePlayer, req, opts, fn)
+}
+
 // GetLeaderboard returns the top players ordered by coins descending, then
 // level descending, then xuid ascending.
 //
@@ -174,4 +196,13 @@ func (c *DataServiceClient) SavePlayer(req *networkpb.SavePlayerRequest, opts *c
 // reactor.Call does: it submits the call and returns its promise at once; opts may be nil.
 func (c *DataServiceClient) GetLeaderboard(req *networkpb.GetLeaderboardRequest, opts *calls.Options) *calls.Promise[*networkpb.GetLeaderboardResponse] {
 	return reactor.Call(c.r, DataService_GetLeaderboard, req, opts)
+}
+
+// GoGetLeaderboard calls /network.DataService/GetLeaderboard (DataService_GetLeaderboard) as
+// reactor.Go does: it submits the call with fn as its one callback, which runs exactly once,
+// inside the reactor's Tick, with the response and a nil error or with the error; there is no
+// promise. It returns the error of a call rejected at submission, which fn also gets; opts may
+// be nil. See GetLeaderboard for the method.
+func (c *DataServiceClient) GoGetLeaderboard(req *networkpb.GetLeaderboardRequest, opts *calls.Options, fn func(*networkpb.GetLeaderboardResponse, error)) error {
+	return reactor.Go(c.r, DataService_GetLeaderboard, req, opts, fn)
 }

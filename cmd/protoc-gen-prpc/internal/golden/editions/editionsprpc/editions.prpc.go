@@ -22,14 +22,17 @@
 //	client.Top(&editions.TopRequest{…}, nil).
 //		Then(func(resp *editions.TopResponse) { … }).
 //		OnError(func(err error) { … })
+//	client.GoTop(&editions.TopRequest{…}, nil, func(resp *editions.TopResponse, err error) { … })
 //
 // A client method submits its call and returns the call's promise at once; it never blocks and
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
-// once per server tick, so they may touch game state without locks. The last argument, a
-// *calls.Options, sets the call's timeout, metadata and other options; nil means the defaults.
-// Each unary method also has a descriptor, such as Scores_Top, for reactor.Call,
-// reactor.Config.Methods and package reactortest. Streaming methods have neither: prpc makes
-// unary calls only.
+// once per server tick, so they may touch game state without locks. Its callback form, prefixed
+// with Go (GoTop), takes one callback that gets the response or the error, and makes no
+// promise: the cheapest way to make a call. The request is the call's until the call settles:
+// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
+// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
+// such as Scores_Top, for reactor.Call, reactor.Config.Methods and package reactortest.
+// Streaming methods have neither: prpc makes unary calls only.
 //
 // # Policies
 //
@@ -76,7 +79,7 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion1
+const _ = calls.SupportPackageIsVersion2
 
 // The descriptors of golden.editions.Scores's unary methods, for reactor.Call,
 // reactor.Config.Methods (ScoresMethods lists them) and reactor.MethodPolicy.
@@ -116,10 +119,11 @@ func ScoresPolicies() []reactor.MethodPolicy {
 	}
 }
 
-// ScoresClient calls golden.editions.Scores through a reactor: each method submits one call and
-// returns its promise at once, without blocking, and the promise's callbacks run on the
-// goroutine that calls the reactor's Tick. A ScoresClient is safe for concurrent use; make one
-// with NewScoresClient.
+// ScoresClient calls golden.editions.Scores through a reactor: each method submits one call at
+// once, without blocking, and its callbacks run on the goroutine that calls the reactor's Tick.
+// Each unary method has two forms: the method of its name returns the call's promise, and the
+// method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
+// ScoresClient is safe for concurrent use; make one with NewScoresClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -147,10 +151,27 @@ func (c *ScoresClient) Top(req *editions.TopRequest, opts *calls.Options) *calls
 	return reactor.Call(c.r, Scores_Top, req, opts)
 }
 
+// GoTop calls /golden.editions.Scores/Top (Scores_Top) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Top for the method.
+func (c *ScoresClient) GoTop(req *editions.TopRequest, opts *calls.Options, fn func(*editions.TopResponse, error)) error {
+	return reactor.Go(c.r, Scores_Top, req, opts, fn)
+}
+
 // Submit records a score.
 //
 // Submit calls /golden.editions.Scores/Submit (Scores_Submit) as reactor.Call does: it submits
 // the call and returns its promise at once; opts may be nil.
 func (c *ScoresClient) Submit(req *editions.Score, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, Scores_Submit, req, opts)
+}
+
+// GoSubmit calls /golden.editions.Scores/Submit (Scores_Submit) as reactor.Go does: it submits
+// the call with fn as its one callback, which runs exactly once, inside the reactor's Tick,
+// with the response and a nil error or with the error; there is no promise. It returns the
+// error of a call rejected at submission, which fn also gets; opts may be nil. See Submit for
+// the method.
+func (c *ScoresClient) GoSubmit(req *editions.Score, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
+	return reactor.Go(c.r, Scores_Submit, req, opts, fn)
 }

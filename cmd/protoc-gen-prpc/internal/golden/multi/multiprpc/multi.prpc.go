@@ -23,14 +23,17 @@
 //	client.Join(&multi.JoinRequest{…}, nil).
 //		Then(func(resp *multi.JoinResponse) { … }).
 //		OnError(func(err error) { … })
+//	client.GoJoin(&multi.JoinRequest{…}, nil, func(resp *multi.JoinResponse, err error) { … })
 //
 // A client method submits its call and returns the call's promise at once; it never blocks and
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
-// once per server tick, so they may touch game state without locks. The last argument, a
-// *calls.Options, sets the call's timeout, metadata and other options; nil means the defaults.
-// Each unary method also has a descriptor, such as Lobby_Join, for reactor.Call,
-// reactor.Config.Methods and package reactortest. Streaming methods have neither: prpc makes
-// unary calls only.
+// once per server tick, so they may touch game state without locks. Its callback form, prefixed
+// with Go (GoJoin), takes one callback that gets the response or the error, and makes no
+// promise: the cheapest way to make a call. The request is the call's until the call settles:
+// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
+// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
+// such as Lobby_Join, for reactor.Call, reactor.Config.Methods and package reactortest.
+// Streaming methods have neither: prpc makes unary calls only.
 //
 // # Policies
 //
@@ -78,7 +81,7 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion1
+const _ = calls.SupportPackageIsVersion2
 
 // The descriptors of golden.multi.Lobby's unary methods, for reactor.Call,
 // reactor.Config.Methods (LobbyMethods lists them) and reactor.MethodPolicy. Its streaming
@@ -145,11 +148,12 @@ func LobbyPolicies() []reactor.MethodPolicy {
 	}
 }
 
-// LobbyClient calls golden.multi.Lobby through a reactor: each method submits one call and
-// returns its promise at once, without blocking, and the promise's callbacks run on the
-// goroutine that calls the reactor's Tick. A LobbyClient is safe for concurrent use; make one
-// with NewLobbyClient. Its streaming methods (Watch, Upload and Chat) have no client method:
-// prpc makes unary calls only.
+// LobbyClient calls golden.multi.Lobby through a reactor: each method submits one call at once,
+// without blocking, and its callbacks run on the goroutine that calls the reactor's Tick. Each
+// unary method has two forms: the method of its name returns the call's promise, and the method
+// prefixed with Go takes one callback instead, the cheapest form, for hot paths. A LobbyClient
+// is safe for concurrent use; make one with NewLobbyClient. Its streaming methods (Watch,
+// Upload and Chat) have no client method: prpc makes unary calls only.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -179,12 +183,28 @@ func (c *LobbyClient) Join(req *multi.JoinRequest, opts *calls.Options) *calls.P
 	return reactor.Call(c.r, Lobby_Join, req, opts)
 }
 
+// GoJoin calls /golden.multi.Lobby/Join (Lobby_Join) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Join for the method.
+func (c *LobbyClient) GoJoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
+	return reactor.Go(c.r, Lobby_Join, req, opts, fn)
+}
+
 // Ping checks that the lobby is up, with google.protobuf.Empty both ways.
 //
 // Ping calls /golden.multi.Lobby/Ping (Lobby_Ping) as reactor.Call does: it submits the call
 // and returns its promise at once; opts may be nil.
 func (c *LobbyClient) Ping(req *emptypb.Empty, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, Lobby_Ping, req, opts)
+}
+
+// GoPing calls /golden.multi.Lobby/Ping (Lobby_Ping) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Ping for the method.
+func (c *LobbyClient) GoPing(req *emptypb.Empty, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
+	return reactor.Go(c.r, Lobby_Ping, req, opts, fn)
 }
 
 // Leave takes a ticket, a message of another package.
@@ -195,12 +215,28 @@ func (c *LobbyClient) Leave(req *calls1.Ticket, opts *calls.Options) *calls.Prom
 	return reactor.Call(c.r, Lobby_Leave, req, opts)
 }
 
+// GoLeave calls /golden.multi.Lobby/Leave (Lobby_Leave) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Leave for the method.
+func (c *LobbyClient) GoLeave(req *calls1.Ticket, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
+	return reactor.Go(c.r, Lobby_Leave, req, opts, fn)
+}
+
 // Kick states the default idempotency_level.
 //
 // Kick calls /golden.multi.Lobby/Kick (Lobby_Kick) as reactor.Call does: it submits the call
 // and returns its promise at once; opts may be nil.
 func (c *LobbyClient) Kick(req *multi.KickRequest, opts *calls.Options) *calls.Promise[*multi.KickResponse] {
 	return reactor.Call(c.r, Lobby_Kick, req, opts)
+}
+
+// GoKick calls /golden.multi.Lobby/Kick (Lobby_Kick) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Kick for the method.
+func (c *LobbyClient) GoKick(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
+	return reactor.Go(c.r, Lobby_Kick, req, opts, fn)
 }
 
 // OldJoin is the Join of the first release.
@@ -214,10 +250,30 @@ func (c *LobbyClient) OldJoin(req *multi.JoinRequest, opts *calls.Options) *call
 	return reactor.Call(c.r, Lobby_OldJoin, req, opts)
 }
 
+// GoOldJoin calls /golden.multi.Lobby/OldJoin (Lobby_OldJoin) as reactor.Go does: it submits
+// the call with fn as its one callback, which runs exactly once, inside the reactor's Tick,
+// with the response and a nil error or with the error; there is no promise. It returns the
+// error of a call rejected at submission, which fn also gets; opts may be nil. See OldJoin for
+// the method.
+//
+// Deprecated: golden.multi.Lobby.OldJoin is marked deprecated in multi/multi.proto.
+func (c *LobbyClient) GoOldJoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
+	return reactor.Go(c.r, Lobby_OldJoin, req, opts, fn)
+}
+
 // Uncommented calls /golden.multi.Lobby/Uncommented (Lobby_Uncommented) as reactor.Call does:
 // it submits the call and returns its promise at once; opts may be nil.
 func (c *LobbyClient) Uncommented(req *multi.LobbyClient, opts *calls.Options) *calls.Promise[*multi.LobbyClient] {
 	return reactor.Call(c.r, Lobby_Uncommented, req, opts)
+}
+
+// GoUncommented calls /golden.multi.Lobby/Uncommented (Lobby_Uncommented) as reactor.Go does:
+// it submits the call with fn as its one callback, which runs exactly once, inside the
+// reactor's Tick, with the response and a nil error or with the error; there is no promise. It
+// returns the error of a call rejected at submission, which fn also gets; opts may be nil. See
+// Uncommented for the method.
+func (c *LobbyClient) GoUncommented(req *multi.LobbyClient, opts *calls.Options, fn func(*multi.LobbyClient, error)) error {
+	return reactor.Go(c.r, Lobby_Uncommented, req, opts, fn)
 }
 
 // The descriptors of golden.multi.Legacy's unary methods, for reactor.Call,
@@ -268,10 +324,11 @@ func LegacyPolicies() []reactor.MethodPolicy {
 	}
 }
 
-// LegacyClient calls golden.multi.Legacy through a reactor: each method submits one call and
-// returns its promise at once, without blocking, and the promise's callbacks run on the
-// goroutine that calls the reactor's Tick. A LegacyClient is safe for concurrent use; make one
-// with NewLegacyClient.
+// LegacyClient calls golden.multi.Legacy through a reactor: each method submits one call at
+// once, without blocking, and its callbacks run on the goroutine that calls the reactor's Tick.
+// Each unary method has two forms: the method of its name returns the call's promise, and the
+// method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
+// LegacyClient is safe for concurrent use; make one with NewLegacyClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -305,6 +362,16 @@ func (c *LegacyClient) Join(req *multi.JoinRequest, opts *calls.Options) *calls.
 	return reactor.Call(c.r, Legacy_Join, req, opts)
 }
 
+// GoJoin calls /golden.multi.Legacy/Join (Legacy_Join) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Join for the method.
+//
+// Deprecated: golden.multi.Legacy is marked deprecated in multi/multi.proto.
+func (c *LegacyClient) GoJoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
+	return reactor.Go(c.r, Legacy_Join, req, opts, fn)
+}
+
 // Rejoin is deprecated as well as its service.
 //
 // Rejoin calls /golden.multi.Legacy/Rejoin (Legacy_Rejoin) as reactor.Call does: it submits the
@@ -313,6 +380,17 @@ func (c *LegacyClient) Join(req *multi.JoinRequest, opts *calls.Options) *calls.
 // Deprecated: golden.multi.Legacy.Rejoin is marked deprecated in multi/multi.proto.
 func (c *LegacyClient) Rejoin(req *multi.JoinRequest, opts *calls.Options) *calls.Promise[*multi.JoinResponse] {
 	return reactor.Call(c.r, Legacy_Rejoin, req, opts)
+}
+
+// GoRejoin calls /golden.multi.Legacy/Rejoin (Legacy_Rejoin) as reactor.Go does: it submits the
+// call with fn as its one callback, which runs exactly once, inside the reactor's Tick, with
+// the response and a nil error or with the error; there is no promise. It returns the error of
+// a call rejected at submission, which fn also gets; opts may be nil. See Rejoin for the
+// method.
+//
+// Deprecated: golden.multi.Legacy.Rejoin is marked deprecated in multi/multi.proto.
+func (c *LegacyClient) GoRejoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
+	return reactor.Go(c.r, Legacy_Rejoin, req, opts, fn)
 }
 
 // The descriptors of golden.multi.Foo's unary methods, for reactor.Call, reactor.Config.Methods
@@ -343,9 +421,11 @@ func FooPolicies() []reactor.MethodPolicy {
 	return nil
 }
 
-// FooClient calls golden.multi.Foo through a reactor: each method submits one call and returns
-// its promise at once, without blocking, and the promise's callbacks run on the goroutine that
-// calls the reactor's Tick. A FooClient is safe for concurrent use; make one with NewFooClient.
+// FooClient calls golden.multi.Foo through a reactor: each method submits one call at once,
+// without blocking, and its callbacks run on the goroutine that calls the reactor's Tick. Each
+// unary method has two forms: the method of its name returns the call's promise, and the method
+// prefixed with Go takes one callback instead, the cheapest form, for hot paths. A FooClient is
+// safe for concurrent use; make one with NewFooClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -369,6 +449,14 @@ func NewFooClient(r *reactor.Reactor) *FooClient {
 // and returns its promise at once; opts may be nil.
 func (c *FooClient) BarBaz(req *emptypb.Empty, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, Foo_BarBaz, req, opts)
+}
+
+// GoBarBaz calls /golden.multi.Foo/BarBaz (Foo_BarBaz) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See BarBaz for the method.
+func (c *FooClient) GoBarBaz(req *emptypb.Empty, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
+	return reactor.Go(c.r, Foo_BarBaz, req, opts, fn)
 }
 
 // The descriptors of golden.multi.FooBar's unary methods, for reactor.Call,
@@ -400,10 +488,11 @@ func FooBarPolicies() []reactor.MethodPolicy {
 	return nil
 }
 
-// FooBarClient calls golden.multi.FooBar through a reactor: each method submits one call and
-// returns its promise at once, without blocking, and the promise's callbacks run on the
-// goroutine that calls the reactor's Tick. A FooBarClient is safe for concurrent use; make one
-// with NewFooBarClient.
+// FooBarClient calls golden.multi.FooBar through a reactor: each method submits one call at
+// once, without blocking, and its callbacks run on the goroutine that calls the reactor's Tick.
+// Each unary method has two forms: the method of its name returns the call's promise, and the
+// method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
+// FooBarClient is safe for concurrent use; make one with NewFooBarClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -427,6 +516,14 @@ func NewFooBarClient(r *reactor.Reactor) *FooBarClient {
 // returns its promise at once; opts may be nil.
 func (c *FooBarClient) Baz(req *emptypb.Empty, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, FooBar_Baz, req, opts)
+}
+
+// GoBaz calls /golden.multi.FooBar/Baz (FooBar_Baz) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Baz for the method.
+func (c *FooBarClient) GoBaz(req *emptypb.Empty, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
+	return reactor.Go(c.r, FooBar_Baz, req, opts, fn)
 }
 
 // The descriptors of golden.multi.select's unary methods, for reactor.Call,
@@ -466,10 +563,11 @@ func SelectPolicies() []reactor.MethodPolicy {
 	return nil
 }
 
-// SelectClient calls golden.multi.select through a reactor: each method submits one call and
-// returns its promise at once, without blocking, and the promise's callbacks run on the
-// goroutine that calls the reactor's Tick. A SelectClient is safe for concurrent use; make one
-// with NewSelectClient.
+// SelectClient calls golden.multi.select through a reactor: each method submits one call at
+// once, without blocking, and its callbacks run on the goroutine that calls the reactor's Tick.
+// Each unary method has two forms: the method of its name returns the call's promise, and the
+// method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
+// SelectClient is safe for concurrent use; make one with NewSelectClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -495,14 +593,38 @@ func (c *SelectClient) Func(req *multi.KickRequest, opts *calls.Options) *calls.
 	return reactor.Call(c.r, Select_Func, req, opts)
 }
 
+// GoFunc calls /golden.multi.select/func (Select_Func) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Func for the method.
+func (c *SelectClient) GoFunc(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
+	return reactor.Go(c.r, Select_Func, req, opts, fn)
+}
+
 // Go calls /golden.multi.select/go (Select_Go) as reactor.Call does: it submits the call and
 // returns its promise at once; opts may be nil.
 func (c *SelectClient) Go(req *multi.KickRequest, opts *calls.Options) *calls.Promise[*multi.KickResponse] {
 	return reactor.Call(c.r, Select_Go, req, opts)
 }
 
+// GoGo calls /golden.multi.select/go (Select_Go) as reactor.Go does: it submits the call with
+// fn as its one callback, which runs exactly once, inside the reactor's Tick, with the response
+// and a nil error or with the error; there is no promise. It returns the error of a call
+// rejected at submission, which fn also gets; opts may be nil. See Go for the method.
+func (c *SelectClient) GoGo(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
+	return reactor.Go(c.r, Select_Go, req, opts, fn)
+}
+
 // Type calls /golden.multi.select/type (Select_Type) as reactor.Call does: it submits the call
 // and returns its promise at once; opts may be nil.
 func (c *SelectClient) Type(req *multi.KickRequest, opts *calls.Options) *calls.Promise[*multi.KickResponse] {
 	return reactor.Call(c.r, Select_Type, req, opts)
+}
+
+// GoType calls /golden.multi.select/type (Select_Type) as reactor.Go does: it submits the call
+// with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
+// response and a nil error or with the error; there is no promise. It returns the error of a
+// call rejected at submission, which fn also gets; opts may be nil. See Type for the method.
+func (c *SelectClient) GoType(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
+	return reactor.Go(c.r, Select_Type, req, opts, fn)
 }

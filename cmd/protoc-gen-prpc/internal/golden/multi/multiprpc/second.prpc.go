@@ -12,7 +12,7 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion1
+const _ = calls.SupportPackageIsVersion2
 
 // multi/second.proto is a deprecated file.
 
@@ -50,9 +50,10 @@ func MatchmakerPolicies() []reactor.MethodPolicy {
 }
 
 // MatchmakerClient calls golden.multi.second.Matchmaker through a reactor: each method submits
-// one call and returns its promise at once, without blocking, and the promise's callbacks run
-// on the goroutine that calls the reactor's Tick. A MatchmakerClient is safe for concurrent
-// use; make one with NewMatchmakerClient.
+// one call at once, without blocking, and its callbacks run on the goroutine that calls the
+// reactor's Tick. Each unary method has two forms: the method of its name returns the call's
+// promise, and the method prefixed with Go takes one callback instead, the cheapest form, for
+// hot paths. A MatchmakerClient is safe for concurrent use; make one with NewMatchmakerClient.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
@@ -78,4 +79,13 @@ func NewMatchmakerClient(r *reactor.Reactor) *MatchmakerClient {
 // submits the call and returns its promise at once; opts may be nil.
 func (c *MatchmakerClient) Match(req *multi.JoinRequest, opts *calls.Options) *calls.Promise[*multi.JoinResponse] {
 	return reactor.Call(c.r, Matchmaker_Match, req, opts)
+}
+
+// GoMatch calls /golden.multi.second.Matchmaker/Match (Matchmaker_Match) as reactor.Go does: it
+// submits the call with fn as its one callback, which runs exactly once, inside the reactor's
+// Tick, with the response and a nil error or with the error; there is no promise. It returns
+// the error of a call rejected at submission, which fn also gets; opts may be nil. See Match
+// for the method.
+func (c *MatchmakerClient) GoMatch(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
+	return reactor.Go(c.r, Matchmaker_Match, req, opts, fn)
 }
