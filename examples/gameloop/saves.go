@@ -9,9 +9,10 @@ import (
 )
 
 // The calls below go through w.data, the DataService client protoc-gen-prpc generated from
-// network.proto (package networkpbprpc). They return at once: the client queues each call for
-// the reactor, and the callbacks run later on the loop goroutine, inside the loop's Tick (or
-// the reactor's Close).
+// network.proto (package networkpbprpc): joins with a promise and its callbacks, saves with the
+// callback form. They return at once: the client queues each call for the reactor, and the
+// callbacks run later on the loop goroutine, inside the loop's Tick (or the reactor's
+// Shutdown).
 
 // join loads a player's profile. Until the reply arrives the player is joining, and is not
 // played, saved or joined again.
@@ -85,8 +86,10 @@ func (w *world) save(p *player, final bool) {
 		LastSeen:        timestamppb.Now(),
 		PlaytimeSeconds: p.playTicks / int64(w.tps),
 	}}
-	w.data.SavePlayer(req, nil).
-		Then(func(resp *pb.SavePlayerResponse) {
+	// The callback form: one callback for either outcome, and no promise to allocate. The
+	// request is new for every save: the call owns it until the callback runs.
+	_ = w.data.GoSavePlayer(req, nil, func(resp *pb.SavePlayerResponse, err error) {
+		if err == nil {
 			w.c.savesOK++
 			if p.expect != expectUnknown && resp.GetVersion() != p.version+1 {
 				// One writer, one save in flight at a time: versions must follow on.
@@ -94,20 +97,18 @@ func (w *world) save(p *player, final bool) {
 				w.log.printf("%s saved as version %d after version %d", p.name, resp.GetVersion(), p.version)
 			}
 			p.expect, p.saved, p.version = expectPresent, snap, resp.GetVersion()
-		}).
-		OnError(func(err error) {
+		} else {
 			w.c.savesFailed++
 			w.log.printf("saving %s failed: %v", p.name, err)
 			if p.phase == online {
 				p.dirty = true // the next autosave tries again
 			}
-		}).
-		Always(func() {
-			w.inFlight--
-			p.saving = false
-			if p.finalQueued {
-				p.finalQueued = false
-				w.save(p, true)
-			}
-		})
+		}
+		w.inFlight--
+		p.saving = false
+		if p.finalQueued {
+			p.finalQueued = false
+			w.save(p, true)
+		}
+	})
 }
