@@ -34,21 +34,14 @@ func (r *Reactor) Close(ctx context.Context) error {
 }
 
 func (r *Reactor) shutdown(ctx context.Context) error {
-	r.mu.Lock()
-	r.closing = true
-	r.mu.Unlock()
-	r.closingA.Store(true)
-	r.in.push(event{kind: evClose})
+	r.beginClose()
 	ctxDone := ctx.Done()
 	var ctxErr error
 	for {
 		select {
 		case <-r.done:
 			r.drainAll()
-			if n := r.cutOff.Load(); n > 0 {
-				return &cutOffError{n: n, ctxErr: ctxErr}
-			}
-			return nil
+			return r.closeResult(ctxErr)
 		case <-ctxDone:
 			ctxErr = ctx.Err()
 			ctxDone = nil
@@ -57,6 +50,25 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 			r.tick(0, true)
 		}
 	}
+}
+
+// beginClose stops admitting calls and asks the reactor goroutine to exit once every call
+// has settled.
+func (r *Reactor) beginClose() {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+	r.closingA.Store(true)
+	r.in.push(event{kind: evClose})
+}
+
+// closeResult is Close's result once the reactor goroutine is done: nil, or, if it cut calls
+// off, an error that wraps ctxErr, the error of the context Close gave up on.
+func (r *Reactor) closeResult(ctxErr error) error {
+	if n := r.cutOff.Load(); n > 0 {
+		return &cutOffError{n: n, ctxErr: ctxErr}
+	}
+	return nil
 }
 
 // drainAll delivers everything queued, including what the callbacks it runs queue in turn,

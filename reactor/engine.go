@@ -53,42 +53,61 @@ func (r *Reactor) start() {
 }
 
 func (e *engine) run() {
-	r := e.r
 	for {
-		// Sleep unless a submission is published already; a producer that publishes after
-		// sleeping is set wakes the goroutine.
-		r.subs.sleeping.Store(true)
-		if !r.subs.ready() {
-			select {
-			case <-r.in.wake:
-			case <-e.timer.C():
-				e.armed = false
-			}
-		}
-		r.subs.sleeping.Store(false)
-		e.events, e.done = r.in.take(e.events, e.done)
-		e.nowNs = r.now()
-		for r.subs.take(&e.sub) {
-			e.accept(&e.sub)
-		}
-		e.countAccepted()
-		for i := range e.done {
-			e.laneDone(e.done[i])
-		}
-		for i := range e.events {
-			e.handle(&e.events[i])
-		}
-		e.expire()
-		e.dispatch()
-		e.flush()
-		e.release()
-		e.heap.prune()
-		if e.closing && e.heap.live() == 0 {
-			e.shutdown()
+		e.wait()
+		if e.turn() {
+			e.r.work.close() // every call left in it was dropped, its request released
+			e.r.lanes.Wait()
+			e.finish()
 			return
 		}
-		e.arm()
 	}
+}
+
+// wait blocks until a submission is published, an inbox event or a lane's report arrives, or
+// the timer fires. It says that it sleeps before it looks at the ring a last time, so that a
+// producer that publishes after the look wakes it.
+func (e *engine) wait() {
+	r := e.r
+	r.subs.sleeping.Store(true)
+	if !r.subs.ready() {
+		select {
+		case <-r.in.wake:
+		case <-e.timer.C():
+			e.armed = false
+		}
+	}
+	r.subs.sleeping.Store(false)
+}
+
+// turn is one turn of the reactor goroutine: it takes the submitted calls, the inbox's events
+// and the lanes' reports, settles what is due, hands the new calls to the lanes, queues the
+// settled ones for Tick and sets the timer. It reports true once Close has been asked for and
+// no call is left unsettled: the caller then stops the lanes and calls finish.
+func (e *engine) turn() (done bool) {
+	r := e.r
+	e.events, e.done = r.in.take(e.events, e.done)
+	e.nowNs = r.now()
+	for r.subs.take(&e.sub) {
+		e.accept(&e.sub)
+	}
+	e.countAccepted()
+	for i := range e.done {
+		e.laneDone(e.done[i])
+	}
+	for i := range e.events {
+		e.handle(&e.events[i])
+	}
+	e.expire()
+	e.dispatch()
+	e.flush()
+	e.release()
+	e.heap.prune()
+	if e.closing && e.heap.live() == 0 {
+		return true
+	}
+	e.arm()
+	return false
 }
 
 // accept gives a submitted call a record and schedules it: it times out at once if its
@@ -373,13 +392,11 @@ func (e *engine) arm() {
 	}
 }
 
-// shutdown stops the invokers, closes an owned connection, settles whatever raced with
+// finish, once the lanes have stopped, closes an owned connection, settles whatever raced with
 // Close, and signals that the reactor goroutine is done.
-func (e *engine) shutdown() {
+func (e *engine) finish() {
 	r := e.r
 	e.timer.Stop()
-	r.work.close() // every call left in it was dropped, its request released
-	r.lanes.Wait()
 	_, done := r.in.close()
 	// The lanes' last reports: calls they finished with after the reactor cut them.
 	for _, d := range done {

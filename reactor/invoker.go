@@ -28,54 +28,86 @@ import (
 // request inside gRPC's call, into a buffer the lane reuses.
 func (r *Reactor) lane(inv int) {
 	defer r.lanes.Done()
-	var header, trailer metadata.MD
-	var p peer.Peer
-	cdc := codec.New(r.cfg.Limits)
-	// The peer is always asked for, for Stats' per-backend counts; the header and trailer
-	// unless the method's policy says nobody reads them.
-	bare := append(append([]grpc.CallOption{grpc.ForceCodecV2(cdc)}, r.baseOpts...), grpc.Peer(&p))
-	withMetadata := append(append([]grpc.CallOption(nil), bare...), grpc.Header(&header), grpc.Trailer(&trailer))
-	load := &r.loads[inv]
+	l := r.newLane(inv)
 	for {
 		w, ok := r.work.take()
 		if !ok {
 			return
 		}
-		c, gen := w.c, w.gen
-		ctx := r.claim(c, gen, load)
+		ctx := l.start(w)
 		if ctx == nil {
 			continue // the reactor settled it while it waited
 		}
-		header, trailer, p = nil, nil, peer.Peer{}
-		opts := withMetadata
-		if !c.Metadata {
-			opts = bare
-		}
-		value, err := r.invoke(c, ctx, opts)
-		header, trailer = r.keepMetadata(c, "header", header), r.keepMetadata(c, "trailer", trailer)
-		if err != nil {
-			err = r.laneError(c, err, trailer, cdc.Err())
-			// A failed call may return before gRPC has written the request: leave the
-			// buffer to gRPC and encode the next request into a new one.
-			cdc.Forget()
-		}
-		ctx.cancel()
-		r.backends.record(p.Addr, ctx.picked, err)
-		if !c.Move(gen, callcore.Running, callcore.Completed) {
-			// The reactor cut the call and recorded its outcome; it queues the call for
-			// Tick, and takes it off the gauges, once it has this report.
-			r.in.complete(completion{c: c, inv: int32(inv)})
-			continue
-		}
-		r.settleCompleted(c, value, err, header, trailer)
-		load.Add(-1)
-		r.inFlight.Add(-1)
-		// The reactor goroutine prunes the deadline heap of the calls lanes settled when it
-		// next runs: wake it once all are settled (Close may be waiting for that) and every
-		// compactAfter settlements, so that settled calls do not stay referenced for long.
-		if left := r.deadlines.settledByLane(); left%compactAfter == 0 {
-			r.in.signal()
-		}
+		value, err := r.invoke(w.c, ctx, l.options(w.c))
+		l.finish(w, ctx, value, err)
+	}
+}
+
+// laneState is what one lane keeps from one call to the next.
+type laneState struct {
+	r               *Reactor
+	inv             int
+	load            *atomic.Int32
+	codec           *codec.Codec
+	header, trailer metadata.MD
+	peer            peer.Peer
+	// The call options: the peer is always asked for, for Stats' per-backend counts; the
+	// header and trailer unless the method's policy says nobody reads them.
+	bare, withMetadata []grpc.CallOption
+}
+
+func (r *Reactor) newLane(inv int) *laneState {
+	l := &laneState{r: r, inv: inv, load: &r.loads[inv], codec: codec.New(r.cfg.Limits)}
+	l.bare = append(append([]grpc.CallOption{grpc.ForceCodecV2(l.codec)}, r.baseOpts...), grpc.Peer(&l.peer))
+	l.withMetadata = append(append([]grpc.CallOption(nil), l.bare...), grpc.Header(&l.header), grpc.Trailer(&l.trailer))
+	return l
+}
+
+// start claims w's call for the lane and returns its transport context, or nil if the
+// reactor settled it first.
+func (l *laneState) start(w work) *callCtx {
+	ctx := l.r.claim(w.c, w.gen, l.load)
+	if ctx != nil {
+		l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
+	}
+	return ctx
+}
+
+// options returns the call options of c's transport call.
+func (l *laneState) options(c *callcore.Call) []grpc.CallOption {
+	if c.Metadata {
+		return l.withMetadata
+	}
+	return l.bare
+}
+
+// finish settles w's call, which the lane started, with the transport call's result, unless
+// the reactor cut it meanwhile: then it reports that the lane has finished with it.
+func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error) {
+	r, c := l.r, w.c
+	header, trailer := r.keepMetadata(c, "header", l.header), r.keepMetadata(c, "trailer", l.trailer)
+	if err != nil {
+		err = r.laneError(c, err, trailer, l.codec.Err())
+		// A failed call may return before gRPC has written the request: leave the buffer to
+		// gRPC and encode the next request into a new one.
+		l.codec.Forget()
+	}
+	ctx.cancel()
+	r.backends.record(l.peer.Addr, ctx.picked, err)
+	if !c.Move(w.gen, callcore.Running, callcore.Completed) {
+		// The reactor cut the call and recorded its outcome; it queues the call for Tick,
+		// and takes it off the gauges, once it has this report.
+		r.in.complete(completion{c: c, inv: int32(l.inv)})
+		return
+	}
+	r.settleCompleted(c, value, err, header, trailer)
+	l.load.Add(-1)
+	r.inFlight.Add(-1)
+	// The reactor goroutine prunes the deadline heap of the calls lanes settled when it next
+	// runs: wake it once all are settled (Close may be waiting for that) and every
+	// compactAfter settlements, so that settled calls do not stay referenced for long.
+	if left := r.deadlines.settledByLane(); left%compactAfter == 0 {
+		r.in.signal()
 	}
 }
 

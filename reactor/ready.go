@@ -57,6 +57,16 @@ func (q *readyQueue) take() (work, bool) {
 	return q.calls.pop(), true
 }
 
+// tryTake returns the next call without waiting, or false if there is none.
+func (q *readyQueue) tryTake() (work, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.calls.len() == 0 {
+		return work{}, false
+	}
+	return q.calls.pop(), true
+}
+
 // close makes take return false once the queue is empty.
 func (q *readyQueue) close() {
 	q.mu.Lock()
