@@ -40,9 +40,7 @@ type engine struct {
 
 // start launches the reactor goroutine and the invoker lanes.
 func (r *Reactor) start() {
-	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
-	e.records.freed = &r.freed
-	e.timer.Stop()
+	e := newEngine(r)
 	for inv := range r.cfg.Workers {
 		for range r.cfg.BatchSize {
 			r.lanes.Add(1)
@@ -50,6 +48,14 @@ func (r *Reactor) start() {
 		}
 	}
 	go e.run()
+}
+
+// newEngine returns the reactor goroutine's state, its timer stopped.
+func newEngine(r *Reactor) *engine {
+	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
+	e.records.freed = &r.freed
+	e.timer.Stop()
+	return e
 }
 
 func (e *engine) run() {
@@ -260,11 +266,21 @@ func reasonOf(err error) callcore.Reason {
 
 // expire settles every call whose deadline has passed.
 func (e *engine) expire() {
-	for ent, ok := e.heap.earliest(); ok && ent.at <= e.nowNs; ent, ok = e.heap.earliest() {
-		if taken, sent := e.take(ent.c, ent.gen); taken { // else a lane settled it just now; earliest skips it
-			e.timeout(ent.c, sent)
-		}
+	for e.expireOne() {
 	}
+}
+
+// expireOne settles the call with the earliest deadline if that has passed, and reports
+// whether one had.
+func (e *engine) expireOne() bool {
+	ent, ok := e.heap.earliest()
+	if !ok || ent.at > e.nowNs {
+		return false
+	}
+	if taken, sent := e.take(ent.c, ent.gen); taken { // else a lane settled it just now; earliest skips it
+		e.timeout(ent.c, sent)
+	}
+	return true
 }
 
 // timeout settles c, taken from the lanes, with ErrTimeout; sent says whether a lane had sent it.

@@ -139,6 +139,16 @@ type TickReport struct {
 // New checks cfg, dials the connection (without waiting for it) and starts the reactor
 // goroutine and its invokers. Errors name the Config field at fault.
 func New(cfg Config) (*Reactor, error) {
+	r, err := newReactor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.start()
+	return r, nil
+}
+
+// newReactor is New without the reactor's goroutines.
+func newReactor(cfg Config) (*Reactor, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
@@ -177,7 +187,6 @@ func New(cfg Config) (*Reactor, error) {
 		r.conn = r.cc
 	}
 	r.baseOpts = cfg.Limits.CallOptions()
-	r.start()
 	return r, nil
 }
 
