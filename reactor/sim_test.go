@@ -1,0 +1,294 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// simSeeds is how many seeds TestSimulation runs unless PRPC_SIM_SEEDS says otherwise: the
+// README's test command runs these, under -race in CI; a CI step of its own runs 100,000
+// without -race.
+const simSeeds = 2000
+
+// TestSimulation runs the deterministic simulation (sim_world_test.go) for many seeds, in
+// parallel, and fails with the seed and the shortest prefix of its events that breaks an
+// invariant. PRPC_SIM_SEED=n reruns seed n alone, printing its events; PRPC_SIM_SEEDS=n runs
+// n seeds from PRPC_SIM_FIRST (default 1).
+func TestSimulation(t *testing.T) {
+	if s := os.Getenv("PRPC_SIM_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("PRPC_SIM_SEED=%q: %v", s, err)
+		}
+		w, err := runSeed(seed, simMaxEvents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: %v; %d calls, %d steps\n%s", seed, w, len(w.calls), w.steps, w.log(0))
+		if w.err != nil {
+			t.Fatal(describeFailure(seed, w))
+		}
+		return
+	}
+	n, first := envUint(t, "PRPC_SIM_SEEDS", simSeeds), envUint(t, "PRPC_SIM_FIRST", 1)
+	failed := runSeeds(first, n, func(seed uint64, w *simWorld, err error) {
+		if err != nil {
+			t.Errorf("seed %d: %v", seed, err)
+			return
+		}
+		t.Error(describeFailure(seed, w))
+	})
+	if failed == 0 {
+		t.Logf("%d seeds from %d: every invariant held", n, first)
+	}
+}
+
+// runSeeds runs seeds first to first+n-1 on GOMAXPROCS goroutines, calls report (from one
+// goroutine at a time) for each seed that fails, and returns how many did. It stops
+// reporting after the first few failures.
+func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error)) int {
+	var next atomic.Uint64
+	next.Store(first)
+	var mu sync.Mutex
+	failed := 0
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				seed := next.Add(1) - 1
+				if seed >= first+n {
+					return
+				}
+				w, err := runSeed(seed, simMaxEvents)
+				if err == nil && w.err == nil {
+					continue
+				}
+				mu.Lock()
+				failed++
+				if failed <= 3 {
+					report(seed, w, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return failed
+}
+
+func envUint(t *testing.T, name string, def uint64) uint64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return v
+}
+
+// describeFailure says which invariant seed broke, then finds and prints the shortest prefix
+// of its events that still breaks one: the run's first events, up to a point after which the
+// host stops at once and closes.
+func describeFailure(seed uint64, w *simWorld) string {
+	shortest := shortestFailingPrefix(seed, w.steps)
+	return fmt.Sprintf("seed %d (%v): %v\n\nthe shortest failing prefix: the first %d steps of the seed, then the host stops and closes (PRPC_SIM_SEED=%d reruns the whole seed):\n%s",
+		seed, w, w.err, shortest.played, seed, shortest.log(80))
+}
+
+// shortestFailingPrefix returns the run of seed that breaks an invariant when the host stops
+// playing after the fewest steps, at most max.
+func shortestFailingPrefix(seed uint64, max int) *simWorld {
+	lo, hi := 0, max
+	best, _ := runSeed(seed, hi)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if w, err := runSeed(seed, mid); err == nil && w.err != nil {
+			hi, best = mid, w
+		} else {
+			lo = mid + 1
+		}
+	}
+	return best
+}
+
+// runSeed runs seed: the host plays for stopAfter steps at most (fewer once it has submitted
+// simMinCalls calls over simMinEvents steps and decides to stop), then stops, drains or
+// closes, and the run goes on until Close has returned. It stops at the first broken
+// invariant.
+func runSeed(seed uint64, stopAfter int) (*simWorld, error) {
+	w, err := newSimWorld(seed)
+	if err != nil {
+		return nil, err
+	}
+	w.play(stopAfter)
+	return w, nil
+}
+
+// play runs the world's steps until Close has returned or an invariant breaks.
+func (w *simWorld) play(stopAfter int) {
+	for w.err == nil {
+		if w.host == hostPlaying && (w.steps >= stopAfter ||
+			len(w.calls) >= simMinCalls && w.steps >= simMinEvents && w.pct(1)) {
+			w.stop()
+		}
+		if w.host == hostClosed {
+			return
+		}
+		if w.played > 0 && w.steps > w.played+simFinishSteps {
+			w.fail("the host stopped %d steps ago and Close has not returned", simFinishSteps)
+			return
+		}
+		w.step()
+		w.steps++
+		w.readOutbox()
+		w.check()
+	}
+}
+
+// stop ends play: the host either drains, as Shutdown does, or closes at once.
+func (w *simWorld) stop() {
+	w.played = w.steps
+	if w.pct(60) {
+		w.host = hostDraining
+		w.note("the host stops playing and drains")
+		return
+	}
+	w.beginClose()
+}
+
+// beginClose is the host's Close beginning.
+func (w *simWorld) beginClose() {
+	w.host = hostClosing
+	w.r.beginClose()
+	w.note("the host closes the reactor")
+}
+
+// step runs one event, chosen at random among those that can happen now.
+func (w *simWorld) step() {
+	type choice struct {
+		weight int
+		run    func()
+	}
+	var choices [12]choice
+	k := 0
+	add := func(weight int, run func()) {
+		if weight > 0 {
+			choices[k] = choice{weight, run}
+			k++
+		}
+	}
+	if w.host == hostPlaying {
+		add(20, func() { w.submit(false) })
+	}
+	if !w.engineDone {
+		weight := 3
+		if w.turnWanted() {
+			weight = 30
+		}
+		add(weight, w.turnStep)
+	}
+	busyLanes, queued := w.laneState()
+	if busyLanes > 0 || queued {
+		add(25, func() { w.laneStep(w.lanes[w.rng.IntN(len(w.lanes))]) })
+	}
+	add(8, func() {
+		d := time.Duration(w.rng.IntN(2000)) * time.Microsecond
+		if w.pct(5) {
+			d = time.Duration(w.rng.IntN(500)) * time.Millisecond
+		}
+		w.clock.now += d
+		w.note("time passes: %v", d)
+	})
+	if w.host != hostClosed && (w.host != hostClosing || w.pct(50)) {
+		add(15, w.tick)
+	}
+	add(3, w.cancelOne)
+	add(1, func() {
+		w.backendDown = !w.backendDown
+		w.note("the backend goes %s", map[bool]string{true: "down", false: "up"}[w.backendDown])
+	})
+	switch w.host {
+	case hostDraining:
+		if w.r.Idle() {
+			add(10, w.beginClose)
+		} else if w.steps > w.played+simFinishSteps/2 {
+			add(5, w.beginClose) // the drain's timeout passed
+		}
+	case hostClosing:
+		if !w.aborted {
+			add(2, func() {
+				w.aborted = true
+				w.r.in.pushAbort(context.DeadlineExceeded)
+				w.note("Close's context runs out: the reactor cuts off what is left")
+			})
+		}
+		if w.engineDone {
+			add(50, w.closeReturns)
+		}
+	}
+	total := 0
+	for _, c := range choices[:k] {
+		total += c.weight
+	}
+	n := w.rng.IntN(total)
+	for _, c := range choices[:k] {
+		if n < c.weight {
+			c.run()
+			return
+		}
+		n -= c.weight
+	}
+}
+
+// laneState returns how many lanes run a call and whether calls wait for a lane.
+func (w *simWorld) laneState() (busy int, queued bool) {
+	for _, sl := range w.lanes {
+		if sl.busy {
+			busy++
+		}
+	}
+	w.r.work.mu.Lock()
+	queued = w.r.work.calls.len() > 0
+	w.r.work.mu.Unlock()
+	return busy, queued
+}
+
+// cancelOne cancels a random call that has a promise.
+func (w *simWorld) cancelOne() {
+	if len(w.calls) == 0 {
+		return
+	}
+	c := w.calls[w.rng.IntN(len(w.calls))]
+	if c.promise == nil {
+		return
+	}
+	c.promise.Cancel()
+	w.note("game cancels call %d", c.id)
+}
+
+// closeReturns is the end of Close: the reactor goroutine has exited; Close delivers what is
+// left and returns.
+func (w *simWorld) closeReturns() {
+	r := w.r
+	w.inTick = true
+	r.drainAll()
+	w.inTick = false
+	w.closeErr = r.closeResult(context.DeadlineExceeded)
+	w.host = hostClosed
+	w.note("Close returns %v", w.closeErr)
+	w.readOutbox()
+	w.checkClosed()
+}
+
+var _ = callcore.Unclaimed

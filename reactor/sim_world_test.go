@@ -1,0 +1,617 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/testpb"
+)
+
+// The deterministic simulation drives the real reactor core — Call and Go, the submission
+// ring, the reactor goroutine's turn, the lanes' claims and settlements, Tick, Close — from
+// one goroutine, in an order a seeded PCG chooses, on a simulated clock, against a simulated
+// transport. The reactor's goroutines are not started: the simulator calls the functions they
+// run, one step at a time, and checks every invariant after every step. sim_test.go runs the
+// seeds; this file is the world.
+
+// Two methods: simSave's policy is idempotent, so its transport calls may take several
+// attempts, as gRPC retries them; simEcho's is not.
+var (
+	simEcho = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Echo")
+	simSave = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Save")
+)
+
+// Bounds of one seed's run.
+const (
+	simMinCalls    = 200  // calls the game submits before the host may stop
+	simMinEvents   = 2000 // events before the host may stop
+	simMaxEvents   = 6000 // events after which the host stops at once
+	simFinishSteps = 4000 // steps the finish may take once the host stopped playing
+)
+
+// simEpoch is the simulated clock's start.
+var simEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// simClock is a reactor.Clock whose time moves only when the simulator moves it. Its timers
+// never fire by themselves: the simulator reads when they are due.
+type simClock struct{ now time.Duration }
+
+func (c *simClock) Now() time.Time { return simEpoch.Add(c.now) }
+
+func (c *simClock) NewTimer(d time.Duration) Timer {
+	return &simTimer{clock: c, at: c.now + d, active: true}
+}
+
+type simTimer struct {
+	clock  *simClock
+	at     time.Duration
+	active bool
+}
+
+func (t *simTimer) C() <-chan time.Time { return nil }
+
+func (t *simTimer) Reset(d time.Duration) bool {
+	was := t.active
+	t.at, t.active = t.clock.now+d, true
+	return was
+}
+
+func (t *simTimer) Stop() bool {
+	was := t.active
+	t.active = false
+	return was
+}
+
+// simConn is the reactor's connection, which nothing calls: the simulator runs the transport.
+type simConn struct{}
+
+func (simConn) Invoke(context.Context, string, any, any, ...grpc.CallOption) error {
+	panic("simulation: a lane invoked the connection")
+}
+
+func (simConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	panic("simulation: a lane opened a stream")
+}
+
+// simForm is how game code submitted a call.
+type simForm uint8
+
+const (
+	formThen     simForm = iota // Call, with Then and OnError
+	formSettled                 // Call, with OnSettled
+	formGo                      // Go, with its callback
+	formNumForms
+)
+
+func (f simForm) String() string { return [...]string{"Call+Then/OnError", "Call+OnSettled", "Go"}[f] }
+
+// simCall is one call the simulated game submitted, and what the simulator saw of it.
+type simCall struct {
+	id           int
+	form         simForm
+	req          *testpb.EchoRequest // nil for a nil request
+	promise      *callcore.Promise[*testpb.EchoResponse]
+	rejected     error // the error Call or Go returned at once
+	fromCallback bool  // submitted by a callback
+	inDrain      bool  // submitted while the host drained
+	runs         int   // callback runs (of the callback that ran, for Then/OnError)
+	err          error // what the callback got
+	starts       int   // lane starts of its transport call
+	settledAt    int   // its place in the order calls settled, from 1; 0 if rejected
+}
+
+// simLane is one invoker lane, and the transport call it runs.
+type simLane struct {
+	l        *laneState
+	busy     bool
+	w        work
+	ctx      *callCtx
+	call     *simCall
+	failures int           // attempts left that fail with Unavailable, before the last
+	next     time.Duration // when the current attempt answers
+	outcome  simOutcome
+}
+
+// simOutcome is how the transport call ends, if nothing cuts it first.
+type simOutcome struct {
+	code codes.Code // OK for success
+	hang bool       // never answers: only a cancel ends it
+}
+
+// simHost is the phase of the simulated host.
+type simHost uint8
+
+const (
+	hostPlaying  simHost = iota // game logic submits calls
+	hostDraining                // no new calls but from callbacks; ticking until Idle
+	hostClosing                 // Close began; the context may run out (abort)
+	hostClosed                  // Close returned
+)
+
+// simWorld is one seed's run.
+type simWorld struct {
+	seed  uint64
+	rng   *rand.Rand
+	clock *simClock
+	r     *Reactor
+	e     *engine
+	lanes []*simLane
+	turn  simTurn
+
+	calls       []*simCall
+	byReq       map[*testpb.EchoRequest]*simCall
+	settled     []*simCall // admitted calls in the order they were queued for Tick
+	delivered   int        // how many of settled have had their callbacks run
+	outSeen     int        // entries of the outbox already read into settled
+	host        simHost
+	aborted     bool
+	closeErr    error
+	engineDone  bool
+	inTick      bool
+	backendDown bool
+	chainOdds   int // 1 in chainOdds callbacks chains a call
+
+	events []string
+	steps  int
+	err    error // the first broken invariant
+}
+
+// simTurn is where the reactor goroutine's turn in progress stands: each step of the
+// simulator runs one part of it, as other goroutines run between its parts in production.
+type simTurn struct {
+	phase int
+	i     int
+}
+
+const (
+	turnIdle = iota
+	turnAccept
+	turnLaneDone
+	turnEvents
+	turnExpire
+	turnEnd
+	turnStopping // the turn found the reactor done: the lanes stop, then finish
+)
+
+// newSimWorld builds a reactor for seed without its goroutines.
+func newSimWorld(seed uint64) (*simWorld, error) {
+	w := &simWorld{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed_0f_p_rpc)), clock: &simClock{}, byReq: map[*testpb.EchoRequest]*simCall{}}
+	cfg := Config{
+		Conn:            simConn{},
+		Clock:           w.clock,
+		Workers:         1 + w.rng.IntN(3),
+		BatchSize:       1 + w.rng.IntN(4),
+		MaxOutstanding:  4 + w.rng.IntN(40),
+		DefaultTimeout:  time.Duration(1+w.rng.IntN(200)) * time.Millisecond,
+		MaxTimeout:      time.Second,
+		OnCallbackPanic: func(p any) { w.fail("a callback panicked: %v", p) },
+		Policies:        []MethodPolicy{{Method: simSave, Critical: w.rng.IntN(2) == 0}},
+	}
+	if cfg.MaxOutstanding >= 10 {
+		cfg.CriticalReserve = w.rng.IntN(cfg.MaxOutstanding / 4)
+	}
+	w.chainOdds = 2 + w.rng.IntN(6)
+	r, err := newReactor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.r = r
+	w.e = newEngine(r)
+	for inv := range cfg.Workers {
+		for range cfg.BatchSize {
+			w.lanes = append(w.lanes, &simLane{l: r.newLane(inv)})
+		}
+	}
+	return w, nil
+}
+
+// fail records the first broken invariant.
+func (w *simWorld) fail(format string, args ...any) {
+	if w.err == nil {
+		w.err = fmt.Errorf(format, args...)
+	}
+}
+
+// note logs an event of the run.
+func (w *simWorld) note(format string, args ...any) {
+	w.events = append(w.events, fmt.Sprintf("%5d %9v ", w.steps, w.clock.now)+fmt.Sprintf(format, args...))
+}
+
+// pct reports true with probability n in 100.
+func (w *simWorld) pct(n int) bool { return w.rng.IntN(100) < n }
+
+// submit has game code submit a call: from a callback when fromCallback is set.
+func (w *simWorld) submit(fromCallback bool) {
+	c := &simCall{id: len(w.calls) + 1, form: simForm(w.rng.IntN(int(formNumForms))), fromCallback: fromCallback, inDrain: w.host == hostDraining}
+	w.calls = append(w.calls, c)
+	m := simEcho
+	if w.pct(30) {
+		m = simSave
+	}
+	switch n := w.rng.IntN(100); {
+	case n < 2: // nil: rejected at once
+	case n < 5:
+		c.req = &testpb.EchoRequest{Message: "\xff"} // does not encode: fails on its lane
+	default:
+		c.req = &testpb.EchoRequest{Message: fmt.Sprint("call ", c.id)}
+	}
+	var opts *calls.Options
+	if w.pct(60) {
+		opts = &calls.Options{Critical: w.pct(20)}
+		switch n := w.rng.IntN(10); {
+		case n < 3:
+			opts.Timeout = time.Duration(1+w.rng.IntN(5)) * time.Millisecond
+		case n < 8:
+			opts.Timeout = time.Duration(1+w.rng.IntN(300)) * time.Millisecond
+		case n == 8:
+			opts.Timeout = 2 * time.Second // over MaxTimeout: rejected at once
+		}
+		if w.pct(10) {
+			opts.Metadata = map[string][]string{"x-sim": {fmt.Sprint(c.id)}}
+		}
+	}
+	if c.req != nil {
+		w.byReq[c.req] = c
+	}
+	done := func(resp *testpb.EchoResponse, err error) { w.callbackRan(c, resp, err) }
+	switch c.form {
+	case formGo:
+		c.rejected = Go(w.r, m, c.req, opts, done)
+	case formSettled:
+		p := Call(w.r, m, c.req, opts).OnSettled(done)
+		c.promise, c.rejected = (*callcore.Promise[*testpb.EchoResponse])(p), p.Err()
+	default:
+		p := Call(w.r, m, c.req, opts).
+			Then(func(resp *testpb.EchoResponse) { done(resp, nil) }).
+			OnError(func(err error) { done(nil, err) })
+		c.promise, c.rejected = (*callcore.Promise[*testpb.EchoResponse])(p), p.Err()
+	}
+	if c.rejected != nil {
+		var ce *calls.Error
+		if !errors.As(c.rejected, &ce) {
+			w.fail("call %d: rejected with %T, not a *calls.Error", c.id, c.rejected)
+		}
+	}
+	w.note("submit call %d (%v%s) → %v", c.id, c.form, map[bool]string{true: ", from a callback"}[fromCallback], c.rejected)
+}
+
+// callbackRan is every simulated callback: it checks where and when it runs, then plays game
+// logic — it spends simulated time and may submit another call.
+func (w *simWorld) callbackRan(c *simCall, resp *testpb.EchoResponse, err error) {
+	c.runs++
+	c.err = err
+	if c.runs > 1 {
+		w.fail("call %d: its callback ran %d times", c.id, c.runs)
+	}
+	if !w.inTick {
+		w.fail("call %d: its callback ran outside Tick and Close", c.id)
+	}
+	switch {
+	case c.rejected != nil:
+		if !errors.Is(err, c.rejected) {
+			w.fail("call %d: rejected with %v, its callback got %v", c.id, c.rejected, err)
+		}
+	case c.settledAt == 0:
+		w.fail("call %d: its callback ran before the call was queued for Tick", c.id)
+	default:
+		w.delivered++
+		if c.settledAt != w.delivered {
+			w.fail("call %d: delivered %dth, but %dth to settle", c.id, w.delivered, c.settledAt)
+		}
+	}
+	if err == nil && resp.GetMessage() != c.req.GetMessage() {
+		w.fail("call %d: got the response %q, another call's", c.id, resp.GetMessage())
+	}
+	if err != nil && c.inDrain && c.fromCallback && errors.Is(err, calls.ErrClosed) {
+		w.fail("call %d: submitted from a callback during the drain, failed with %v", c.id, err)
+	}
+	w.clock.now += time.Duration(w.rng.IntN(200)) * time.Microsecond // the callback's own work
+	if w.host <= hostDraining && w.rng.IntN(w.chainOdds) == 0 {
+		w.submit(true)
+	}
+}
+
+// laneStep advances lane l: an idle lane takes and starts the next call; a busy one answers
+// when its attempt is due or its call was cut.
+func (w *simWorld) laneStep(sl *simLane) {
+	if !sl.busy {
+		wk, ok := w.r.work.tryTake()
+		if !ok {
+			return
+		}
+		ctx := sl.l.start(wk)
+		if ctx == nil {
+			w.note("lane skips a settled call")
+			return
+		}
+		c := w.byReq[wk.c.Req.(*testpb.EchoRequest)]
+		sl.busy, sl.w, sl.ctx, sl.call = true, wk, ctx, c
+		c.starts++
+		if c.starts > 1 {
+			w.fail("call %d: started by a lane %d times", c.id, c.starts)
+		}
+		// gRPC encodes the request with the lane's codec before it sends anything.
+		if _, err := sl.l.codec.Marshal(wk.c.Req); err != nil {
+			w.note("lane: call %d does not encode", c.id)
+			w.laneFinish(sl, nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err))
+			return
+		}
+		sl.failures = 0
+		if wk.c.Ops.Path == simSave.Path() && w.pct(40) {
+			sl.failures = 1 + w.rng.IntN(2) // Unavailable first: gRPC retries the idempotent method
+		}
+		sl.outcome = w.outcome()
+		sl.next = w.clock.now + w.latency()
+		w.attempt(sl)
+		w.note("lane starts call %d (%v, %d failed attempts first)", c.id, sl.outcome, sl.failures)
+		return
+	}
+	if err := sl.ctx.Err(); err != nil {
+		// The call was cut: gRPC's call returns promptly with the context's error.
+		w.laneFinish(sl, nil, status.FromContextError(err).Err())
+		return
+	}
+	if w.clock.now < sl.next || sl.outcome.hang && sl.failures == 0 {
+		return
+	}
+	if sl.failures > 0 {
+		sl.failures--
+		sl.next = w.clock.now + w.latency()
+		w.attempt(sl)
+		w.note("lane: call %d, attempt failed with Unavailable, retried", sl.call.id)
+		return
+	}
+	if sl.outcome.code != codes.OK {
+		w.laneFinish(sl, nil, status.Error(sl.outcome.code, "simulated failure"))
+		return
+	}
+	resp := sl.w.c.Ops.NewResponse().(*testpb.EchoResponse)
+	resp.Message = sl.w.c.Req.(*testpb.EchoRequest).GetMessage()
+	w.laneFinish(sl, resp, nil)
+}
+
+// attempt is the sending of one attempt of sl's call: never after the call settled.
+func (w *simWorld) attempt(sl *simLane) {
+	if !sl.w.c.Unsettled(sl.w.gen) {
+		w.fail("call %d: an attempt was sent after the call settled", sl.call.id)
+	}
+}
+
+// laneFinish ends sl's transport call with value or err.
+func (w *simWorld) laneFinish(sl *simLane, value *testpb.EchoResponse, err error) {
+	w.note("lane finishes call %d: %v", sl.call.id, err)
+	var v any = value
+	if value == nil {
+		v = nil
+	}
+	_ = v
+	if value != nil {
+		sl.l.finish(sl.w, sl.ctx, value, nil)
+	} else {
+		sl.l.finish(sl.w, sl.ctx, nil, err)
+	}
+	*sl = simLane{l: sl.l}
+}
+
+// outcome draws how a transport call ends.
+func (w *simWorld) outcome() simOutcome {
+	switch n := w.rng.IntN(100); {
+	case w.backendDown:
+		return simOutcome{code: codes.Unavailable}
+	case n < 70:
+		return simOutcome{code: codes.OK}
+	case n < 85:
+		return simOutcome{code: []codes.Code{codes.NotFound, codes.Internal, codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded, codes.PermissionDenied}[w.rng.IntN(6)]}
+	default:
+		return simOutcome{hang: true}
+	}
+}
+
+// latency draws how long an attempt takes.
+func (w *simWorld) latency() time.Duration {
+	if w.pct(80) {
+		return time.Duration(w.rng.IntN(5000)) * time.Microsecond
+	}
+	return time.Duration(w.rng.IntN(400)) * time.Millisecond
+}
+
+// timerDue reports whether the reactor goroutine's timer has fired.
+func (w *simWorld) timerDue() bool {
+	t := w.e.timer.(*simTimer)
+	return t.active && t.at <= w.clock.now
+}
+
+// turnStep runs the next part of the reactor goroutine's turn, the parts and order of
+// engine.turn.
+func (w *simWorld) turnStep() {
+	e, r := w.e, w.r
+	switch w.turn.phase {
+	case turnIdle:
+		if w.timerDue() {
+			e.timer.Stop()
+			e.armed = false // as wait does when the timer fires
+		}
+		e.events, e.done = r.in.take(e.events, e.done)
+		e.nowNs = r.now()
+		w.turn = simTurn{phase: turnAccept}
+		w.note("turn begins: %d events, %d lane reports", len(e.events), len(e.done))
+	case turnAccept:
+		if r.subs.take(&e.sub) {
+			e.accept(&e.sub)
+			return
+		}
+		e.countAccepted()
+		w.turn = simTurn{phase: turnLaneDone}
+	case turnLaneDone:
+		if w.turn.i < len(e.done) {
+			e.laneDone(e.done[w.turn.i])
+			w.turn.i++
+			return
+		}
+		w.turn = simTurn{phase: turnEvents}
+	case turnEvents:
+		if w.turn.i < len(e.events) {
+			e.handle(&e.events[w.turn.i])
+			w.turn.i++
+			return
+		}
+		w.turn = simTurn{phase: turnExpire}
+	case turnExpire:
+		if !e.expireOne() {
+			w.turn = simTurn{phase: turnEnd}
+		}
+	case turnEnd:
+		e.dispatch()
+		e.flush()
+		e.release()
+		e.heap.prune()
+		if e.closing && e.heap.live() == 0 {
+			r.work.close()
+			w.turn = simTurn{phase: turnStopping}
+			w.note("turn: the reactor is done; the lanes stop")
+			return
+		}
+		e.arm()
+		w.turn = simTurn{phase: turnIdle}
+	case turnStopping:
+		for _, sl := range w.lanes {
+			if sl.busy {
+				return // lanes.Wait: the lanes finish their calls first
+			}
+		}
+		if _, more := r.work.tryTake(); more {
+			w.fail("a call was left in the lanes' queue after the reactor was done")
+		}
+		e.finish()
+		w.engineDone = true
+		w.note("the reactor goroutine exits")
+	}
+}
+
+// turnWanted reports whether the reactor goroutine has something to do, as its wait would
+// see: a submission, an event or report, or its timer.
+func (w *simWorld) turnWanted() bool {
+	if w.turn.phase != turnIdle {
+		return true
+	}
+	r := w.r
+	r.in.mu.Lock()
+	inbox := len(r.in.events) + len(r.in.done)
+	r.in.mu.Unlock()
+	return r.subs.ready() || inbox > 0 || w.timerDue()
+}
+
+// tick has the host run Tick with a random budget, and checks the budget on the simulated
+// clock.
+func (w *simWorld) tick() {
+	budget := time.Duration(w.rng.IntN(3000)) * time.Microsecond
+	start := w.clock.now
+	w.inTick = true
+	rep := w.r.Tick(budget)
+	w.inTick = false
+	elapsed := w.clock.now - start
+	// A Tick delivers at least one call, and reads the clock after every few deliveries when
+	// they are fast: it may overrun its budget by one callback, or one batch of fast ones.
+	if slack := budget + 200*time.Microsecond + budget/4; budget > 0 && elapsed > slack {
+		w.fail("Tick(%v) ran for %v, over its budget and one callback", budget, elapsed)
+	}
+	w.note("Tick(%v): %d delivered, %d left, %v", budget, rep.Delivered, rep.Remaining, elapsed)
+}
+
+// readOutbox adds the calls queued for Tick since the last look to the settlement order.
+func (w *simWorld) readOutbox() {
+	r := w.r
+	r.out.mu.Lock()
+	defer r.out.mu.Unlock()
+	if len(r.out.calls) < w.outSeen {
+		w.outSeen = 0 // Tick swapped the queue out
+	}
+	for _, rec := range r.out.calls[w.outSeen:] {
+		c := w.byReq[rec.Req.(*testpb.EchoRequest)]
+		if c == nil {
+			w.fail("a record in the delivery queue belongs to no submitted call")
+			continue
+		}
+		if c.settledAt != 0 {
+			w.fail("call %d: queued for Tick twice", c.id)
+		}
+		w.settled = append(w.settled, c)
+		c.settledAt = len(w.settled)
+	}
+	w.outSeen = len(r.out.calls)
+}
+
+// check verifies the invariants that hold after every step.
+func (w *simWorld) check() {
+	r := w.r
+	if n := r.admitted.Load(); n < 0 || n > int64(r.cfg.MaxOutstanding) {
+		w.fail("%d calls admitted, MaxOutstanding is %d", n, r.cfg.MaxOutstanding)
+	}
+	r.mu.Lock()
+	var failed uint64
+	for _, n := range r.counts.failed {
+		failed += n
+	}
+	sub, ok, pending := r.counts.submitted, r.counts.succeeded, r.counts.pending
+	r.mu.Unlock()
+	if sub != ok+failed+uint64(pending) || pending < 0 {
+		w.fail("Stats: Submitted %d ≠ Succeeded %d + Failed %d + Pending %d", sub, ok, failed, pending)
+	}
+}
+
+// checkClosed verifies that nothing is left once Close has returned.
+func (w *simWorld) checkClosed() {
+	r := w.r
+	for _, c := range w.calls {
+		if c.runs != 1 {
+			w.fail("call %d (%v): its callback ran %d times by the end", c.id, c.form, c.runs)
+		}
+	}
+	if n := r.admitted.Load(); n != 0 {
+		w.fail("after Close, %d calls still hold an admission slot", n)
+	}
+	if !r.hostq.idle() || r.out.n.Load() != 0 || r.head != len(r.delivery) {
+		w.fail("after Close, callbacks still wait for a Tick")
+	}
+	if !r.Idle() {
+		w.fail("after Close, the reactor is not idle")
+	}
+	s := r.Stats()
+	if s.Pending != 0 || s.InFlight != 0 || s.Queued != 0 {
+		w.fail("after Close, Stats: Pending %d, InFlight %d, Queued %d", s.Pending, s.InFlight, s.Queued)
+	}
+	if s.Submitted != uint64(len(w.calls)) {
+		w.fail("after Close, Stats counts %d calls submitted, the game submitted %d", s.Submitted, len(w.calls))
+	}
+	for _, sl := range w.lanes {
+		if sl.busy {
+			w.fail("after Close, a lane still runs a call")
+		}
+	}
+}
+
+// String describes the world's configuration.
+func (w *simWorld) String() string {
+	c := w.r.cfg
+	return fmt.Sprintf("Workers %d × BatchSize %d, MaxOutstanding %d (CriticalReserve %d), DefaultTimeout %v",
+		c.Workers, c.BatchSize, c.MaxOutstanding, c.CriticalReserve, c.DefaultTimeout)
+}
+
+// log returns the last n events, or all of them.
+func (w *simWorld) log(n int) string {
+	ev := w.events
+	if n > 0 && len(ev) > n {
+		ev = ev[len(ev)-n:]
+	}
+	return strings.Join(ev, "\n")
+}
