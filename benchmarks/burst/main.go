@@ -160,12 +160,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
 	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
-	fs.BoolVar(&o.metadata, "metadata", false, "both clients capture every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
+	fs.BoolVar(&o.metadata, "metadata", false, "every client captures every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
 	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1 (-placements pinned)")
 	placements := fs.String("placements", "", "comma-separated placements to run everything in, one after the other: unpinned "+
 		"(client and backend share the CPUs; the default), pinned (Linux: the client on CPU 0, the backend on CPU 1)")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
-	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run, in this order: "+strings.Join(prpcForms, ", ")+" (prpc, one per form of submission) and "+clientBaseline+
+	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run, of "+strings.Join(prpcForms, ", ")+" (prpc, one per form of submission) and "+clientBaseline+
+		", each trial in the order given (the loop suite rotates it)"+
 		"; by default the burst suites run "+strings.Join(burstClients, ",")+" and the loop suite "+strings.Join(loopClients, ",")+
 		"; the burst suites compare one prpc client with "+clientBaseline+", so with them it names one at most")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`")
