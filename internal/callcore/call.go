@@ -75,9 +75,9 @@ type Ops struct {
 // Owner is what a promise asks of the reactor that runs its call. Both methods may be called
 // from any goroutine and must not block.
 type Owner interface {
-	// Cancel asks the owner to settle use gen of record c with ErrCancelled, unless it is
-	// settled already.
-	Cancel(c *Call, gen uint32)
+	// Cancel asks the owner to settle the call it admitted at submission position pos with
+	// ErrCancelled, unless it is settled already.
+	Cancel(pos uint64)
 	// Redeliver asks the owner to run t's callbacks added after delivery, at the next Tick
 	// that starts after Redeliver returns.
 	Redeliver(t Target)
@@ -92,15 +92,6 @@ type Target interface {
 	// of a promise that got new callbacks. Then Deliver runs the callbacks not run yet, each
 	// isolated by h.Recover.
 	Deliver(h Host, c *Call)
-}
-
-// Binder is a Target that must learn its call's record, to cancel the call: a promise. The
-// owner binds it once it has given the call a record, before the call can settle.
-type Binder interface {
-	Target
-	// Bind gives the promise use gen of record c, and reports whether Cancel was called
-	// before: the owner then settles the call as cancelled.
-	Bind(c *Call, gen uint32) (cancelled bool)
 }
 
 // Func is the Target of a call submitted with a callback and no promise: the callback runs

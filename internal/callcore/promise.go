@@ -26,9 +26,10 @@ func (m *Method[Req, Resp]) Ops() *Ops { return &m.ops }
 // converting the pointer. Its fields are unexported, so that users of calls.Promise reach
 // none of them.
 //
-// Until its first delivery the promise holds the record of its call; delivery moves the
-// outcome into the promise and frees the record for another call, so a promise that users
-// keep holds only what they can see.
+// The promise holds no reference to its call's record, and the reactor's goroutines never
+// touch it until Tick delivers the call, so a burst of calls shares no cache line between the
+// goroutine that makes promises and prpc's. Cancel names the call by its submission position;
+// the first delivery moves the outcome from the record into the promise.
 //
 // The first Then and the first OnError are kept inline while no other callback has been
 // registered, which covers the usual Call(…).Then(…).OnError(…), and so is a first OnSettled
@@ -38,9 +39,8 @@ func (m *Method[Req, Resp]) Ops() *Ops { return &m.ops }
 type Promise[Resp proto.Message] struct {
 	mu              sync.Mutex
 	owner           *OwnerRef
-	rec             *Call // until the first delivery; nil for a call rejected at submission
-	gen             uint32
-	state           uint8 // Pending, Succeeded or Failed, as visible
+	pos             uint64 // the call's submission position, by which Cancel names it
+	state           uint8  // Pending, Succeeded or Failed, as visible
 	delivered       bool
 	redeliverQueued bool
 	cancelRequested bool
@@ -72,14 +72,9 @@ func NewPromise[Resp proto.Message](owner *OwnerRef) *Promise[Resp] {
 	return &Promise[Resp]{owner: owner}
 }
 
-// Bind implements Binder.
-func (p *Promise[Resp]) Bind(c *Call, gen uint32) (cancelled bool) {
-	p.mu.Lock()
-	p.rec, p.gen = c, gen
-	cancelled = p.cancelRequested
-	p.mu.Unlock()
-	return cancelled
-}
+// Pos returns where the promise records its call's submission position: the reactor writes it
+// before it hands the call over, so that Cancel, called once Call has returned, finds it.
+func (p *Promise[Resp]) Pos() *uint64 { return &p.pos }
 
 // Reject fails the call at submission: the failure is visible at once.
 func (p *Promise[Resp]) Reject(err error) {
@@ -112,16 +107,15 @@ func (p *Promise[Resp]) Metadata() (header, trailer metadata.MD) {
 	return p.md.header, p.md.trailer
 }
 
-// Cancel asks the owner to cancel the call, once, unless its outcome is visible already. Before
-// the owner has bound the promise to a record, it only records the request, which Bind reports.
+// Cancel asks the owner to cancel the call, once, unless its outcome is visible already.
 func (p *Promise[Resp]) Cancel() {
 	p.mu.Lock()
-	rec, gen := p.rec, p.gen
-	ask := !p.cancelRequested && p.state == Pending && rec != nil
+	ask := !p.cancelRequested && p.state == Pending
 	p.cancelRequested = true
+	pos := p.pos
 	p.mu.Unlock()
 	if ask {
-		p.owner.Cancel(rec, gen)
+		p.owner.Cancel(pos)
 	}
 }
 
@@ -188,12 +182,10 @@ func (p *Promise[Resp]) registered() {
 
 // Deliver implements Target. The callbacks are removed before they run, so that the promise
 // holds no reference to them afterwards.
-func (p *Promise[Resp]) Deliver(h Host, _ *Call) {
+func (p *Promise[Resp]) Deliver(h Host, rec *Call) {
 	p.mu.Lock()
 	first := !p.delivered
-	rec := p.rec
 	if first {
-		p.rec = nil
 		if rec != nil {
 			p.err = rec.Err
 			if rec.Err == nil {
