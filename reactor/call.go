@@ -84,8 +84,9 @@ func Go[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req
 
 // submit checks the call, admits it and hands it to the reactor goroutine with target t, or
 // counts its rejection and returns it; the caller delivers a rejection to t. If pos is not nil,
-// submit writes the call's submission position there first, by which a promise cancels it.
-func (r *Reactor) submit(t callcore.Target, pos *uint64, ops *callcore.Ops, req proto.Message, opts *calls.Options) *calls.Error {
+// submit writes the call's submission position there first (modulo 2³²), by which a promise
+// cancels it.
+func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req proto.Message, opts *calls.Options) *calls.Error {
 	if r.closingA.Load() {
 		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
@@ -148,7 +149,7 @@ func (r *Reactor) submit(t callcore.Target, pos *uint64, ops *callcore.Ops, req 
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
 	}
 	if pos != nil {
-		*pos = at
+		*pos = uint32(at)
 	}
 	s.target, s.ops, s.req, s.extra, s.flags = t, ops, req, extra, flags
 	s.submitted, s.deadline = now, now+int64(timeout)

@@ -173,8 +173,8 @@ func (e *engine) handle(ev *event) {
 	c, gen := ev.c, ev.gen
 	switch ev.kind {
 	case evCancelPos:
-		ent := e.byPos[ev.pos&e.r.subs.mask]
-		if ent.c == nil || ent.pos != ev.pos {
+		ent := e.byPos[uint64(ev.pos)&e.r.subs.mask]
+		if ent.c == nil || uint32(ent.pos) != ev.pos {
 			return // delivered long ago
 		}
 		c, gen = ent.c, ent.gen

@@ -25,7 +25,7 @@ type event struct {
 	kind eventKind
 	gen  uint32 // the use of c the event is about
 	c    *callcore.Call
-	pos  uint64 // evCancelPos: the call's submission position
+	pos  uint32 // evCancelPos: the call's submission position, modulo 2³²
 }
 
 // completion is an invoker lane's report that it has finished with c, which the reactor

@@ -241,7 +241,7 @@ func (r *Reactor) Ready() <-chan struct{} { return r.ready }
 type owner struct{ r *Reactor }
 
 // Cancel implements callcore.Owner.
-func (o *owner) Cancel(pos uint64) {
+func (o *owner) Cancel(pos uint32) {
 	o.r.in.push(event{kind: evCancelPos, pos: pos})
 }
 

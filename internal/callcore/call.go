@@ -75,9 +75,9 @@ type Ops struct {
 // Owner is what a promise asks of the reactor that runs its call. Both methods may be called
 // from any goroutine and must not block.
 type Owner interface {
-	// Cancel asks the owner to settle the call it admitted at submission position pos with
-	// ErrCancelled, unless it is settled already.
-	Cancel(pos uint64)
+	// Cancel asks the owner to settle the call it admitted at submission position pos (modulo
+	// 2³²) with ErrCancelled, unless it is settled already.
+	Cancel(pos uint32)
 	// Redeliver asks the owner to run t's callbacks added after delivery, at the next Tick
 	// that starts after Redeliver returns.
 	Redeliver(t Target)
