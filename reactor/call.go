@@ -45,7 +45,7 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 		panic("prpc: reactor.Call with a nil *calls.Method")
 	}
 	p := callcore.NewPromise[Resp](&r.ownerRef)
-	if err := r.submit(p, (*callcore.Method[Req, Resp])(m).Ops(), req, opts); err != nil {
+	if err := r.submit(p, p.Pos(), (*callcore.Method[Req, Resp])(m).Ops(), req, opts); err != nil {
 		p.Reject(err)
 		r.deliverNext(p)
 	}
@@ -75,7 +75,7 @@ func Go[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req
 	if fn == nil {
 		panic("prpc: reactor.Go with a nil callback")
 	}
-	if err := r.submit(callcore.Func[Resp](fn), (*callcore.Method[Req, Resp])(m).Ops(), req, opts); err != nil {
+	if err := r.submit(callcore.Func[Resp](fn), nil, (*callcore.Method[Req, Resp])(m).Ops(), req, opts); err != nil {
 		r.deliverNext(&callcore.Rejected[Resp]{Fn: fn, Err: err})
 		return err
 	}
@@ -83,8 +83,10 @@ func Go[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req
 }
 
 // submit checks the call, admits it and hands it to the reactor goroutine with target t, or
-// counts its rejection and returns it; the caller delivers a rejection to t.
-func (r *Reactor) submit(t callcore.Target, ops *callcore.Ops, req proto.Message, opts *calls.Options) *calls.Error {
+// counts its rejection and returns it; the caller delivers a rejection to t. If pos is not nil,
+// submit writes the call's submission position there first (modulo 2³²), by which a promise
+// cancels it.
+func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req proto.Message, opts *calls.Options) *calls.Error {
 	if r.closingA.Load() {
 		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
@@ -141,15 +143,18 @@ func (r *Reactor) submit(t callcore.Target, ops *callcore.Ops, req proto.Message
 		flags |= submitMetadata
 	}
 	now := r.now()
-	s, pos, ok := r.subs.reserve()
+	s, at, ok := r.subs.reserve()
 	if !ok {
 		r.admitted.Add(-1)
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
 	}
+	if pos != nil {
+		*pos = uint32(at)
+	}
 	s.target, s.ops, s.req, s.extra, s.flags = t, ops, req, extra, flags
 	s.submitted, s.deadline = now, now+int64(timeout)
 	var back submission
-	if !r.subs.publish(s, pos, &back) {
+	if !r.subs.publish(s, at, &back) {
 		// The reactor goroutine exited between admission and now (Close won the race).
 		r.admitted.Add(-1)
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)

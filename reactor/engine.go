@@ -17,10 +17,15 @@ import (
 // cancelled or are cut off by Close, and hears from a lane only about such a call that was
 // running.
 type engine struct {
-	r        *Reactor
-	heap     *deadlineHeap
-	records  recordPool
-	sub      submission // the submission being accepted
+	r       *Reactor
+	heap    *deadlineHeap
+	records recordPool
+	sub     submission // the submission being accepted
+	// byPos names the record of each call accepted, by its submission position modulo the
+	// ring's size, for the cancels of promises, which know only the position. An entry is
+	// overwritten a lap of the ring later, once its call is long delivered: admission bounds
+	// the calls outstanding by the ring's size.
+	byPos    []posEntry
 	accepted []accepted // calls accepted this turn, by method, not counted in Stats yet
 	admitted []work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
@@ -54,6 +59,7 @@ func (r *Reactor) start() {
 func newEngine(r *Reactor) *engine {
 	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
 	e.records.freed = &r.freed
+	e.byPos = make([]posEntry, len(r.subs.slots))
 	e.timer.Stop()
 	return e
 }
@@ -94,8 +100,8 @@ func (e *engine) turn() (done bool) {
 	r := e.r
 	e.events, e.done = r.in.take(e.events, e.done)
 	e.nowNs = r.now()
-	for r.subs.take(&e.sub) {
-		e.accept(&e.sub)
+	for pos, ok := r.subs.take(&e.sub); ok; pos, ok = r.subs.take(&e.sub) {
+		e.accept(pos, &e.sub)
 	}
 	e.countAccepted()
 	for i := range e.done {
@@ -119,19 +125,14 @@ func (e *engine) turn() (done bool) {
 // accept gives a submitted call a record and schedules it: it times out at once if its
 // deadline has passed, is cancelled at once if its promise was, and otherwise joins this
 // turn's calls for the lanes.
-func (e *engine) accept(s *submission) {
-	c, gen, cancelled := e.record(s)
-	if cancelled {
-		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
-		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, false)
-		return
-	}
+func (e *engine) accept(pos uint64, s *submission) {
+	c, gen := e.record(pos, s)
 	e.admit(c, gen)
 }
 
-// record gives the call of s a record, counts it for Stats (countAccepted) and binds its
-// promise, if any; it reports whether the promise was cancelled already.
-func (e *engine) record(s *submission) (c *callcore.Call, gen uint32, cancelled bool) {
+// record gives the call of s, submitted at pos, a record and counts it for Stats
+// (countAccepted).
+func (e *engine) record(pos uint64, s *submission) (c *callcore.Call, gen uint32) {
 	c = e.records.get()
 	c.Ops, c.Target, c.Req, c.Extra = s.ops, s.target, s.req, s.extra
 	c.Submitted, c.Deadline = s.submitted, s.deadline
@@ -139,10 +140,15 @@ func (e *engine) record(s *submission) (c *callcore.Call, gen uint32, cancelled 
 	clearSubmission(s)
 	e.countOne(e.r.method(c.Ops))
 	gen = c.Gen()
-	if b, ok := c.Target.(callcore.Binder); ok {
-		cancelled = b.Bind(c, gen)
-	}
-	return c, gen, cancelled
+	e.byPos[pos&e.r.subs.mask] = posEntry{pos: pos, c: c, gen: gen}
+	return c, gen
+}
+
+// posEntry is the record of the call submitted at pos, in its use gen.
+type posEntry struct {
+	pos uint64
+	c   *callcore.Call
+	gen uint32
 }
 
 // countAccepted counts this turn's accepted calls in Stats, as submitted and pending, before
@@ -189,10 +195,17 @@ func (e *engine) laneDone(d completion) {
 }
 
 func (e *engine) handle(ev *event) {
-	c := ev.c
+	c, gen := ev.c, ev.gen
 	switch ev.kind {
+	case evCancelPos:
+		ent := e.byPos[uint64(ev.pos)&e.r.subs.mask]
+		if ent.c == nil || uint32(ent.pos) != ev.pos {
+			return // delivered long ago
+		}
+		c, gen = ent.c, ent.gen
+		fallthrough
 	case evCancel:
-		taken, sent := e.take(c, ev.gen)
+		taken, sent := e.take(c, gen)
 		if !taken {
 			return // settled already, or the record has moved on to another call
 		}
@@ -223,8 +236,8 @@ func (e *engine) admit(c *callcore.Call, gen uint32) {
 	}
 	e.heap.push(c, gen)
 	if parent := c.Parent(); parent != nil && parent.Done() != nil {
-		owner := &e.r.owner
-		c.Extra.StopParent = context.AfterFunc(parent, func() { owner.Cancel(c, gen) })
+		in := e.r.in
+		c.Extra.StopParent = context.AfterFunc(parent, func() { in.push(event{kind: evCancel, gen: gen, c: c}) })
 	}
 	e.admitted = append(e.admitted, work{c: c, gen: gen})
 }
@@ -326,10 +339,18 @@ func (e *engine) take(c *callcore.Call, gen uint32) (taken, sent bool) {
 	if e.drop(c, gen) {
 		return true, false
 	}
+	if mutation == "skip-claim-cas" && c.Unsettled(gen) {
+		// The bug: the reactor takes a running call without its compare-and-swap, so the
+		// lane may settle it too.
+		c.CancelTransport()
+		return true, true
+	}
 	if !c.Move(gen, callcore.Running, callcore.Cut) {
 		return false, false // settled already, by a lane or by the reactor, or a later use
 	}
-	c.CancelTransport()
+	if mutation != "no-cancel-transport" {
+		c.CancelTransport()
+	}
 	return true, true
 }
 
@@ -345,7 +366,7 @@ func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason, sen
 	}
 	c.Err = err
 	c.Reason = reason
-	if !sent {
+	if !sent || mutation == "deliver-cut" {
 		e.settled = append(e.settled, c)
 	}
 }
@@ -421,8 +442,8 @@ func (e *engine) finish() {
 	e.release()
 	// Calls admitted before Close whose submission was published after the last turn; the
 	// producers of later ones take them back and fail them themselves.
-	r.subs.close(func(s *submission) {
-		c, gen, _ := e.record(s)
+	r.subs.close(func(pos uint64, s *submission) {
+		c, gen := e.record(pos, s)
 		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
 		e.settle(c, localError(callerr.Closed, c.Ops.Path, "reactor closed before the call was sent", nil), callcore.ReasonClosed, false)
 	})

@@ -11,19 +11,21 @@ import (
 type eventKind uint8
 
 const (
-	evCancel eventKind = iota // a call to cancel
-	evClose                   // stop admitting; exit once every call has settled
-	evAbort                   // settle every remaining call with ErrClosed
-	evNotify                  // call OnReady: Tick left completions behind
+	evCancel    eventKind = iota // a call to cancel, by its record: its parent context is done
+	evCancelPos                  // a call to cancel, by its submission position: Promise.Cancel
+	evClose                      // stop admitting; exit once every call has settled
+	evAbort                      // settle every remaining call with ErrClosed
+	evNotify                     // call OnReady: Tick left completions behind
 )
 
-// event is 16 bytes; the rare evAbort carries its cause in the inbox instead (pushAbort).
+// The rare evAbort carries its cause in the inbox instead (pushAbort).
 // Submitted calls do not pass through the inbox: they have a ring of their own
 // (submissionRing).
 type event struct {
 	kind eventKind
 	gen  uint32 // the use of c the event is about
 	c    *callcore.Call
+	pos  uint32 // evCancelPos: the call's submission position, modulo 2³²
 }
 
 // completion is an invoker lane's report that it has finished with c, which the reactor

@@ -5,10 +5,10 @@ import (
 	"unsafe"
 )
 
-// TestEventSize keeps the inbox's event at two words: the host appends one per call, so in a
-// burst each byte of it is a byte of heap the game loop's thread touches per call.
-func TestEventSize(t *testing.T) {
-	if got, want := unsafe.Sizeof(event{}), 2*unsafe.Sizeof(uintptr(0)); got != want {
-		t.Errorf("an inbox event is %d bytes, want %d", got, want)
+// TestSubmissionSize keeps a submission slot at 80 bytes: the host writes one per call, so in
+// a burst each byte of it is a byte of the ring the game loop's thread writes per call.
+func TestSubmissionSize(t *testing.T) {
+	if got, limit := unsafe.Sizeof(submission{}), uintptr(80); got > limit {
+		t.Errorf("a submission slot is %d bytes, over its budget of %d", got, limit)
 	}
 }

@@ -250,8 +250,8 @@ func (r *Reactor) Ready() <-chan struct{} { return r.ready }
 type owner struct{ r *Reactor }
 
 // Cancel implements callcore.Owner.
-func (o *owner) Cancel(c *callcore.Call, gen uint32) {
-	o.r.in.push(event{kind: evCancel, gen: gen, c: c})
+func (o *owner) Cancel(pos uint32) {
+	o.r.in.push(event{kind: evCancelPos, pos: pos})
 }
 
 // Redeliver implements callcore.Owner.

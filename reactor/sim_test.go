@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/trixnew/prpc/internal/callcore"
 )
 
 // simSeeds is how many seeds TestSimulation runs unless PRPC_SIM_SEEDS says otherwise: the
@@ -29,7 +27,7 @@ func TestSimulation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("PRPC_SIM_SEED=%q: %v", s, err)
 		}
-		w, err := runSeed(seed, simMaxEvents)
+		w, err := runSeed(seed, simMaxEvents, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +66,7 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 				if seed >= first+n {
 					return
 				}
-				w, err := runSeed(seed, simMaxEvents)
+				w, err := runSeed(seed, simMaxEvents, false)
 				if err == nil && w.err == nil {
 					continue
 				}
@@ -110,10 +108,10 @@ func describeFailure(seed uint64, w *simWorld) string {
 // playing after the fewest steps, at most max.
 func shortestFailingPrefix(seed uint64, max int) *simWorld {
 	lo, hi := 0, max
-	best, _ := runSeed(seed, hi)
+	best, _ := runSeed(seed, hi, true)
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if w, err := runSeed(seed, mid); err == nil && w.err != nil {
+		if w, err := runSeed(seed, mid, true); err == nil && w.err != nil {
 			hi, best = mid, w
 		} else {
 			lo = mid + 1
@@ -126,11 +124,12 @@ func shortestFailingPrefix(seed uint64, max int) *simWorld {
 // simMinCalls calls over simMinEvents steps and decides to stop), then stops, drains or
 // closes, and the run goes on until Close has returned. It stops at the first broken
 // invariant.
-func runSeed(seed uint64, stopAfter int) (*simWorld, error) {
+func runSeed(seed uint64, stopAfter int, logging bool) (*simWorld, error) {
 	w, err := newSimWorld(seed)
 	if err != nil {
 		return nil, err
 	}
+	w.logging = logging
 	w.play(stopAfter)
 	return w, nil
 }
@@ -145,7 +144,7 @@ func (w *simWorld) play(stopAfter int) {
 		if w.host == hostClosed {
 			return
 		}
-		if w.played > 0 && w.steps > w.played+simFinishSteps {
+		if w.host != hostPlaying && w.steps > w.played+simFinishSteps {
 			w.fail("the host stopped %d steps ago and Close has not returned", simFinishSteps)
 			return
 		}
@@ -180,7 +179,7 @@ func (w *simWorld) step() {
 		weight int
 		run    func()
 	}
-	var choices [12]choice
+	var choices [16]choice
 	k := 0
 	add := func(weight int, run func()) {
 		if weight > 0 {
@@ -210,8 +209,14 @@ func (w *simWorld) step() {
 		w.clock.now += d
 		w.note("time passes: %v", d)
 	})
-	if w.host != hostClosed && (w.host != hostClosing || w.pct(50)) {
+	if w.host != hostClosed && w.steps >= w.pausedUntil && (w.host != hostClosing || w.pct(50)) {
 		add(15, w.tick)
+		if w.host == hostPlaying {
+			add(1, func() {
+				w.pausedUntil = w.steps + 10 + w.rng.IntN(200)
+				w.note("the host stops ticking until step %d", w.pausedUntil)
+			})
+		}
 	}
 	add(3, w.cancelOne)
 	add(1, func() {
@@ -291,4 +296,3 @@ func (w *simWorld) closeReturns() {
 	w.checkClosed()
 }
 
-var _ = callcore.Unclaimed

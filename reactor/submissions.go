@@ -120,18 +120,19 @@ func (q *submissionRing) publish(s *submission, pos uint64, back *submission) bo
 	return true
 }
 
-// take copies out the next published submission, frees its slot and reports true, or reports
-// false if none is published yet. Consumer only, while not gone.
-func (q *submissionRing) take(out *submission) bool {
-	s := &q.slots[q.tail&q.mask]
-	if s.seq.Load() != q.tail+1 {
-		return false
+// take copies out the next published submission, frees its slot and returns its position and
+// true, or reports false if none is published yet. Consumer only, while not gone.
+func (q *submissionRing) take(out *submission) (uint64, bool) {
+	pos := q.tail
+	s := &q.slots[pos&q.mask]
+	if s.seq.Load() != pos+1 {
+		return 0, false
 	}
 	copySubmission(out, s)
 	clearSubmission(s)
-	s.seq.Store(q.tail + q.mask + 1)
+	s.seq.Store(pos + q.mask + 1)
 	q.tail++
-	return true
+	return pos, true
 }
 
 // ready reports whether a submission is published at the consumer's position. Consumer only.
@@ -140,9 +141,9 @@ func (q *submissionRing) ready() bool {
 }
 
 // close marks the consumer gone and takes every submission published so far, in any slot,
-// calling f with each; producers take back what they publish later. The slots keep their
-// references, for the reactor's remaining life. Consumer only, once.
-func (q *submissionRing) close(f func(*submission)) {
+// calling f with each and its position; producers take back what they publish later. The
+// slots keep their references, for the reactor's remaining life. Consumer only, once.
+func (q *submissionRing) close(f func(uint64, *submission)) {
 	q.gone.Store(true)
 	head := q.head.Load()
 	var out submission
@@ -153,7 +154,7 @@ func (q *submissionRing) close(f func(*submission)) {
 		}
 		copySubmission(&out, s) // before the compare-and-swap, as publish does
 		if s.seq.CompareAndSwap(pos+1, seqDead) {
-			f(&out)
+			f(pos, &out)
 		}
 	}
 	q.tail = head

@@ -28,10 +28,13 @@ func TestSubmissionRingOrder(t *testing.T) {
 		}
 		require.True(t, q.ready())
 		for i := range 8 {
-			require.True(t, q.take(&out))
+			pos, ok := q.take(&out)
+			require.True(t, ok)
+			require.Equal(t, uint64(lap*8+i), pos, "its position")
 			require.Equal(t, int64(lap*8+i), out.submitted)
 		}
-		require.False(t, q.take(&out))
+		_, ok := q.take(&out)
+		require.False(t, ok)
 		require.False(t, q.ready())
 	}
 }
@@ -54,7 +57,7 @@ func TestSubmissionRingConcurrent(t *testing.T) {
 	next := make([]int, producers)
 	var out submission
 	for taken := 0; taken < producers*each; {
-		if !q.take(&out) {
+		if _, ok := q.take(&out); !ok {
 			continue
 		}
 		<-sem
@@ -105,11 +108,11 @@ func TestSubmissionRingClose(t *testing.T) {
 		close(start)
 		var out submission
 		for range round % 8 { // some taken while running
-			if q.take(&out) {
+			if _, ok := q.take(&out); ok {
 				note(out.submitted, "the consumer")
 			}
 		}
-		q.close(func(s *submission) { note(s.submitted, "the consumer's close") })
+		q.close(func(_ uint64, s *submission) { note(s.submitted, "the consumer's close") })
 		wg.Wait()
 		require.Len(t, seen, producers*each, "round %d: a submission was lost", round)
 	}

@@ -180,7 +180,9 @@ func (h *host) Delivered(c *callcore.Call) {
 		return // rejected at submission: counted then, and no record
 	}
 	r := h.r
-	r.admitted.Add(-1)
+	if mutation != "leak-admission" || c.Err == nil {
+		r.admitted.Add(-1)
+	}
 	method := r.method(c.Ops)
 	latency := time.Duration(r.deliveredAt - c.Submitted)
 	r.mu.Lock()

@@ -66,8 +66,23 @@ func (r *Report) placement() (title, clause string) {
 	}
 }
 
-// writeLoopSummaryMarkdown writes the loop suite's part of the summary: per burst size, each
-// client's figures, the ratios prpc ÷ pool and the targets.
+// forms returns the prpc clients that ran at least one trial of lr, in prpcForms order.
+func (lr *LoopResult) forms() []string {
+	var fs []string
+	for _, f := range prpcForms {
+		for _, sz := range lr.Sizes {
+			if len(sz.clientTrials(f)) > 0 {
+				fs = append(fs, f)
+				break
+			}
+		}
+	}
+	return fs
+}
+
+// writeLoopSummaryMarkdown writes the loop suite's part of the summary: the targets of each
+// prpc client that ran, then per burst size and figure the pool's figure and each client's
+// ratio to it, or its own count, with the verdict of its target.
 func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
 	lr := r.Loop
 	trials := 0
@@ -78,54 +93,76 @@ func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
 	if trials > 1 {
 		count = fmt.Sprintf("%d interleaved trials", trials)
 	}
+	forms := lr.forms()
 	_, placement := r.placement()
-	fmt.Fprintf(b, "Loop suite: prpc against the hand-written %s in the same game loop (%d TPS, %g ms of game work per tick, the burst submitted on tick %d), "+
+	fmt.Fprintf(b, "Loop suite: prpc, in each form of submission that ran, against the hand-written %s in the same game loop (%d TPS, %g ms of game work per tick, the burst submitted on tick %d), "+
 		"%s per client and burst size; %s. "+
-		"Submission and the time to the last delivery: each client's median in ms with the least and the greatest in brackets, and the median of the per-trial ratios with their spread. "+
-		"Longest tick interval: over the burst windows of all the trials; late ticks: intervals over %g ms, summed over all the trials.\n\n",
+		"The judged figure is the CPU time of the loop's thread over the submission; its wall time is beside it. "+
+		"Each prpc client's cell: the median over the trials of its per-trial ratio to the pool, with the least and the greatest in brackets; for late ticks and the longest tick interval, its own figure. "+
+		"The pool's cell: its median in ms with its spread, or its own figure. "+
+		"Longest tick interval: over the burst windows of all the trials; late ticks: intervals over %g ms, summed over all the trials. "+
+		"Verdicts judge the ratios as shown, to two decimals.\n\n",
 		poolName, lr.TPS, ms(lr.GameWork), lr.SubmitTick, count, placement, ms(loopLate))
-	b.WriteString("| calls | figure | prpc | " + poolName + " | prpc ÷ pool | target | verdict |\n")
-	b.WriteString("|---:|:--|---:|---:|---:|:--|:--|\n")
+	if len(forms) > 0 {
+		b.WriteString("| client | form | " + figSubmitCPU + " | " + figDelivery + " | " + figLate + " |\n")
+		b.WriteString("|:--|:--|:--|:--|:--|\n")
+		for _, f := range forms {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | ≤ the pool's |\n", f, formText(f), cpuTargetText(f), boundText(deliveryMax, 0))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| calls | figure | " + poolName + " |")
+	sep := "|---:|:--|---:|"
+	for _, f := range forms {
+		b.WriteString(" " + f + " | verdict |")
+		sep += "---:|:--|"
+	}
+	b.WriteString("\n" + sep + "\n")
+	msCell := func(f loopFigures, s spread) string {
+		if f.Trials == 0 {
+			return "–"
+		}
+		return spreadText(s, f.Trials, " ms")
+	}
+	longest := func(f loopFigures) string {
+		if f.Trials == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f ms", ms(f.Longest))
+	}
+	late := func(f loopFigures) string {
+		if f.Trials == 0 {
+			return "–"
+		}
+		return strconv.Itoa(f.Late)
+	}
 	for _, sz := range lr.Sizes {
-		c := sz.compare()
-		tg := map[string]loopTarget{}
-		for _, t := range c.targets() {
-			tg[t.Figure] = t
-		}
-		msCell := func(f loopFigures, s spread) string {
-			if f.Trials == 0 {
-				return "–"
+		pool := figuresOf(sz.clientTrials(clientBaseline))
+		cs := make([]loopComparison, len(forms))
+		tgs := make([]map[string]loopTarget, len(forms))
+		for i, f := range forms {
+			cs[i] = sz.compare(f)
+			tgs[i] = map[string]loopTarget{}
+			for _, t := range cs[i].targets() {
+				tgs[i][t.Figure] = t
 			}
-			return spreadText(s, f.Trials, " ms")
 		}
-		row := func(fig, p, pool, ratio string) {
-			target, verdict := "–", "–"
-			if t, ok := tg[fig]; ok {
-				target, verdict = t.Target, t.verdictCell()
+		row := func(fig, poolCell string, cell func(loopComparison) string) {
+			fmt.Fprintf(b, "| %s | %s | %s |", thousands(sz.Shape.Calls), fig, poolCell)
+			for i, c := range cs {
+				verdict := "–"
+				if t, ok := tgs[i][fig]; ok {
+					verdict = t.verdictCell()
+				}
+				fmt.Fprintf(b, " %s | %s |", cell(c), verdict)
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", thousands(c.Calls), fig, p, pool, ratio, target, verdict)
+			b.WriteString("\n")
 		}
-		row(figSubmit, msCell(c.PRPC, c.PRPC.Submit), msCell(c.Pool, c.Pool.Submit), ratioCell(c.Submit, c.Paired))
-		row(figSubmitCPU, msCell(c.PRPC, c.PRPC.SubmitCPU), msCell(c.Pool, c.Pool.SubmitCPU), ratioCell(c.SubmitCPU, c.Paired))
-		longest := func(f loopFigures) string {
-			if f.Trials == 0 {
-				return "–"
-			}
-			return fmt.Sprintf("%.2f ms", ms(f.Longest))
-		}
-		diff := "–"
-		if c.PRPC.Trials > 0 && c.Pool.Trials > 0 {
-			diff = fmt.Sprintf("%+.2f ms", ms(c.PRPC.Longest-c.Pool.Longest))
-		}
-		row(figLongest, longest(c.PRPC), longest(c.Pool), diff)
-		late := func(f loopFigures) string {
-			if f.Trials == 0 {
-				return "–"
-			}
-			return strconv.Itoa(f.Late)
-		}
-		row(figLate, late(c.PRPC), late(c.Pool), "–")
-		row(figDelivery, msCell(c.PRPC, c.PRPC.ToLastDelivery), msCell(c.Pool, c.Pool.ToLastDelivery), ratioCell(c.ToLastDelivery, c.Paired))
+		row(figSubmitCPU, msCell(pool, pool.SubmitCPU), func(c loopComparison) string { return ratioCell(c.SubmitCPU, c.Paired) })
+		row(figSubmit, msCell(pool, pool.Submit), func(c loopComparison) string { return ratioCell(c.Submit, c.Paired) })
+		row(figDelivery, msCell(pool, pool.ToLastDelivery), func(c loopComparison) string { return ratioCell(c.ToLastDelivery, c.Paired) })
+		row(figLate, late(pool), func(c loopComparison) string { return late(c.PRPC) })
+		row(figLongest, longest(pool), func(c loopComparison) string { return longest(c.PRPC) })
 	}
 }
 
@@ -135,12 +172,17 @@ func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 	fmt.Fprintf(b, "Each trial hands a fresh client to loop.Run at %d TPS with Budget %v, woken between ticks by Ready. "+
 		"OnTick burns %g ms of CPU every tick; on tick %d it first submits the burst of GetPlayer calls as game logic does, "+
 		"a new request per call and callbacks that capture the call's own state, and every response is checked. "+
-		"prpc: a reactor with Workers × BatchSize as given, every call's timeout %v; it runs the callbacks (Then, OnError) in its Tick. "+
+		"prpc: a reactor with Workers × BatchSize as given, every call's timeout %v, which runs the callbacks in its Tick; "+
+		"each prpc client submits in one form, with callbacks that do what the pool's callback does and capture the same state: "+
+		clientGo+" by "+formText(clientGo)+"; "+clientOnSettled+" by "+formText(clientOnSettled)+"; "+clientThen+" by "+formText(clientThen)+". "+
 		"%s: the hand-written pool, as many goroutines as Workers × BatchSize fed by a buffered channel of {request, callback}, "+
 		"each calling the generated stub's GetPlayer with a timeout of %v from when it takes the call and sending the reply to a buffered channel, "+
 		"which the loop drains with Tick(Budget), running one callback per call, as it drains the reactor. "+
 		"Warm-up: %d calls through each trial's client before its loop starts, after which freed memory is returned to the OS. "+
-		"The trials are interleaved, prpc then the pool. The loop stops %d ticks after the first tick to start once every call has its outcome.\n",
+		"The trials are interleaved: trial 1 of every client, then trial 2, and so on; the order of the clients within a trial rotates by a Williams design, "+
+		"so that over as many trials as clients each client runs once in each position and, with an even number of clients, right after each other client once, "+
+		"lest the position in a trial or the client just before favour one client (the table lists the trials in running order). "+
+		"The loop stops %d ticks after the first tick to start once every call has its outcome.\n",
 		lr.TPS, r.Budget, ms(lr.GameWork), lr.SubmitTick, r.Timeout, poolName, r.Timeout, r.Warmup, lr.TailTicks)
 	b.WriteString("Tick intervals: between successive tick starts, from the tick that submits the burst to the first tick after the last outcome; " +
 		"percentiles by nearest rank, so with fewer than 100 intervals p99 is the longest. " +
@@ -154,7 +196,7 @@ func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 		"the minor page faults it took itself, and its involuntary context switches (the kernel gave its CPU to another thread); " +
 		"submit minus submit CPU is time it waited for a CPU. " +
 		"To last delivery: from the start of the submitting tick to the last outcome. " +
-		"Ratios: prpc ÷ pool in the same trial number.\n")
+		"Ratios: the prpc client's ÷ the pool's in the same trial number.\n")
 	b.WriteString("\n")
 	b.WriteString("| calls | workers | trial | client | ticks | burst intervals | interval p50 | interval p99 | interval max | max after submit tick | late | skipped | overruns | tick p99 | tick max | delivery | wake-ups | submit | submit faults | submit CPU | submit sys | submit thread faults | submit preempted | to last delivery | calls ok | errors | submit ratio | submit CPU ratio | to last delivery ratio |\n")
 	b.WriteString("|---:|:-:|:-:|:--|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -179,21 +221,20 @@ func (r *Report) writeLoopMarkdown(b *strings.Builder) {
 		}
 		for _, t := range sz.Trials {
 			var rs *loopRatios
-			if p, base, ok := sz.pair(t.Trial); ok && t.Client == clientPRPC {
+			if p, base, ok := sz.pair(t.Client, t.Trial); ok {
 				x := loopRatioOf(p, base)
 				rs = &x
 			}
 			row(strconv.Itoa(t.Trial), t, rs)
 		}
 		if s.Trials > 1 {
-			c := sz.compare()
-			for _, name := range []string{clientPRPC, clientBaseline} {
+			for _, name := range append(sz.forms(), clientBaseline) {
 				m, ok := sz.median(name)
 				if !ok {
 					continue
 				}
 				var rs *loopRatios
-				if name == clientPRPC && c.Paired > 0 {
+				if c := sz.compare(name); isPRPC(name) && c.Paired > 0 {
 					rs = &loopRatios{Submit: c.Submit.median, SubmitCPU: c.SubmitCPU.median, ToLastDelivery: c.ToLastDelivery.median}
 				}
 				row("**median**", m, rs)
@@ -230,11 +271,16 @@ type jsonLoopSize struct {
 	Trials      int `json:"trials"`
 	// Results are in running order.
 	Results []jsonLoopTrial `json:"results"`
-	// Medians holds a median trial per client that ran more than one trial.
-	Medians    []jsonLoopTrial    `json:"medians,omitempty"`
-	Ratios     []loopRatios       `json:"ratios,omitempty"`
-	Comparison jsonLoopComparison `json:"comparison"`
-	Targets    []loopTarget       `json:"targets"`
+	// Medians holds a median trial per client that ran more than one trial: the prpc
+	// clients in prpcForms order, then the pool.
+	Medians []jsonLoopTrial `json:"medians,omitempty"`
+	// Ratios holds every prpc client's per-trial ratios to the pool: by client in prpcForms
+	// order, then by trial.
+	Ratios []loopRatios `json:"ratios,omitempty"`
+	// Pool is the pool's figures; Comparisons holds, per prpc client that ran, in prpcForms
+	// order, its figures, its ratios to the pool's and its targets.
+	Pool        jsonLoopFigures      `json:"pool"`
+	Comparisons []jsonLoopComparison `json:"comparisons"`
 }
 
 type jsonSpread struct {
@@ -263,12 +309,14 @@ func (f loopFigures) toJSON() jsonLoopFigures {
 }
 
 type jsonLoopComparison struct {
-	PRPC                jsonLoopFigures `json:"prpc"`
-	Pool                jsonLoopFigures `json:"pool"`
+	Client              string          `json:"client"`
+	Form                string          `json:"form"`
+	Figures             jsonLoopFigures `json:"figures"`
 	PairedTrials        int             `json:"paired_trials"`
 	SubmitRatio         jsonSpread      `json:"submit_ratio"`
 	SubmitCPURatio      jsonSpread      `json:"submit_thread_cpu_ratio"`
 	ToLastDeliveryRatio jsonSpread      `json:"to_last_delivery_ratio"`
+	Targets             []loopTarget    `json:"targets"`
 }
 
 type jsonLoopTrial struct {
@@ -322,20 +370,23 @@ func (lr *LoopResult) toJSON() *jsonLoop {
 	}
 	for _, sz := range lr.Sizes {
 		s := sz.Shape
-		c := sz.compare()
 		js := jsonLoopSize{
 			Calls: s.Calls, Workers: s.Workers, Batch: s.Batch, PoolWorkers: s.Workers * s.Batch, Trials: s.Trials,
-			Ratios: sz.trialRatios(),
-			Comparison: jsonLoopComparison{
-				PRPC: c.PRPC.toJSON(), Pool: c.Pool.toJSON(), PairedTrials: c.Paired,
+			Pool: figuresOf(sz.clientTrials(clientBaseline)).toJSON(),
+		}
+		for _, f := range sz.forms() {
+			c := sz.compare(f)
+			js.Ratios = append(js.Ratios, sz.trialRatios(f)...)
+			js.Comparisons = append(js.Comparisons, jsonLoopComparison{
+				Client: f, Form: formText(f), Figures: c.PRPC.toJSON(), PairedTrials: c.Paired,
 				SubmitRatio: c.Submit.toJSON(), SubmitCPURatio: c.SubmitCPU.toJSON(), ToLastDeliveryRatio: c.ToLastDelivery.toJSON(),
-			},
-			Targets: c.targets(),
+				Targets: c.targets(),
+			})
 		}
 		for _, t := range sz.Trials {
 			js.Results = append(js.Results, t.toJSON())
 		}
-		for _, name := range []string{clientPRPC, clientBaseline} {
+		for _, name := range append(sz.forms(), clientBaseline) {
 			if m, ok := sz.median(name); ok && len(sz.clientTrials(name)) > 1 {
 				js.Medians = append(js.Medians, m.toJSON())
 			}

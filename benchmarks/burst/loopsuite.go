@@ -14,8 +14,8 @@ import (
 )
 
 // The loop suite: a burst submitted from inside a loop.Run game loop that does real CPU work
-// every tick, through prpc and through the hand-written grpc-go pool (handpool), in
-// interleaved trials, to measure what the burst costs the loop with each.
+// every tick, through prpc in each form of submission and through the hand-written grpc-go
+// pool (handpool), in interleaved trials, to measure what the burst costs the loop with each.
 const (
 	suiteLoop      = "loop"
 	loopTPS        = 20
@@ -25,11 +25,6 @@ const (
 	loopTrials     = 7                     // trials per client and burst size by default
 	// loopLate is the longest tick interval that is not late: the period and 2 ms.
 	loopLate = 52 * time.Millisecond
-	// loopLongestSlack is how much longer than the pool's longest tick interval prpc's may be.
-	loopLongestSlack = time.Millisecond
-	// loopRatioTarget is the greatest ratio prpc ÷ pool that meets the loop suite's
-	// submission and delivery targets.
-	loopRatioTarget = 1.0
 )
 
 // loopSizes are the loop suite's burst sizes, run in this order; loopWorkers × loopBatch is
@@ -51,9 +46,10 @@ type LoopResult struct {
 	Sizes []LoopSize
 }
 
-// LoopSize holds the trials of one burst size: Shape.Calls calls per burst, prpc's reactor
+// LoopSize holds the trials of one burst size: Shape.Calls calls per burst, prpc's reactors
 // with Shape.Workers × Shape.Batch and the pool with as many goroutines, Shape.Trials trials
-// per client. Trials are in running order: trial 1 of every client, then trial 2, and so on.
+// per client. Trials are in running order: trial 1 of every client, then trial 2, and so on,
+// the clients of each trial in the order trialOrder gives.
 type LoopSize struct {
 	Shape  Shape
 	Trials []LoopTrial
@@ -152,25 +148,51 @@ func (rn *runner) newLoopClient(name string, s Shape, maxCalls int) (loopClient,
 	if name == clientBaseline {
 		return newPoolClient(rn.addr, s, rn.timeout, rn.budget, maxCalls, rn.metadata)
 	}
-	return newPRPCClient(rn.addr, s, rn.timeout, rn.budget, maxCalls, rn.metadata)
+	return newPRPCClient(name, rn.addr, s, rn.timeout, rn.budget, maxCalls, rn.metadata)
+}
+
+// trialOrder returns the order in which n clients, as indices into the list of clients, run
+// trial t (from 1) of the loop suite: row t−1 (modulo n) of a Williams design, a Latin square
+// whose first row is 0, 1, n−1, 2, n−2, … and whose row r adds r to each entry, modulo n.
+// Over n trials each client runs once in each position of a trial and, for an even n, right
+// after each other client once, so that neither the position a client runs in nor the client
+// that ran just before it favours one client; over a number of trials that n does not divide,
+// the positions are as even as they can be.
+func trialOrder(n, t int) []int {
+	first := make([]int, n)
+	lo, hi := 1, n-1
+	for j := 1; j < n; j++ {
+		if j%2 == 1 {
+			first[j], lo = lo, lo+1
+		} else {
+			first[j], hi = hi, hi-1
+		}
+	}
+	order := make([]int, n)
+	for j, c := range first {
+		order[j] = (c + t - 1) % n
+	}
+	return order
 }
 
 // runLoop runs the loop suite: for each shape, its trials interleaved, trial 1 of every
-// client, then trial 2, and so on. It returns the trials run so far with any error.
+// client, then trial 2, and so on, the clients of each trial in the order trialOrder gives.
+// It returns the trials run so far with any error.
 func (rn *runner) runLoop(shapes []Shape) (*LoopResult, error) {
 	res := &LoopResult{TPS: loopTPS, GameWork: loopGameWork, SubmitTick: loopSubmitTick, TailTicks: loopTailTicks}
 	for _, s := range shapes {
 		res.Sizes = append(res.Sizes, LoopSize{Shape: s})
 		size := &res.Sizes[len(res.Sizes)-1]
 		for t := 1; t <= s.Trials; t++ {
-			for _, name := range rn.clients {
+			for _, c := range trialOrder(len(rn.loopClients), t) {
+				name := rn.loopClients[c]
 				tr, err := rn.loopTrial(name, s)
 				tr.Client, tr.Trial = name, t
 				if err != nil {
 					return res, fmt.Errorf("%s: %s trial %d: %w", s, name, t, err)
 				}
 				size.Trials = append(size.Trials, tr)
-				fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-7s interval p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  late %d  skipped %d  overruns %d  submit %6.2f ms (%s faults; thread CPU %5.2f ms, sys %5.2f ms, %s faults, preempted %d)  to last delivery %7.1f ms  errors %d\n",
+				fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-14s interval p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms  late %d  skipped %d  overruns %d  submit %6.2f ms (%s faults; thread CPU %5.2f ms, sys %5.2f ms, %s faults, preempted %d)  to last delivery %7.1f ms  errors %d\n",
 					suiteLoop, s, t, s.Trials, name, ms(tr.Interval.P50), ms(tr.Interval.P99), ms(tr.Interval.Max), tr.Interval.Late,
 					tr.Skipped, tr.Overruns, ms(tr.Submit), thousands(int(tr.SubmitFaults)),
 					ms(tr.SubmitThread.CPU), ms(tr.SubmitThread.Sys), thousands(int(tr.SubmitThread.Faults)), tr.SubmitThread.Preempted, ms(tr.Burst), tr.Errors())

@@ -109,9 +109,54 @@ func TestLoopFlags(t *testing.T) {
 	}
 }
 
+func TestTrialOrder(t *testing.T) {
+	// Rows of the design for a few client counts, trial 1 first.
+	for _, c := range []struct {
+		n    int
+		want [][]int
+	}{
+		{1, [][]int{{0}, {0}}},
+		{2, [][]int{{0, 1}, {1, 0}, {0, 1}}},
+		{3, [][]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 1, 2}}},
+		{4, [][]int{{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}, {0, 1, 3, 2}}},
+	} {
+		for i, want := range c.want {
+			if got := trialOrder(c.n, i+1); !slices.Equal(got, want) {
+				t.Errorf("trialOrder(%d, %d) = %v, want %v", c.n, i+1, got, want)
+			}
+		}
+	}
+	// Over n trials, every client runs once in each position; with an even n, right after
+	// each other client once.
+	for n := 1; n <= 6; n++ {
+		pos := map[[2]int]int{}
+		after := map[[2]int]int{}
+		for tr := 1; tr <= n; tr++ {
+			order := trialOrder(n, tr)
+			if s := slices.Sorted(slices.Values(order)); len(s) != n || s[0] != 0 || s[n-1] != n-1 || len(slices.Compact(s)) != n {
+				t.Fatalf("trialOrder(%d, %d) = %v, not an order of %d clients", n, tr, order, n)
+			}
+			for j, c := range order {
+				pos[[2]int{c, j}]++
+				if j > 0 {
+					after[[2]int{order[j-1], c}]++
+				}
+			}
+		}
+		for k, v := range pos {
+			if v != 1 {
+				t.Errorf("%d clients: client %d ran %d times in position %d over %d trials, want once", n, k[0], v, k[1], n)
+			}
+		}
+		if n%2 == 0 && len(after) != n*(n-1) {
+			t.Errorf("%d clients: %d ordered pairs ran back to back, want %d, each once: %v", n, len(after), n*(n-1), after)
+		}
+	}
+}
+
 // TestLoopSuiteInProcess runs a small loop suite end to end, one burst size, one trial of each
-// client; each takes about 11 ticks of the 20 TPS loop. It checks counts and the order of
-// figures, never timings.
+// of the four clients; each takes about 11 ticks of the 20 TPS loop. It checks counts and the
+// order of figures, never timings.
 func TestLoopSuiteInProcess(t *testing.T) {
 	rep := runJSON(t, "-suite", "loop", "-inprocess", "-calls", "200", "-workers", "2", "-batch", "4", "-trials", "1", "-warmup", "20")
 	if rep.Errors != 0 || len(rep.Suites) != 0 {
@@ -129,36 +174,63 @@ func TestLoopSuiteInProcess(t *testing.T) {
 		t.Fatalf("size = %+v, want 200 calls, 2×4, a pool of 8, one trial and no medians", sz)
 	}
 	var clients []string
+	byClient := map[string]jsonLoopTrial{}
 	for _, tr := range sz.Results {
 		clients = append(clients, tr.Client)
+		byClient[tr.Client] = tr
 		checkLoopTrial(t, tr)
 	}
-	if !slices.Equal(clients, []string{clientPRPC, clientBaseline}) {
-		t.Fatalf("trials of %q, want prpc then the pool", clients)
+	// Trial 1 runs the clients in the first order of the rotation.
+	if want := []string{clientGo, clientOnSettled, clientBaseline, clientThen}; !slices.Equal(clients, want) {
+		t.Fatalf("trials of %q, want %q", clients, want)
 	}
-	p, pool := sz.Results[0], sz.Results[1]
-	if len(sz.Ratios) != 1 || sz.Comparison.PairedTrials != 1 {
-		t.Fatalf("ratios %+v, paired trials %d; want one", sz.Ratios, sz.Comparison.PairedTrials)
+	pool := byClient[clientBaseline]
+	if sz.Pool.LongestMs != pool.IntervalMaxMs || sz.Pool.Late != pool.Late || sz.Pool.Trials != 1 {
+		t.Errorf("pool figures %+v, from its trial %+v", sz.Pool, pool)
 	}
-	r := sz.Ratios[0]
+	if len(sz.Ratios) != 3 || len(sz.Comparisons) != 3 {
+		t.Fatalf("ratios %+v, comparisons %+v; want one of each per prpc client", sz.Ratios, sz.Comparisons)
+	}
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
-	if !near(r.Submit, p.SubmitMs/pool.SubmitMs) || !near(r.ToLastDelivery, p.ToLastDeliveryMs/pool.ToLastDeliveryMs) ||
-		(runtime.GOOS == "linux" && !near(r.SubmitCPU, p.SubmitCPUMs/pool.SubmitCPUMs)) {
-		t.Errorf("ratios %+v, from prpc %+v and the pool %+v", r, p, pool)
-	}
-	if c := sz.Comparison; c.PRPC.LongestMs != p.IntervalMaxMs || c.Pool.LongestMs != pool.IntervalMaxMs ||
-		c.PRPC.Late != p.Late || c.Pool.Late != pool.Late {
-		t.Errorf("comparison %+v, from prpc %+v and the pool %+v", c, p, pool)
-	}
-	var figures []string
-	for _, tg := range sz.Targets {
-		figures = append(figures, tg.Figure)
-		if !tg.Known {
-			t.Errorf("target %+v unknown with both clients run", tg)
+	for i, form := range prpcForms {
+		r, c, p := sz.Ratios[i], sz.Comparisons[i], byClient[form]
+		if r.Client != form || r.Trial != 1 || !near(r.Submit, p.SubmitMs/pool.SubmitMs) || !near(r.ToLastDelivery, p.ToLastDeliveryMs/pool.ToLastDeliveryMs) ||
+			(runtime.GOOS == "linux" && !near(r.SubmitCPU, p.SubmitCPUMs/pool.SubmitCPUMs)) {
+			t.Errorf("ratios %+v, from %s %+v and the pool %+v", r, form, p, pool)
+		}
+		if c.Client != form || c.PairedTrials != 1 || c.Figures.LongestMs != p.IntervalMaxMs || c.Figures.Late != p.Late {
+			t.Errorf("comparison %+v, from %s %+v", c, form, p)
+		}
+		var figures []string
+		for _, tg := range c.Targets {
+			figures = append(figures, tg.Figure)
+			if !tg.Known && (tg.Figure != figSubmitCPU || form != clientThen) {
+				t.Errorf("%s: target %+v unknown with both clients run", form, tg)
+			}
+		}
+		if !slices.Equal(figures, []string{figSubmitCPU, figDelivery, figLate}) {
+			t.Errorf("%s: targets %q", form, figures)
 		}
 	}
-	if !slices.Equal(figures, []string{figSubmit, figLongest, figLate, figDelivery}) {
-		t.Errorf("targets %q", figures)
+}
+
+// TestLoopSuiteClients runs the loop suite with -clients naming two clients, and checks that
+// it runs those alone, rotated.
+func TestLoopSuiteClients(t *testing.T) {
+	rep := runJSON(t, "-suite", "loop", "-inprocess", "-clients", "grpc-go,prpc-go", "-calls", "100", "-workers", "1", "-batch", "4", "-trials", "2", "-warmup", "10")
+	if rep.Loop == nil || len(rep.Loop.Sizes) != 1 {
+		t.Fatalf("loop %+v, want one size", rep.Loop)
+	}
+	sz := rep.Loop.Sizes[0]
+	var clients []string
+	for _, tr := range sz.Results {
+		clients = append(clients, tr.Client)
+	}
+	if want := []string{clientBaseline, clientGo, clientGo, clientBaseline}; !slices.Equal(clients, want) {
+		t.Errorf("trials of %q, want %q", clients, want)
+	}
+	if len(sz.Comparisons) != 1 || sz.Comparisons[0].Client != clientGo || sz.Comparisons[0].PairedTrials != 2 {
+		t.Errorf("comparisons %+v, want prpc-go's over 2 trials", sz.Comparisons)
 	}
 }
 

@@ -1,15 +1,16 @@
 package main
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
-// The loop suite's comparison of prpc with the pool, per burst size, and its targets.
+// The loop suite's comparison of each prpc client with the pool, per burst size, and their
+// targets.
 
-// loopRatios are prpc's figures divided by the pool's in one trial of the loop suite; 0 where
-// the pool's figure is 0 (unknown).
+// loopRatios are one prpc client's figures divided by the pool's in the same trial number of
+// the loop suite; 0 where the pool's figure is 0 (unknown).
 type loopRatios struct {
+	// Client is the prpc client, Trial the trial number.
+	Client string `json:"client"`
+	Trial  int    `json:"trial"`
 	// Submit is the wall time of submitting the burst in its tick; SubmitCPU the CPU time of
 	// the loop's thread over it.
 	Submit    float64 `json:"submit"`
@@ -18,29 +19,45 @@ type loopRatios struct {
 	ToLastDelivery float64 `json:"to_last_delivery"`
 }
 
-// pair returns the trials of prpc and of the pool numbered t, if both ran.
-func (sz LoopSize) pair(t int) (p, b LoopTrial, ok bool) { return pairOf(sz.Trials, t) }
+// pair returns the trials numbered t of the prpc client form and of the pool, if both ran.
+func (sz LoopSize) pair(form string, t int) (p, b LoopTrial, ok bool) {
+	return pairOf(sz.Trials, form, t)
+}
 
 // trialOf implements clientTrial.
 func (t LoopTrial) trialOf() (int, string) { return t.Trial, t.Client }
 
 func loopRatioOf(p, b LoopTrial) loopRatios {
 	return loopRatios{
+		Client:         p.Client,
+		Trial:          p.Trial,
 		Submit:         div(float64(p.Submit), float64(b.Submit)),
 		SubmitCPU:      div(float64(p.SubmitThread.CPU), float64(b.SubmitThread.CPU)),
 		ToLastDelivery: div(float64(p.Burst), float64(b.Burst)),
 	}
 }
 
-// trialRatios returns the ratios of every trial in which both clients ran.
-func (sz LoopSize) trialRatios() []loopRatios {
+// trialRatios returns the ratios of the prpc client form in every trial in which it and the
+// pool both ran, by trial number.
+func (sz LoopSize) trialRatios(form string) []loopRatios {
 	var rs []loopRatios
 	for t := 1; t <= sz.Shape.Trials; t++ {
-		if p, b, ok := sz.pair(t); ok {
+		if p, b, ok := sz.pair(form, t); ok {
 			rs = append(rs, loopRatioOf(p, b))
 		}
 	}
 	return rs
+}
+
+// forms returns the prpc clients that ran at least one trial of sz, in prpcForms order.
+func (sz LoopSize) forms() []string {
+	var fs []string
+	for _, f := range prpcForms {
+		if len(sz.clientTrials(f)) > 0 {
+			fs = append(fs, f)
+		}
+	}
+	return fs
 }
 
 // clientTrials returns the trials of one client, in order.
@@ -82,21 +99,25 @@ func figuresOf(ts []LoopTrial) loopFigures {
 	return f
 }
 
-// loopComparison is prpc against the pool over the trials of one burst size.
+// loopComparison is one prpc client against the pool over the trials of one burst size.
 type loopComparison struct {
-	Calls      int
+	Calls int
+	// Client is the prpc client; PRPC its figures, Pool the pool's.
+	Client     string
 	PRPC, Pool loopFigures
-	// Paired is the number of trials in which both clients ran; the spreads are of their
-	// ratios.
+	// Paired is the number of trial numbers in which both clients ran; the spreads are of
+	// their ratios.
 	Paired                            int
 	Submit, SubmitCPU, ToLastDelivery spread
 }
 
-func (sz LoopSize) compare() loopComparison {
-	rs := sz.trialRatios()
+// compare returns the prpc client form against the pool over sz.
+func (sz LoopSize) compare(form string) loopComparison {
+	rs := sz.trialRatios(form)
 	return loopComparison{
 		Calls:          sz.Shape.Calls,
-		PRPC:           figuresOf(sz.clientTrials(clientPRPC)),
+		Client:         form,
+		PRPC:           figuresOf(sz.clientTrials(form)),
 		Pool:           figuresOf(sz.clientTrials(clientBaseline)),
 		Paired:         len(rs),
 		Submit:         spreadOf(rs, func(r loopRatios) float64 { return r.Submit }),
@@ -105,51 +126,68 @@ func (sz LoopSize) compare() loopComparison {
 	}
 }
 
-// loopTarget is one of the loop suite's targets for one burst size, and whether prpc met it.
+// loopTarget is one of the loop suite's targets for one prpc client and burst size, and
+// whether the client met it.
 type loopTarget struct {
 	Figure string `json:"figure"`
 	Target string `json:"target"`
-	// Known is false when the run cannot tell: one client did not run, or a ratio is
-	// unknown.
+	// Known is false when the run cannot tell: one client did not run, a ratio is unknown, or
+	// the form has no target at this burst size.
 	Known bool `json:"known"`
 	Met   bool `json:"met"`
+	// Aim is a goal within the target, if it has one, and AimMet whether it was reached.
+	Aim    string `json:"aim,omitempty"`
+	AimMet bool   `json:"aim_met,omitempty"`
 }
 
 // Names of the loop suite's figures, in the report and its JSON.
 const (
-	figSubmit    = "submit the burst in its tick"
-	figSubmitCPU = "submit: the loop thread's CPU time"
-	figLongest   = "longest tick interval, all trials"
-	figLate      = "late ticks (> 52 ms), all trials"
+	figSubmitCPU = "loop-thread CPU for the submission (judged)"
+	figSubmit    = "submission wall time"
 	figDelivery  = "submitting tick to last delivery"
+	figLate      = "late ticks (> 52 ms), all trials"
+	figLongest   = "longest tick interval, all trials"
 )
 
-// targets returns the loop suite's targets: the medians of the submission and delivery
-// ratios at most loopRatioTarget, prpc's longest tick interval at most the pool's plus
-// loopLongestSlack, and prpc's late ticks no more than the pool's.
+// targets returns the targets of c's prpc client (targets.go), in this order: the median of
+// its loop-thread CPU ratios at most its cpuTarget, the median of its ratios of the time to
+// the last delivery at most deliveryMax, and its late ticks no more than the pool's. Ratios
+// are judged as the reports show them, to two decimals.
 func (c loopComparison) targets() []loopTarget {
 	both := c.PRPC.Trials > 0 && c.Pool.Trials > 0
-	ratio := func(fig string, s spread) loopTarget {
-		return loopTarget{Figure: fig, Target: fmt.Sprintf("≤ %.1f×", loopRatioTarget),
-			Known: c.Paired > 0 && s.median > 0, Met: c.Paired > 0 && s.median > 0 && s.median <= loopRatioTarget}
+	ratio := func(fig string, s spread, bound, aim float64, ok bool) loopTarget {
+		t := loopTarget{Figure: fig, Target: boundText(bound, 0)}
+		if !ok {
+			t.Target = "none at " + thousands(c.Calls) + " calls"
+		}
+		if aim > 0 {
+			t.Aim = "≤ " + trimRatio(aim) + "×"
+		}
+		t.Known = ok && c.Paired > 0 && s.median > 0
+		t.Met = t.Known && shown(s.median) <= bound
+		t.AimMet = t.Known && aim > 0 && shown(s.median) <= aim
+		return t
 	}
+	bound, aim, ok := cpuTarget(c.Client, c.Calls)
 	return []loopTarget{
-		ratio(figSubmit, c.Submit),
-		{Figure: figLongest, Target: fmt.Sprintf("≤ the pool's + %g ms", ms(loopLongestSlack)),
-			Known: both, Met: both && c.PRPC.Longest <= c.Pool.Longest+loopLongestSlack},
+		ratio(figSubmitCPU, c.SubmitCPU, bound, aim, ok),
+		ratio(figDelivery, c.ToLastDelivery, deliveryMax, 0, true),
 		{Figure: figLate, Target: "≤ the pool's", Known: both, Met: both && c.PRPC.Late <= c.Pool.Late},
-		ratio(figDelivery, c.ToLastDelivery),
 	}
 }
 
-// verdictCell formats whether t was met, for a table.
+// verdictCell formats whether t was met, and its aim if it has one, for a table.
 func (t loopTarget) verdictCell() string {
 	switch {
 	case !t.Known:
 		return "–"
-	case t.Met:
-		return "met"
-	default:
+	case !t.Met:
 		return "**not met**"
+	case t.Aim == "":
+		return "met"
+	case t.AimMet:
+		return "met (aim met)"
+	default:
+		return "met (aim missed)"
 	}
 }

@@ -1,14 +1,23 @@
 // Command burst reproduces pRPC's published burst benchmarks against prpc, with plain grpc-go
-// side by side in the same run.
+// side by side in the same run, and measures what a burst costs a game loop in each of prpc's
+// forms of submission.
 //
 // Each shape submits Calls GetPlayer calls at once from the loop goroutine, to a client with
 // Workers × Batch calls in flight at most, and waits until every outcome has reached the loop
-// goroutine. Two clients run the same calls against the same backend, in interleaved trials:
+// goroutine. The clients (-clients) run the same calls against the same backend, in
+// interleaved trials:
 //
-//   - prpc: reactor.Call for every call, then `for done < n { <-r.Ready(); r.Tick(budget) }`;
+//   - prpc-go: reactor.Go for every call, with one func(resp, err) callback and no promise;
+//   - prpc-onsettled: reactor.Call for every call, then the promise's OnSettled, one callback;
+//   - prpc-then: reactor.Call for every call, then the promise's Then and OnError;
 //   - grpc-go: what a Go developer writes without prpc — the generated stub, a pool of
 //     Workers × Batch goroutines pulling calls from a job channel, and every result handed to
 //     the loop goroutine over a channel.
+//
+// Every prpc client then runs `for done < n { <-r.Ready(); r.Tick(budget) }`, and each form's
+// callbacks do what the grpc-go client does with an outcome, capturing the same state. The
+// burst suites compare one prpc client with grpc-go: by default prpc-then, the form earlier
+// reports measured, so that their figures compare; -clients may name another form instead.
 //
 // Each call's latency runs from just before it is submitted to its outcome being handled on
 // the loop goroutine, where every response is checked against the player the backend was
@@ -22,9 +31,9 @@
 // stdin closes. With -pin (Linux) the client runs on CPU 0 and the backend on CPU 1, so the
 // client's CPU time is its own; -placements unpinned,pinned runs everything unpinned first,
 // then pinned, each against a backend of its own, and reports both. With -inprocess the
-// backend runs in the client's process and the CPU time includes it. Neither client captures a
-// response's header and trailer unless -metadata makes both do it: prpc with GetPlayer's
-// MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer.
+// backend runs in the client's process and the CPU time includes it. No client captures a
+// response's header and trailer unless -metadata makes them all do it: prpc with GetPlayer's
+// MethodPolicy.ResponseMetadata, the grpc-go clients with grpc.Header and grpc.Trailer.
 //
 // Usage:
 //
@@ -38,35 +47,48 @@
 //	loop      2,000, 5,000 and 20,000 calls inside a game loop (runs only when asked)
 //
 // or a comma-separated list of them, such as all,loop; each shape of standard and extreme
-// runs three trials per client. -calls (with -workers, -batch, -trials) runs one shape of
-// your own instead.
+// runs three trials per client, in the order -clients names them. -calls (with -workers, -batch,
+// -trials) runs one shape of your own instead.
 //
 // The loop suite measures what a burst costs a 20 TPS game loop doing 10 ms of game work per
-// tick, through prpc and through what a Go developer writes by hand: a pool of goroutines
-// fed by a buffered channel of {request, callback}, calling the generated stub, whose replies
-// go to a buffered channel that the loop drains (benchmarks/internal/handpool). Each trial
-// warms up a fresh client (prpc: a reactor with Workers 6, BatchSize 16; the pool: 96
-// goroutines) and hands it to loop.Run at 20 TPS, which delivers replies with Tick(-budget)
-// in every tick and, woken by Ready, between ticks. OnTick burns 10 ms of CPU every tick and,
-// on tick 5, also submits the burst as game logic does: a new request per call and callbacks
-// that capture the call's own state. The loop stops 5 ticks after the first tick that starts
-// once every call has its outcome. Trials are interleaved, prpc then the pool, 7 per client
-// and burst size by default (-trials); -calls runs one burst size (and -workers, -batch
-// resize both clients). For each trial it reports the intervals between tick starts over the
-// burst and the late ones (over 52 ms), the loop's skipped and overrun ticks, tick durations,
-// delivery time, the time, CPU time of the loop's thread and minor page faults of submitting,
-// and the time from the submitting tick to the last delivery; per burst size, the ratios
-// prpc ÷ pool with their median and spread, and whether prpc meets its targets against the
-// pool. It runs unpinned unless -pin or -placements says otherwise; the targets are judged
-// unpinned. The report in benchmarks/README.md comes from
+// tick, through each of prpc's three forms and through what a Go developer writes by hand: a
+// pool of goroutines fed by a buffered channel of {request, callback}, calling the generated
+// stub, whose replies go to a buffered channel that the loop drains
+// (benchmarks/internal/handpool). By default it runs all four clients; -clients selects some,
+// as in -clients prpc-go,grpc-go. Each trial warms up a fresh client (prpc: a reactor with
+// Workers 6, BatchSize 16; the pool: 96 goroutines) and hands it to loop.Run at 20 TPS, which
+// delivers replies with Tick(-budget) in every tick and, woken by Ready, between ticks.
+// OnTick burns 10 ms of CPU every tick and, on tick 5, also submits the burst as game logic
+// does: a new request per call and callbacks that capture the call's own state. The loop
+// stops 5 ticks after the first tick that starts once every call has its outcome. Trials are
+// interleaved, trial 1 of every client, then trial 2, and so on, 7 per client and burst size
+// by default (-trials); the order of the clients within a trial rotates by a Williams design,
+// so that neither its position in a trial nor the client that ran just before favours one.
+// -calls runs one burst size (and -workers, -batch resize every client). For each trial it
+// reports the intervals between tick starts over the burst and the late ones (over 52 ms),
+// the loop's skipped and overrun ticks, tick durations, delivery time, the time, CPU time of
+// the loop's thread and minor page faults of submitting, and the time from the submitting
+// tick to the last delivery; per burst size and prpc client, the ratios to the pool with
+// their median and spread, and whether the client meets its targets against the pool.
+//
+// The loop suite's targets (targets.go), each on the median over the trials of the per-trial
+// ratio prpc client ÷ pool: the judged figure, the CPU time of the loop's thread over the
+// submission, at most 1.5× for prpc-go (aiming at 1.2×), 2.0× for prpc-onsettled, and for
+// prpc-then at most the ratio the report had measured before requests were encoded on the
+// lanes, at each burst size of the suite; for every client, the time from the submitting
+// tick to the last delivery at most 1.05×, and late ticks, summed over the trials, no more
+// than the pool's. The submission's wall time and the longest tick interval are reported
+// beside them. It runs unpinned unless -pin or -placements says otherwise; the targets are
+// judged unpinned. The report in benchmarks/README.md comes from
 //
 //	go run ./benchmarks/burst -suite all,loop -placements unpinned,pinned -trials 7 -markdown benchmarks/README.md
 //
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
-// summary of the ratios and their spread, every table, and how to reproduce it) also replaces
-// FILE once the run has finished; benchmarks/README.md is generated so. The exit status is 1
-// if any call failed or any response was wrong.
+// summary of the ratios and their spread, the loop suite's targets and verdicts per prpc
+// client, every table, and how to reproduce it) also replaces FILE once the run has finished;
+// benchmarks/README.md is generated so. The exit status is 1 if any call failed or any
+// response was wrong.
 package main
 
 import (
@@ -119,6 +141,7 @@ type options struct {
 	placements                    []bool // pinned or not, per placement, in running order
 	metadata                      bool
 	clients                       string
+	burstClients, loopClients     []string // the clients each kind of suite runs, parsed from clients
 	cpuprofile, memprofile        string
 	markdown                      string
 }
@@ -137,12 +160,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
 	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
-	fs.BoolVar(&o.metadata, "metadata", false, "both clients capture every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
+	fs.BoolVar(&o.metadata, "metadata", false, "every client captures every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
 	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1 (-placements pinned)")
 	placements := fs.String("placements", "", "comma-separated placements to run everything in, one after the other: unpinned "+
 		"(client and backend share the CPUs; the default), pinned (Linux: the client on CPU 0, the backend on CPU 1)")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
-	fs.StringVar(&o.clients, "clients", clientPRPC+","+clientBaseline, "comma-separated clients to run: "+clientPRPC+", "+clientBaseline)
+	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run, of "+strings.Join(prpcForms, ", ")+" (prpc, one per form of submission) and "+clientBaseline+
+		", each trial in the order given (the loop suite rotates it)"+
+		"; by default the burst suites run "+strings.Join(burstClients, ",")+" and the loop suite "+strings.Join(loopClients, ",")+
+		"; the burst suites compare one prpc client with "+clientBaseline+", so with them it names one at most")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`")
 	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to `file`")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the complete report, with its title, the command and how to reproduce it, to `file`, "+
@@ -183,12 +209,43 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case pinned && !pinSupported:
 		return o, errors.New("pinning works only on Linux")
 	}
-	for c := range strings.SplitSeq(o.clients, ",") {
-		if c != clientPRPC && c != clientBaseline {
-			return o, fmt.Errorf("-clients: unknown client %q; want %s or %s", c, clientPRPC, clientBaseline)
-		}
+	burstOn := slices.Contains(names, standardSuite.Name) || slices.Contains(names, extremeSuite.Name)
+	if o.burstClients, o.loopClients, err = clientLists(o.clients, burstOn); err != nil {
+		return o, err
 	}
 	return o, nil
+}
+
+// The clients each kind of suite runs when -clients does not say: the burst suites prpc in
+// the form earlier reports measured, so that their figures compare, and the pool; the loop
+// suite every form and the pool.
+var (
+	burstClients = []string{clientThen, clientBaseline}
+	loopClients  = append(slices.Clone(prpcForms), clientBaseline)
+)
+
+// clientLists parses the value of -clients, given whether a burst suite runs: the clients
+// the burst suites run and those the loop suite runs, each in the order given, or their
+// defaults for an empty list.
+func clientLists(list string, burst bool) (burstList, loopList []string, err error) {
+	if list == "" {
+		return slices.Clone(burstClients), slices.Clone(loopClients), nil
+	}
+	var names []string
+	for name := range strings.SplitSeq(list, ",") {
+		switch {
+		case name != clientBaseline && !isPRPC(name):
+			return nil, nil, fmt.Errorf("-clients %q: unknown client %q; want %s or %s, or a comma-separated list of them",
+				list, name, strings.Join(prpcForms, ", "), clientBaseline)
+		case slices.Contains(names, name):
+			return nil, nil, fmt.Errorf("-clients %q: %s is named twice", list, name)
+		}
+		names = append(names, name)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(names), func(c string) bool { return !isPRPC(c) })); burst && n > 1 {
+		return nil, nil, fmt.Errorf("-clients %q names %d prpc clients, and the burst suites compare one with %s: name one, or run the loop suite apart", list, n, clientBaseline)
+	}
+	return names, slices.Clone(names), nil
 }
 
 // placementList parses the value of -placements, given -pin: the placements to run, each as
@@ -416,7 +473,7 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		players[i] = playerOf(i)
 	}
 	rn := &runner{
-		addr: be.addr, backend: be, clients: strings.Split(o.clients, ","),
+		addr: be.addr, backend: be, burstClients: o.burstClients, loopClients: o.loopClients,
 		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.metadata,
 		xuids: xuids, players: players, progress: stderr,
 	}

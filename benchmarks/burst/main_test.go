@@ -48,16 +48,16 @@ func runJSON(t *testing.T, args ...string) jsonReport {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "trial 1/1") {
+	if !strings.Contains(stderr.String(), " trial 1/") {
 		t.Errorf("no progress on stderr (%d bytes):\n%q", stderr.Len(), stderr.String())
 	}
 	return rep
 }
 
-// checkSane checks a report of one custom shape of calls calls, run by both clients for one
-// trial: no errors, every call answered right, and figures that make sense together (no
+// checkSane checks a report of one custom shape of calls calls, run by the prpc client form
+// and the baseline for one trial: no errors, every call answered right, and figures that make sense together (no
 // timing bounds: those belong to the benchmark, not to a test).
-func checkSane(t *testing.T, rep jsonReport, calls int) {
+func checkSane(t *testing.T, rep jsonReport, calls int, form string) {
 	t.Helper()
 	if rep.Errors != 0 {
 		t.Errorf("report has %d errors", rep.Errors)
@@ -97,7 +97,7 @@ func checkSane(t *testing.T, rep jsonReport, calls int) {
 				tr.Client, tr.CPUPerCallUs, tr.PeakRSSBytes, tr.FaultsPerCall)
 		}
 	}
-	if !clients[clientPRPC] || !clients[clientBaseline] || len(sh.Results) != 2 {
+	if !clients[form] || !clients[clientBaseline] || len(sh.Results) != 2 {
 		t.Errorf("want one trial of each client, got %+v", sh.Results)
 	}
 	if sh.MedianRatios == nil || !(sh.MedianRatios.Throughput > 0 && sh.MedianRatios.P99 > 0) {
@@ -105,16 +105,29 @@ func checkSane(t *testing.T, rep jsonReport, calls int) {
 	}
 }
 
+// TestBurstInProcess runs a small burst through each prpc client and the baseline; without
+// -clients, the burst suites run prpc-then.
 func TestBurstInProcess(t *testing.T) {
-	rep := runJSON(t, "-inprocess", "-calls", "200", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "20")
-	if rep.Backend != "in process" {
-		t.Errorf("backend = %q", rep.Backend)
-	}
-	checkSane(t, rep, 200)
-	for _, tr := range rep.Suites[0].Shapes[0].Results {
-		if !tr.CPUIncludesBack || tr.BackendCPUPerCall != nil {
-			t.Errorf("%s: in process, the client's CPU time includes the backend's and the backend has none of its own", tr.Client)
-		}
+	for _, c := range []struct {
+		clients []string // -clients, if any
+		form    string
+	}{
+		{form: clientThen},
+		{clients: []string{"-clients", "prpc-go,grpc-go"}, form: clientGo},
+		{clients: []string{"-clients", "grpc-go,prpc-onsettled"}, form: clientOnSettled},
+	} {
+		t.Run(c.form, func(t *testing.T) {
+			rep := runJSON(t, append(c.clients, "-inprocess", "-calls", "200", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "20")...)
+			if rep.Backend != "in process" {
+				t.Errorf("backend = %q", rep.Backend)
+			}
+			checkSane(t, rep, 200, c.form)
+			for _, tr := range rep.Suites[0].Shapes[0].Results {
+				if !tr.CPUIncludesBack || tr.BackendCPUPerCall != nil {
+					t.Errorf("%s: in process, the client's CPU time includes the backend's and the backend has none of its own", tr.Client)
+				}
+			}
+		})
 	}
 }
 
@@ -128,7 +141,7 @@ func TestBurstSeparateProcess(t *testing.T) {
 	if rep.Backend != "separate process" {
 		t.Errorf("backend = %q", rep.Backend)
 	}
-	checkSane(t, rep, 100)
+	checkSane(t, rep, 100, clientThen)
 	if runtime.GOOS == "linux" {
 		for _, tr := range rep.Suites[0].Shapes[0].Results {
 			if tr.CPUIncludesBack || tr.BackendCPUPerCall == nil || *tr.BackendCPUPerCall <= 0 {
@@ -148,7 +161,7 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"| calls | W×B | trial | client |", "calls/s ratio | CPU/call ratio | p99 ratio |",
 		"| allocs/call | faults/call | peak RSS | errors |", "faults/call: minor page faults of the client process over the trial ÷ calls (getrusage ru_minflt)",
-		"| 50 | 2×2 | 1 | prpc |", "| 50 | 2×2 | 2 | grpc-go |", "| **median** | prpc |",
+		"| 50 | 2×2 | 1 | prpc-then |", "| 50 | 2×2 | 2 | grpc-go |", "| **median** | prpc-then |",
 		"includes the backend",
 	} {
 		if !strings.Contains(out, want) {
@@ -162,7 +175,10 @@ func TestFlagErrors(t *testing.T) {
 		{"-suite", "huge"},
 		{"-workers", "3"},
 		{"-calls", "-1"},
-		{"-clients", "prpc,curl"},
+		{"-clients", "prpc-then,curl"},
+		{"-clients", "prpc,grpc-go"},
+		{"-clients", "prpc-go,prpc-then,grpc-go"},
+		{"-suite", "loop", "-clients", "prpc-go,prpc-go"},
 		{"-inprocess", "-pin"},
 		{"-timeout", "0s"},
 		{"extra"},
@@ -178,6 +194,40 @@ func TestFlagErrors(t *testing.T) {
 		var out bytes.Buffer
 		if err := run(context.Background(), args, &out, &out); err == nil {
 			t.Errorf("run(%q) = nil, want an error", args)
+		}
+	}
+}
+
+func TestClientLists(t *testing.T) {
+	all := []string{clientGo, clientOnSettled, clientThen, clientBaseline}
+	for _, c := range []struct {
+		list      string
+		burst     bool // a burst suite runs
+		wantBurst []string
+		wantLoop  []string
+		wantErr   string
+	}{
+		{list: "", burst: true, wantBurst: []string{clientThen, clientBaseline}, wantLoop: all},
+		{list: "", wantBurst: []string{clientThen, clientBaseline}, wantLoop: all},
+		{list: "prpc-go,grpc-go", burst: true, wantBurst: []string{clientGo, clientBaseline}, wantLoop: []string{clientGo, clientBaseline}},
+		{list: "grpc-go,prpc-onsettled", wantBurst: []string{clientBaseline, clientOnSettled}, wantLoop: []string{clientBaseline, clientOnSettled}},
+		{list: "prpc-then,prpc-go,grpc-go", wantBurst: []string{clientThen, clientGo, clientBaseline}, wantLoop: []string{clientThen, clientGo, clientBaseline}},
+		{list: "prpc-onsettled", burst: true, wantBurst: []string{clientOnSettled}, wantLoop: []string{clientOnSettled}},
+		{list: "prpc-then,prpc-go,grpc-go", burst: true,
+			wantErr: `-clients "prpc-then,prpc-go,grpc-go" names 2 prpc clients, and the burst suites compare one with grpc-go: name one, or run the loop suite apart`},
+		{list: "prpc,grpc-go", wantErr: `-clients "prpc,grpc-go": unknown client "prpc"; want prpc-go, prpc-onsettled, prpc-then or grpc-go`},
+		{list: "prpc-go,", wantErr: `-clients "prpc-go,": unknown client ""`},
+		{list: "grpc-go,prpc-go,grpc-go", wantErr: `-clients "grpc-go,prpc-go,grpc-go": grpc-go is named twice`},
+	} {
+		burst, loop, err := clientLists(c.list, c.burst)
+		if c.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
+				t.Errorf("clientLists(%q, %v) = %v; want error %q", c.list, c.burst, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(burst, c.wantBurst) || !slices.Equal(loop, c.wantLoop) {
+			t.Errorf("clientLists(%q, %v) = %q, %q, %v; want %q, %q", c.list, c.burst, burst, loop, err, c.wantBurst, c.wantLoop)
 		}
 	}
 }
@@ -366,7 +416,7 @@ func TestFaultsPerCall(t *testing.T) {
 func TestFaultsColumn(t *testing.T) {
 	sh := ShapeResult{Shape: Shape{Calls: 1000, Workers: 2, Batch: 2, Trials: 3}}
 	for i, f := range [][2]int64{{1500, 4000}, {3500, 2000}, {2500, 3000}} {
-		for j, name := range []string{clientPRPC, clientBaseline} {
+		for j, name := range []string{clientThen, clientBaseline} {
 			sh.Trials = append(sh.Trials, TrialResult{
 				Client: name, Trial: i + 1, Calls: 1000, OK: 1000, BackendCPU: -1,
 				Total: time.Second, CPU: 40 * time.Millisecond, Allocs: 42000, PeakRSS: 10 << 20, PeakReset: true,
@@ -381,10 +431,10 @@ func TestFaultsColumn(t *testing.T) {
 	}
 	// Each row's allocs/call, faults/call, peak RSS and errors, by its trial and client.
 	want := map[string]string{
-		"| 1 | prpc |": "| 42.0 | 1.5 | 10.0 MiB | 0 |", "| 1 | grpc-go |": "| 42.0 | 4.0 | 10.0 MiB | 0 |",
-		"| 2 | prpc |": "| 42.0 | 3.5 | 10.0 MiB | 0 |", "| 2 | grpc-go |": "| 42.0 | 2.0 | 10.0 MiB | 0 |",
-		"| 3 | prpc |": "| 42.0 | 2.5 | 10.0 MiB | 0 |", "| 3 | grpc-go |": "| 42.0 | 3.0 | 10.0 MiB | 0 |",
-		"| **median** | prpc |": "| 42.0 | 2.5 | 10.0 MiB | 0 |", "| **median** | grpc-go |": "| 42.0 | 3.0 | 10.0 MiB | 0 |",
+		"| 1 | prpc-then |": "| 42.0 | 1.5 | 10.0 MiB | 0 |", "| 1 | grpc-go |": "| 42.0 | 4.0 | 10.0 MiB | 0 |",
+		"| 2 | prpc-then |": "| 42.0 | 3.5 | 10.0 MiB | 0 |", "| 2 | grpc-go |": "| 42.0 | 2.0 | 10.0 MiB | 0 |",
+		"| 3 | prpc-then |": "| 42.0 | 2.5 | 10.0 MiB | 0 |", "| 3 | grpc-go |": "| 42.0 | 3.0 | 10.0 MiB | 0 |",
+		"| **median** | prpc-then |": "| 42.0 | 2.5 | 10.0 MiB | 0 |", "| **median** | grpc-go |": "| 42.0 | 3.0 | 10.0 MiB | 0 |",
 	}
 	for line := range strings.Lines(md.String()) {
 		for row, cells := range want {
@@ -472,7 +522,7 @@ func TestPRPCMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, metadata := range []bool{false, true} {
-		c, err := newPRPCClient(be.addr, Shape{Calls: 1, Workers: 1, Batch: 1}, 10*time.Second, 2*time.Millisecond, 1, metadata)
+		c, err := newPRPCClient(clientThen, be.addr, Shape{Calls: 1, Workers: 1, Batch: 1}, 10*time.Second, 2*time.Millisecond, 1, metadata)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,8 +114,8 @@ func (r *Report) writeMachineMarkdown(b *strings.Builder) {
 func (r *Report) writeSummaryMarkdown(b *strings.Builder) {
 	b.WriteString("\n## Summary\n\n")
 	if len(r.Suites) > 0 {
-		b.WriteString("prpc ÷ the grpc-go pool: the median over the trials of each trial's ratio, with the least and the greatest in brackets. " +
-			"calls/s: above 1 favours prpc; client CPU/call, p50 and p99 latency: below 1 favour prpc.\n\n")
+		b.WriteString("Burst suites, prpc ÷ the grpc-go pool: the median over the trials of each trial's ratio, with the least and the greatest in brackets. " +
+			"calls/s: above 1 favours prpc; client CPU/call, p50 and p99 latency: below 1 favour prpc. " + r.burstFormText() + "\n\n")
 		b.WriteString("| suite | calls | W×B | trials | calls/s | client CPU/call | p50 | p99 |\n")
 		b.WriteString("|:--|---:|:-:|---:|---:|---:|---:|---:|\n")
 		for _, s := range r.Suites {
@@ -164,7 +165,8 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 		"faults/call: minor page faults of the client process over the trial ÷ calls (getrusage ru_minflt): each is a first touch of a fresh page; " +
 		"the trial starts after freed memory is returned to the OS, so they include pages the heap had held before. " +
 		peakRSSNote(r) +
-		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better).\n")
+		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better). " +
+		r.burstFormText() + "\n")
 	if r.Metadata {
 		b.WriteString("Both clients capture every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer (-metadata).\n")
 	}
@@ -207,7 +209,7 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 						continue
 					}
 					var rs *ratios
-					if both && tr.Client == clientPRPC {
+					if both && isPRPC(tr.Client) {
 						x := ratioOf(p, base)
 						rs = &x
 					}
@@ -216,13 +218,13 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 			}
 			if sh.Shape.Trials > 1 {
 				trs := sh.trialRatios()
-				for _, name := range []string{clientPRPC, clientBaseline} {
+				for _, name := range []string{sh.prpcClient(), clientBaseline} {
 					mt, ok := sh.medianTrial(name)
 					if !ok {
 						continue
 					}
 					var rs *ratios
-					if name == clientPRPC && len(trs) > 0 {
+					if isPRPC(name) && len(trs) > 0 {
 						x := medianRatios(trs)
 						rs = &x
 					}
@@ -232,6 +234,31 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 		}
 	}
 	b.WriteString("\nMedian rows: the median of each figure over the trials; their ratios are the medians of the per-trial ratios. Errors: failed calls plus wrong responses, summed.\n")
+}
+
+// burstFormText says how the burst suites' prpc client submits its calls: in the form earlier
+// reports measured unless -clients chose another.
+func (r *Report) burstFormText() string {
+	var forms []string
+	for _, s := range r.Suites {
+		for _, sh := range s.Shapes {
+			if f := sh.prpcClient(); f != "" && !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+	}
+	var parts []string
+	for _, f := range forms {
+		part := fmt.Sprintf("client %s, every call submitted by %s", f, formText(f))
+		if f == clientThen {
+			part += ", the form earlier reports measured, so that these figures compare with theirs"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "prpc: " + strings.Join(parts, "; ") + " (-clients chooses the form)."
 }
 
 // peakRSSNote says what the peak RSS column means in r.

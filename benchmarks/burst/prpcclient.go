@@ -15,17 +15,45 @@ import (
 var getPlayer = networkpbprpc.DataService_GetPlayer
 
 // prpcClient runs the burst through a prpc reactor, as a game server would: calls submitted
-// from the loop goroutine, callbacks run by Tick on the same goroutine, woken by Ready.
+// from the loop goroutine in one form of submission, callbacks run by Tick on the same
+// goroutine, woken by Ready. Its form is its client name:
+//
+//   - clientGo: reactor.Go with one func(resp, err) callback, the callback form without a
+//     promise;
+//   - clientOnSettled: reactor.Call, then the promise's OnSettled with one func(resp, err)
+//     callback;
+//   - clientThen: reactor.Call, then the promise's Then and OnError, one callback each.
+//
+// Every form's callbacks do what the grpc-go clients' do with each outcome, and capture the
+// same state: the call's index and start time, and the burst's bookkeeping.
 type prpcClient struct {
+	form    string
 	r       *reactor.Reactor
 	budget  time.Duration
 	timeout time.Duration
 }
 
-// newPRPCClient returns a reactor for addr with s's Workers and BatchSize, room for maxCalls
-// outstanding calls, and timeout as every call's timeout. With metadata, GetPlayer's policy
-// asks for every response's header and trailer (reactor.MethodPolicy.ResponseMetadata).
-func newPRPCClient(addr string, s Shape, timeout, budget time.Duration, maxCalls int, metadata bool) (*prpcClient, error) {
+// formText describes how the prpc client named form submits a call, for the reports.
+func formText(form string) string {
+	switch form {
+	case clientGo:
+		return "reactor.Go with one callback, no promise"
+	case clientOnSettled:
+		return "reactor.Call, then the promise's OnSettled"
+	case clientThen:
+		return "reactor.Call, then the promise's Then and OnError"
+	}
+	return form
+}
+
+// newPRPCClient returns the prpc client named form (one of prpcForms): a reactor for addr
+// with s's Workers and BatchSize, room for maxCalls outstanding calls, and timeout as every
+// call's timeout. With metadata, GetPlayer's policy asks for every response's header and
+// trailer (reactor.MethodPolicy.ResponseMetadata).
+func newPRPCClient(form, addr string, s Shape, timeout, budget time.Duration, maxCalls int, metadata bool) (*prpcClient, error) {
+	if !isPRPC(form) {
+		return nil, fmt.Errorf("unknown prpc client %q; want one of %q", form, prpcForms)
+	}
 	var policies []reactor.MethodPolicy
 	if metadata {
 		policies = []reactor.MethodPolicy{{Method: getPlayer, ResponseMetadata: true}}
@@ -43,19 +71,51 @@ func newPRPCClient(addr string, s Shape, timeout, budget time.Duration, maxCalls
 	if err != nil {
 		return nil, err
 	}
-	return &prpcClient{r: r, budget: budget, timeout: timeout}, nil
+	return &prpcClient{form: form, r: r, budget: budget, timeout: timeout}, nil
 }
 
-func (c *prpcClient) Name() string { return clientPRPC }
+func (c *prpcClient) Name() string { return c.form }
 
+// burst submits the calls in c's form, as the burst suites' game does, then drains the
+// outcomes with Tick(budget) woken by Ready until every call has one. Each form has a loop of
+// its own, so that the submission measured is the form's alone.
 func (c *prpcClient) burst(xuids []string, rec *recorder) error {
 	r := c.r
-	for i, xuid := range xuids {
-		req := &networkpb.GetPlayerRequest{Xuid: xuid}
-		start := time.Now()
-		reactor.Call(r, getPlayer, req, nil).
-			Then(func(resp *networkpb.GetPlayerResponse) { rec.success(i, start, resp) }).
-			OnError(func(err error) { rec.failure(i, start, err) })
+	switch c.form {
+	case clientGo:
+		for i, xuid := range xuids {
+			req := &networkpb.GetPlayerRequest{Xuid: xuid}
+			start := time.Now()
+			// A rejection is also delivered to the callback, which records it.
+			_ = reactor.Go(r, getPlayer, req, nil, func(resp *networkpb.GetPlayerResponse, err error) {
+				if err != nil {
+					rec.failure(i, start, err)
+				} else {
+					rec.success(i, start, resp)
+				}
+			})
+		}
+	case clientOnSettled:
+		for i, xuid := range xuids {
+			req := &networkpb.GetPlayerRequest{Xuid: xuid}
+			start := time.Now()
+			reactor.Call(r, getPlayer, req, nil).
+				OnSettled(func(resp *networkpb.GetPlayerResponse, err error) {
+					if err != nil {
+						rec.failure(i, start, err)
+					} else {
+						rec.success(i, start, resp)
+					}
+				})
+		}
+	default:
+		for i, xuid := range xuids {
+			req := &networkpb.GetPlayerRequest{Xuid: xuid}
+			start := time.Now()
+			reactor.Call(r, getPlayer, req, nil).
+				Then(func(resp *networkpb.GetPlayerResponse) { rec.success(i, start, resp) }).
+				OnError(func(err error) { rec.failure(i, start, err) })
+		}
 	}
 	// Every call settles by its deadline, so outcomes stop arriving only if prpc is broken.
 	stuck := time.NewTimer(c.timeout + 30*time.Second)
@@ -74,21 +134,55 @@ func (c *prpcClient) burst(xuids []string, rec *recorder) error {
 // driven returns the reactor: the loop suite's loop ticks it and closes it.
 func (c *prpcClient) driven() loop.Reactor { return c.r }
 
-// submitAll submits one GetPlayer call per xuid, each with a Then and an OnError callback
-// that capture the call's index and start time.
+// submitAll submits one GetPlayer call per xuid in c's form, with callbacks that capture
+// the call's index and start time and, as the pool's callback does, record the outcome, then
+// note it. Each form has a loop of its own, so that the submission measured is the form's
+// alone.
 func (c *prpcClient) submitAll(b *loopBurst) {
-	for i, xuid := range b.xuids {
-		req := &networkpb.GetPlayerRequest{Xuid: xuid}
-		start := time.Now()
-		reactor.Call(c.r, getPlayer, req, nil).
-			Then(func(resp *networkpb.GetPlayerResponse) {
-				b.rec.success(i, start, resp)
-				b.noteOutcome()
-			}).
-			OnError(func(err error) {
-				b.rec.failure(i, start, err)
+	r := c.r
+	switch c.form {
+	case clientGo:
+		for i, xuid := range b.xuids {
+			req := &networkpb.GetPlayerRequest{Xuid: xuid}
+			start := time.Now()
+			// A rejection is also delivered to the callback, which records it.
+			_ = reactor.Go(r, getPlayer, req, nil, func(resp *networkpb.GetPlayerResponse, err error) {
+				if err != nil {
+					b.rec.failure(i, start, err)
+				} else {
+					b.rec.success(i, start, resp)
+				}
 				b.noteOutcome()
 			})
+		}
+	case clientOnSettled:
+		for i, xuid := range b.xuids {
+			req := &networkpb.GetPlayerRequest{Xuid: xuid}
+			start := time.Now()
+			reactor.Call(r, getPlayer, req, nil).
+				OnSettled(func(resp *networkpb.GetPlayerResponse, err error) {
+					if err != nil {
+						b.rec.failure(i, start, err)
+					} else {
+						b.rec.success(i, start, resp)
+					}
+					b.noteOutcome()
+				})
+		}
+	default:
+		for i, xuid := range b.xuids {
+			req := &networkpb.GetPlayerRequest{Xuid: xuid}
+			start := time.Now()
+			reactor.Call(r, getPlayer, req, nil).
+				Then(func(resp *networkpb.GetPlayerResponse) {
+					b.rec.success(i, start, resp)
+					b.noteOutcome()
+				}).
+				OnError(func(err error) {
+					b.rec.failure(i, start, err)
+					b.noteOutcome()
+				})
+		}
 	}
 }
 

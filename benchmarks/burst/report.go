@@ -59,7 +59,7 @@ func (r *Report) Errors() int {
 	return n
 }
 
-// ratios are prpc's figures divided by the baseline's in one trial.
+// ratios are the prpc client's figures divided by the baseline's in one trial.
 type ratios struct {
 	Throughput float64 `json:"calls_per_s"`
 	CPUPerCall float64 `json:"cpu_per_call"`
@@ -67,8 +67,22 @@ type ratios struct {
 	P99        float64 `json:"p99"`
 }
 
-// pair returns the trial results of prpc and the baseline for trial t, if both ran.
-func (s ShapeResult) pair(t int) (p, b TrialResult, ok bool) { return pairOf(s.Trials, t) }
+// prpcClient returns the prpc client that ran trials of s, the first one if several did
+// (the flags let only one run in the burst suites), or "" if none did.
+func (s ShapeResult) prpcClient() string {
+	for _, t := range s.Trials {
+		if isPRPC(t.Client) {
+			return t.Client
+		}
+	}
+	return ""
+}
+
+// pair returns the trial results of s's prpc client and of the baseline for trial t, if both
+// ran.
+func (s ShapeResult) pair(t int) (p, b TrialResult, ok bool) {
+	return pairOf(s.Trials, s.prpcClient(), t)
+}
 
 // trialOf implements clientTrial.
 func (t TrialResult) trialOf() (int, string) { return t.Trial, t.Client }
@@ -78,8 +92,9 @@ type clientTrial interface {
 	trialOf() (trial int, client string)
 }
 
-// pairOf returns the trials of prpc and of the baseline numbered t among trials, if both ran.
-func pairOf[T clientTrial](trials []T, t int) (p, b T, ok bool) {
+// pairOf returns the trials numbered t of the prpc client named form and of the baseline
+// among trials, if both ran.
+func pairOf[T clientTrial](trials []T, form string, t int) (p, b T, ok bool) {
 	var hasP, hasB bool
 	for _, tr := range trials {
 		n, client := tr.trialOf()
@@ -87,13 +102,13 @@ func pairOf[T clientTrial](trials []T, t int) (p, b T, ok bool) {
 			continue
 		}
 		switch client {
-		case clientPRPC:
+		case form:
 			p, hasP = tr, true
 		case clientBaseline:
 			b, hasB = tr, true
 		}
 	}
-	return p, b, hasP && hasB
+	return p, b, hasP && hasB && form != ""
 }
 
 func ratioOf(p, b TrialResult) ratios {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -51,7 +52,8 @@ var (
 	}}
 )
 
-// client is one way of running the burst: prpc, or the plain grpc-go baseline.
+// client is one way of running the burst: prpc in one form of submission, or the plain
+// grpc-go baseline.
 type client interface {
 	// Name names the client in the report.
 	Name() string
@@ -63,11 +65,19 @@ type client interface {
 	Close() error
 }
 
-// Client names, in the order their trials run.
+// Client names: prpc's, one per form of submission (prpcclient.go), and the grpc-go baseline's.
 const (
-	clientPRPC     = "prpc"
-	clientBaseline = "grpc-go"
+	clientGo        = "prpc-go"
+	clientOnSettled = "prpc-onsettled"
+	clientThen      = "prpc-then"
+	clientBaseline  = "grpc-go"
 )
+
+// prpcForms are prpc's clients, in the order the reports list them.
+var prpcForms = []string{clientGo, clientOnSettled, clientThen}
+
+// isPRPC reports whether the client named name is one of prpc's.
+func isPRPC(name string) bool { return slices.Contains(prpcForms, name) }
 
 // TrialResult is the outcome of one trial of one client.
 type TrialResult struct {
@@ -138,16 +148,18 @@ type ShapeResult struct {
 
 // runner runs shapes against one backend.
 type runner struct {
-	addr     string
-	backend  *backend
-	clients  []string
-	timeout  time.Duration
-	budget   time.Duration
-	warmup   int
-	metadata bool                // both clients capture each response's header and trailer
-	xuids    []string            // xuids[i] is what call i asks for
-	players  []*networkpb.Player // players[i] is the answer call i must get
-	progress io.Writer
+	addr    string
+	backend *backend
+	// burstClients are the clients the burst suites run, loopClients those the loop suite
+	// runs, each in the order of -clients.
+	burstClients, loopClients []string
+	timeout                   time.Duration
+	budget                    time.Duration
+	warmup                    int
+	metadata                  bool                // both clients capture each response's header and trailer
+	xuids                     []string            // xuids[i] is what call i asks for
+	players                   []*networkpb.Player // players[i] is the answer call i must get
+	progress                  io.Writer
 }
 
 // runShape creates the clients for s, warms each up, then runs the trials interleaved: trial 1
@@ -162,16 +174,15 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 			}
 		}
 	}()
-	for _, name := range rn.clients {
+	for _, name := range rn.burstClients {
 		var (
 			c   client
 			err error
 		)
-		switch name {
-		case clientPRPC:
-			c, err = newPRPCClient(rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
-		case clientBaseline:
+		if name == clientBaseline {
 			c, err = newBaselineClient(rn.addr, s, rn.timeout, max(s.Calls, rn.warmup), rn.metadata)
+		} else {
+			c, err = newPRPCClient(name, rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
 		}
 		if err != nil {
 			return res, fmt.Errorf("%s client: %w", name, err)
@@ -191,7 +202,7 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 				return res, fmt.Errorf("%s trial %d: %w", c.Name(), t, err)
 			}
 			res.Trials = append(res.Trials, tr)
-			fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-7s %7.3f s %9s calls/s  p99 %8.2f ms  CPU/call %6.1f µs  allocs/call %5.1f (%4.0f B)  faults/call %5.1f  errors %d\n",
+			fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-14s %7.3f s %9s calls/s  p99 %8.2f ms  CPU/call %6.1f µs  allocs/call %5.1f (%4.0f B)  faults/call %5.1f  errors %d\n",
 				suite, s, t, s.Trials, c.Name(), tr.Total.Seconds(), thousands(int(tr.Throughput()+0.5)),
 				ms(tr.Lat.P99), us(tr.CPUPerCall()), tr.AllocsPerCall(), tr.AllocBytesPerCall(), tr.FaultsPerCall(), tr.Errors())
 		}

@@ -75,9 +75,9 @@ type Ops struct {
 // Owner is what a promise asks of the reactor that runs its call. Both methods may be called
 // from any goroutine and must not block.
 type Owner interface {
-	// Cancel asks the owner to settle use gen of record c with ErrCancelled, unless it is
-	// settled already.
-	Cancel(c *Call, gen uint32)
+	// Cancel asks the owner to settle the call it admitted at submission position pos (modulo
+	// 2³²) with ErrCancelled, unless it is settled already.
+	Cancel(pos uint32)
 	// Redeliver asks the owner to run t's callbacks added after delivery, at the next Tick
 	// that starts after Redeliver returns.
 	Redeliver(t Target)
@@ -94,15 +94,6 @@ type Target interface {
 	Deliver(h Host, c *Call)
 }
 
-// Binder is a Target that must learn its call's record, to cancel the call: a promise. The
-// owner binds it once it has given the call a record, before the call can settle.
-type Binder interface {
-	Target
-	// Bind gives the promise use gen of record c, and reports whether Cancel was called
-	// before: the owner then settles the call as cancelled.
-	Bind(c *Call, gen uint32) (cancelled bool)
-}
-
 // Func is the Target of a call submitted with a callback and no promise: the callback runs
 // once, with the response or the error.
 type Func[Resp proto.Message] func(Resp, error)
@@ -115,6 +106,14 @@ func (f Func[Resp]) Deliver(h Host, c *Call) {
 		resp, _ = c.Value.(Resp) // the lane decoded into Ops.NewResponse(), a Resp
 	}
 	h.Delivered(c)
+	if mutation == "callback-twice" && err != nil {
+		runFunc(h, f, resp, err) // the bug: a failed call's callback runs twice
+	}
+	defer h.Recover()
+	f(resp, err)
+}
+
+func runFunc[Resp proto.Message](h Host, f Func[Resp], resp Resp, err error) {
 	defer h.Recover()
 	f(resp, err)
 }

@@ -21,7 +21,7 @@ func TestCallRecordSize(t *testing.T) {
 // outcome, the inline callbacks and the link to the record. Records are reused; promises come
 // from fresh memory in a burst, so every byte here is a byte the host touches per call.
 func TestPromiseSize(t *testing.T) {
-	if got, limit := unsafe.Sizeof(Promise[*emptypb.Empty]{}), uintptr(96); got > limit {
+	if got, limit := unsafe.Sizeof(Promise[*emptypb.Empty]{}), uintptr(80); got > limit {
 		t.Fatalf("callcore.Promise is %d bytes, over its budget of %d", got, limit)
 	}
 }

@@ -26,34 +26,38 @@ func (m *Method[Req, Resp]) Ops() *Ops { return &m.ops }
 // converting the pointer. Its fields are unexported, so that users of calls.Promise reach
 // none of them.
 //
-// Until its first delivery the promise holds the record of its call; delivery moves the
-// outcome into the promise and frees the record for another call, so a promise that users
-// keep holds only what they can see.
+// The promise holds no reference to its call's record, and the reactor's goroutines never
+// touch it until Tick delivers the call, so a burst of calls shares no cache line between the
+// goroutine that makes promises and prpc's. Cancel names the call by its submission position;
+// the first delivery moves the outcome from the record into the promise.
 //
 // The first Then and the first OnError are kept inline while no other callback has been
 // registered, which covers the usual Call(…).Then(…).OnError(…), and so is a first OnSettled
-// registered alone; every later callback goes, in order, to more. Inline ones were registered
+// registered alone; every later callback goes, in order, to the extra's list. Inline ones were registered
 // before any in more, and at most one of them runs, so running them first keeps registration
 // order.
 type Promise[Resp proto.Message] struct {
 	mu              sync.Mutex
 	owner           *OwnerRef
-	rec             *Call // until the first delivery; nil for a call rejected at submission
-	gen             uint32
-	state           uint8 // Pending, Succeeded or Failed, as visible
+	pos             uint32 // the call's submission position, by which Cancel names it, modulo 2³²
+	state           uint8  // Pending, Succeeded or Failed, as visible
 	delivered       bool
 	redeliverQueued bool
 	cancelRequested bool
 	then            func(Resp)
 	onError         func(error)
 	settled         func(Resp, error) // inline only while it is the only callback
-	more            *[]callback[Resp]
 	value           Resp
 	err             error
-	md              *responseMetadata // nil unless the server's header or trailer was kept
+	x               *promiseExtra[Resp] // nil unless a promise needs more than the fields above
 }
 
-type responseMetadata struct{ header, trailer metadata.MD }
+// promiseExtra holds what few promises need, so that a promise is one small allocation: the
+// callbacks beyond the inline ones, and the response metadata, when a call asked for it.
+type promiseExtra[Resp proto.Message] struct {
+	more            []callback[Resp]
+	header, trailer metadata.MD
+}
 
 // callback is one callback that is not inline: exactly one of its funcs is set.
 type callback[Resp proto.Message] struct {
@@ -72,14 +76,11 @@ func NewPromise[Resp proto.Message](owner *OwnerRef) *Promise[Resp] {
 	return &Promise[Resp]{owner: owner}
 }
 
-// Bind implements Binder.
-func (p *Promise[Resp]) Bind(c *Call, gen uint32) (cancelled bool) {
-	p.mu.Lock()
-	p.rec, p.gen = c, gen
-	cancelled = p.cancelRequested
-	p.mu.Unlock()
-	return cancelled
-}
+// Pos returns where the promise records its call's submission position, modulo 2³²: the
+// reactor writes it before it hands the call over, so that Cancel, called once Call has
+// returned, finds it. A pending call is at most a lap of the reactor's ring of submissions
+// behind the newest, far less than 2³² positions, so the low half names it.
+func (p *Promise[Resp]) Pos() *uint32 { return &p.pos }
 
 // Reject fails the call at submission: the failure is visible at once.
 func (p *Promise[Resp]) Reject(err error) {
@@ -106,29 +107,28 @@ func (p *Promise[Resp]) Err() error {
 func (p *Promise[Resp]) Metadata() (header, trailer metadata.MD) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.md == nil {
+	if p.x == nil {
 		return nil, nil
 	}
-	return p.md.header, p.md.trailer
+	return p.x.header, p.x.trailer
 }
 
-// Cancel asks the owner to cancel the call, once, unless its outcome is visible already. Before
-// the owner has bound the promise to a record, it only records the request, which Bind reports.
+// Cancel asks the owner to cancel the call, once, unless its outcome is visible already.
 func (p *Promise[Resp]) Cancel() {
 	p.mu.Lock()
-	rec, gen := p.rec, p.gen
-	ask := !p.cancelRequested && p.state == Pending && rec != nil
+	ask := !p.cancelRequested && p.state == Pending
 	p.cancelRequested = true
+	pos := p.pos
 	p.mu.Unlock()
 	if ask {
-		p.owner.Cancel(rec, gen)
+		p.owner.Cancel(pos)
 	}
 }
 
 // Then registers fn to run with the response if the call succeeds.
 func (p *Promise[Resp]) Then(fn func(Resp)) {
 	p.mu.Lock()
-	if p.then == nil && p.settled == nil && p.more == nil {
+	if p.then == nil && p.settled == nil && !p.hasMore() {
 		p.then = fn
 	} else {
 		p.add(callback[Resp]{then: fn})
@@ -139,7 +139,7 @@ func (p *Promise[Resp]) Then(fn func(Resp)) {
 // OnSettled registers fn to run with the response or the error when the call settles.
 func (p *Promise[Resp]) OnSettled(fn func(Resp, error)) {
 	p.mu.Lock()
-	if p.then == nil && p.onError == nil && p.settled == nil && p.more == nil {
+	if p.then == nil && p.onError == nil && p.settled == nil && !p.hasMore() {
 		p.settled = fn
 	} else {
 		p.add(callback[Resp]{settled: fn})
@@ -150,7 +150,7 @@ func (p *Promise[Resp]) OnSettled(fn func(Resp, error)) {
 // OnError registers fn to run with the error if the call fails.
 func (p *Promise[Resp]) OnError(fn func(error)) {
 	p.mu.Lock()
-	if p.onError == nil && p.settled == nil && p.more == nil {
+	if p.onError == nil && p.settled == nil && !p.hasMore() {
 		p.onError = fn
 	} else {
 		p.add(callback[Resp]{onError: fn})
@@ -165,12 +165,15 @@ func (p *Promise[Resp]) Always(fn func()) {
 	p.registered()
 }
 
-// add appends cb to more; with mu held.
+// hasMore reports whether callbacks wait beyond the inline ones; with mu held.
+func (p *Promise[Resp]) hasMore() bool { return p.x != nil && len(p.x.more) > 0 }
+
+// add appends cb to the callbacks beyond the inline ones; with mu held.
 func (p *Promise[Resp]) add(cb callback[Resp]) {
-	if p.more == nil {
-		p.more = new([]callback[Resp])
+	if p.x == nil {
+		p.x = new(promiseExtra[Resp])
 	}
-	*p.more = append(*p.more, cb)
+	p.x.more = append(p.x.more, cb)
 }
 
 // registered releases mu after a registration and, if the call was delivered already, asks
@@ -188,19 +191,20 @@ func (p *Promise[Resp]) registered() {
 
 // Deliver implements Target. The callbacks are removed before they run, so that the promise
 // holds no reference to them afterwards.
-func (p *Promise[Resp]) Deliver(h Host, _ *Call) {
+func (p *Promise[Resp]) Deliver(h Host, rec *Call) {
 	p.mu.Lock()
 	first := !p.delivered
-	rec := p.rec
 	if first {
-		p.rec = nil
 		if rec != nil {
 			p.err = rec.Err
 			if rec.Err == nil {
 				p.value, _ = rec.Value.(Resp) // the lane decoded into Ops.NewResponse(), a Resp
 			}
 			if rec.Header != nil || rec.Trailer != nil {
-				p.md = &responseMetadata{rec.Header, rec.Trailer}
+				if p.x == nil {
+					p.x = new(promiseExtra[Resp])
+				}
+				p.x.header, p.x.trailer = rec.Header, rec.Trailer
 			}
 		}
 		p.state = Succeeded
@@ -209,8 +213,12 @@ func (p *Promise[Resp]) Deliver(h Host, _ *Call) {
 		}
 	}
 	p.delivered, p.redeliverQueued = true, false
-	then, onError, settled, more := p.then, p.onError, p.settled, p.more
-	p.then, p.onError, p.settled, p.more = nil, nil, nil, nil
+	then, onError, settled := p.then, p.onError, p.settled
+	p.then, p.onError, p.settled = nil, nil, nil
+	var more []callback[Resp]
+	if p.x != nil {
+		more, p.x.more = p.x.more, nil
+	}
 	value, err := p.value, p.err
 	p.mu.Unlock()
 	if first {
@@ -224,10 +232,7 @@ func (p *Promise[Resp]) Deliver(h Host, _ *Call) {
 	case err != nil && onError != nil:
 		runOnError(h, onError, err)
 	}
-	if more == nil {
-		return
-	}
-	for _, cb := range *more {
+	for _, cb := range more {
 		switch {
 		case cb.then != nil && err == nil:
 			runThen(h, cb.then, value)

@@ -1,0 +1,59 @@
+//go:build prpcmutant
+
+package reactor
+
+import (
+	"testing"
+
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// simMutations are the bugs the mutation test builds into the core, and the number of seeds
+// within which the simulation must catch each: the README's Reliability section reports them.
+var simMutations = []struct {
+	name, bug string
+	within    uint64
+}{
+	{"skip-claim-cas", "the reactor takes a running call without the compare-and-swap of its claim", 50},
+	{"deliver-cut", "a call cut off while its lane runs it is delivered before the lane has finished", 50},
+	{"leak-admission", "delivering a failed call does not free its admission slot", 50},
+	{"callback-twice", "a failed call's callback (reactor.Go) runs twice", 50},
+	{"no-cancel-transport", "cutting a call off does not cancel its transport call", 50},
+}
+
+// TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks
+// that the simulation catches it within its stated number of seeds, logging how many seeds it
+// took and how many of the first simMutationSeeds fail.
+func TestMutations(t *testing.T) {
+	const simMutationSeeds = 200
+	t.Cleanup(func() { setMutation("") })
+	for _, m := range simMutations {
+		t.Run(m.name, func(t *testing.T) {
+			setMutation(m.name)
+			first, failed := uint64(0), 0
+			var firstErr error
+			for seed := uint64(1); seed <= simMutationSeeds; seed++ {
+				w, err := runSeed(seed, simMaxEvents, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w.err == nil {
+					continue
+				}
+				failed++
+				if first == 0 {
+					first, firstErr = seed, w.err
+				}
+			}
+			if first == 0 || first > m.within {
+				t.Fatalf("%s (%s): first caught by seed %d, want within %d", m.name, m.bug, first, m.within)
+			}
+			t.Logf("| %s | %s | seed %d | %d of %d | %v |", m.name, m.bug, first, failed, simMutationSeeds, firstErr)
+		})
+	}
+}
+
+func setMutation(name string) {
+	mutation = name
+	callcore.SetMutation(name)
+}
