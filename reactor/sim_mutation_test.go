@@ -14,11 +14,11 @@ var simMutations = []struct {
 	name, bug string
 	within    uint64
 }{
-	{"skip-claim-cas", "the reactor takes a running call without the compare-and-swap of its claim", 50},
-	{"deliver-cut", "a call cut off while its lane runs it is delivered before the lane has finished", 50},
-	{"leak-admission", "delivering a failed call does not free its admission slot", 50},
-	{"callback-twice", "a failed call's callback (reactor.Go) runs twice", 50},
-	{"no-cancel-transport", "cutting a call off does not cancel its transport call", 50},
+	{"skip-claim-cas", "the reactor takes a running call without the compare-and-swap of its claim", 10},
+	{"deliver-cut", "a call cut off while its lane runs it is delivered before the lane has finished", 10},
+	{"leak-admission", "delivering a failed call does not free its admission slot", 10},
+	{"callback-twice", "a failed call's callback (reactor.Go) runs twice", 10},
+	{"no-cancel-transport", "cutting a call off does not cancel its transport call", 10},
 }
 
 // TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks

@@ -3,8 +3,10 @@ package reactor
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,26 +40,40 @@ func TestSimulation(t *testing.T) {
 		return
 	}
 	n, first := envUint(t, "PRPC_SIM_SEEDS", simSeeds), envUint(t, "PRPC_SIM_FIRST", 1)
-	failed := runSeeds(first, n, func(seed uint64, w *simWorld, err error) {
+	start := time.Now()
+	sum := runSeeds(first, n, func(seed uint64, w *simWorld, err error) {
 		if err != nil {
 			t.Errorf("seed %d: %v", seed, err)
 			return
 		}
 		t.Error(describeFailure(seed, w))
 	})
-	if failed == 0 {
-		t.Logf("%d seeds from %d: every invariant held", n, first)
+	if sum.failed == 0 {
+		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average",
+			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n)
+	}
+	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
+		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
 	}
 }
 
+// seedsSummary sums up the seeds runSeeds ran.
+type seedsSummary struct {
+	failed             int
+	calls, steps       uint64 // in all
+	minCalls, minSteps int    // of a seed
+}
+
 // runSeeds runs seeds first to first+n-1 on GOMAXPROCS goroutines, calls report (from one
-// goroutine at a time) for each seed that fails, and returns how many did. It stops
-// reporting after the first few failures.
-func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error)) int {
+// goroutine at a time) for each seed that fails, and sums them up. It stops reporting after
+// the first few failures.
+func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error)) seedsSummary {
+	// The worlds are small and short-lived: collect garbage less often than by default.
+	defer debug.SetGCPercent(debug.SetGCPercent(2000))
 	var next atomic.Uint64
 	next.Store(first)
 	var mu sync.Mutex
-	failed := 0
+	sum := seedsSummary{minCalls: math.MaxInt, minSteps: math.MaxInt}
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
@@ -67,20 +83,24 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 					return
 				}
 				w, err := runSeed(seed, simMaxEvents, false)
-				if err == nil && w.err == nil {
-					continue
-				}
 				mu.Lock()
-				failed++
-				if failed <= 3 {
-					report(seed, w, err)
+				if err == nil {
+					sum.calls += uint64(len(w.calls))
+					sum.steps += uint64(w.steps)
+					sum.minCalls, sum.minSteps = min(sum.minCalls, len(w.calls)), min(sum.minSteps, w.steps)
+				}
+				if err != nil || w.err != nil {
+					sum.failed++
+					if sum.failed <= 3 {
+						report(seed, w, err)
+					}
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return failed
+	return sum
 }
 
 func envUint(t *testing.T, name string, def uint64) uint64 {
@@ -130,7 +150,14 @@ func runSeed(seed uint64, stopAfter int, logging bool) (*simWorld, error) {
 		return nil, err
 	}
 	w.logging = logging
-	w.play(stopAfter)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				w.fail("panic at step %d: %v\n%s", w.steps, p, debug.Stack())
+			}
+		}()
+		w.play(stopAfter)
+	}()
 	return w, nil
 }
 
@@ -138,7 +165,7 @@ func runSeed(seed uint64, stopAfter int, logging bool) (*simWorld, error) {
 func (w *simWorld) play(stopAfter int) {
 	for w.err == nil {
 		if w.host == hostPlaying && (w.steps >= stopAfter ||
-			len(w.calls) >= simMinCalls && w.steps >= simMinEvents && w.pct(1)) {
+			len(w.calls) >= simMinCalls && w.steps >= simMinEvents && w.pct(5)) {
 			w.stop()
 		}
 		if w.host == hostClosed {
@@ -188,7 +215,7 @@ func (w *simWorld) step() {
 		}
 	}
 	if w.host == hostPlaying {
-		add(20, func() { w.submit(false) })
+		add(10, func() { w.submit(false) })
 	}
 	if !w.engineDone {
 		weight := 3
@@ -197,8 +224,9 @@ func (w *simWorld) step() {
 		}
 		add(weight, w.turnStep)
 	}
-	busyLanes, queued := w.laneState()
-	if busyLanes > 0 || queued {
+	// The lanes' queue may hold dropped calls, which the Queued gauge no longer counts: a
+	// stopping reactor waits for the lanes to take them.
+	if w.busyLanes() > 0 || w.r.queued.Load() > 0 || w.turn.phase == turnStopping && w.workQueued() {
 		add(25, func() { w.laneStep(w.lanes[w.rng.IntN(len(w.lanes))]) })
 	}
 	add(8, func() {
@@ -256,17 +284,22 @@ func (w *simWorld) step() {
 	}
 }
 
-// laneState returns how many lanes run a call and whether calls wait for a lane.
-func (w *simWorld) laneState() (busy int, queued bool) {
+// busyLanes returns how many lanes run a call.
+func (w *simWorld) busyLanes() int {
+	busy := 0
 	for _, sl := range w.lanes {
 		if sl.busy {
 			busy++
 		}
 	}
+	return busy
+}
+
+// workQueued reports whether calls, dropped ones included, wait in the lanes' queue.
+func (w *simWorld) workQueued() bool {
 	w.r.work.mu.Lock()
-	queued = w.r.work.calls.len() > 0
-	w.r.work.mu.Unlock()
-	return busy, queued
+	defer w.r.work.mu.Unlock()
+	return w.r.work.calls.len() > 0
 }
 
 // cancelOne cancels a random call that has a promise.

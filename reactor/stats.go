@@ -157,6 +157,7 @@ type counters struct {
 	pending                                      int
 	submitted, succeeded                         uint64
 	failed                                       map[codes.Code]uint64
+	failedTotal                                  uint64 // the sum of failed
 	timedOut, overloaded, cancelled, closedCalls uint64
 }
 
@@ -192,6 +193,7 @@ func (c *counters) fail(m *methodCounters, code codes.Code, reason callcore.Reas
 		m.latency.add(latency)
 	}
 	c.failed[code]++
+	c.failedTotal++
 	switch reason {
 	case callcore.ReasonTimeout:
 		c.timedOut++

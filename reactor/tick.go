@@ -73,31 +73,19 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	mark := r.hostq.mark()
 	now, delivered := start, 0
 	busy := false // a lane was appending to the outbox; its wake-up brings the host back
-	// The clock is read after each delivery while deliveries are slow, and after every few
-	// while a batch of them takes under a 64th of the budget, so that cheap callbacks do not
-	// pay a clock read each; the overrun this allows is about one such batch.
-	readEvery, sinceRead := 1, 0
+	// The clock is read after every delivery, so that a Tick overruns its budget by one
+	// callback at most, whatever its callbacks cost.
+	exhausted := false // the clock has shown the budget spent: nothing more is delivered
 	spent := func() bool {
 		switch {
 		case all:
 			return false
-		case budget <= 0:
+		case budget <= 0, exhausted:
 			return true
 		}
-		if sinceRead++; sinceRead < readEvery {
-			return false
-		}
-		prev := now
-		now, sinceRead = r.now(), 0
-		if time.Duration(now-start) >= budget {
-			return true
-		}
-		if time.Duration(now-prev) < budget/64 {
-			readEvery = min(2*readEvery, maxReadEvery)
-		} else {
-			readEvery = 1
-		}
-		return false
+		now = r.now()
+		exhausted = time.Duration(now-start) >= budget
+		return exhausted
 	}
 	for {
 		if r.head == end {
@@ -135,8 +123,8 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 		t.Deliver(&r.host, nil)
 		delivered++
 	}
-	if delivered > 0 && (all || sinceRead > 0) {
-		now = r.now() // for Elapsed: the deliveries since the clock was last read
+	if delivered > 0 && (all || budget <= 0) {
+		now = r.now() // for Elapsed: spent did not read the clock
 	}
 	r.recycled = r.freed.give(r.recycled)
 	remaining := end - r.head + fresh + r.hostq.waiting()
@@ -164,9 +152,6 @@ func (r *Reactor) deliver(c *callcore.Call, now int64) {
 	r.deliveredAt = now
 	c.Target.Deliver(&r.host, c)
 }
-
-// maxReadEvery bounds how many deliveries a Tick makes between two reads of the clock.
-const maxReadEvery = 16
 
 // host is the reactor as delivering a call sees it (callcore.Host): it runs on the Tick
 // goroutine only.
