@@ -328,4 +328,3 @@ func (w *simWorld) closeReturns() {
 	w.readOutbox()
 	w.checkClosed()
 }
-

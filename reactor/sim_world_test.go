@@ -87,9 +87,9 @@ func (simConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.Call
 type simForm uint8
 
 const (
-	formThen     simForm = iota // Call, with Then and OnError
-	formSettled                 // Call, with OnSettled
-	formGo                      // Go, with its callback
+	formThen    simForm = iota // Call, with Then and OnError
+	formSettled                // Call, with OnSettled
+	formGo                     // Go, with its callback
 	formNumForms
 )
 
@@ -163,10 +163,10 @@ type simWorld struct {
 	logging bool     // note events: off for speed, on to report a failure
 	events  []string // the events noted
 	steps   int
-	played int   // the step at which the host stopped playing; 0 while it plays
+	played  int // the step at which the host stopped playing; 0 while it plays
 	// pausedUntil is the step before which the host does not tick, as a host busy elsewhere.
 	pausedUntil int
-	err    error // the first broken invariant
+	err         error // the first broken invariant
 }
 
 // simTurn is where the reactor goroutine's turn in progress stands: each step of the
