@@ -22,7 +22,8 @@ const simSeeds = 2000
 // TestSimulation runs the deterministic simulation (sim_world_test.go) for many seeds, in
 // parallel, and fails with the seed and the shortest prefix of its events that breaks an
 // invariant. PRPC_SIM_SEED=n reruns seed n alone, printing its events; PRPC_SIM_SEEDS=n runs
-// n seeds from PRPC_SIM_FIRST (default 1).
+// n seeds from PRPC_SIM_FIRST (default 1); PRPC_SIM_BUDGET=d fails a run that takes longer than
+// d. Environment variables, not flags, so that go test ./... works in every package.
 func TestSimulation(t *testing.T) {
 	if s := os.Getenv("PRPC_SIM_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
@@ -51,6 +52,15 @@ func TestSimulation(t *testing.T) {
 	if sum.failed == 0 {
 		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average",
 			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n)
+	}
+	if b := os.Getenv("PRPC_SIM_BUDGET"); b != "" {
+		budget, err := time.ParseDuration(b)
+		if err != nil {
+			t.Fatalf("PRPC_SIM_BUDGET=%q: %v", b, err)
+		}
+		if took := time.Since(start); took > budget {
+			t.Errorf("%d seeds took %v, over PRPC_SIM_BUDGET %v", n, took.Round(time.Millisecond), budget)
+		}
 	}
 	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
 		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
