@@ -259,7 +259,7 @@ func (h *harness) cancelAndWait() {
 	h.waitBlocked()
 }
 
-// result waits for Run's result after the test stopped it.
+// wait waits for Run's result after the test stopped it.
 func (h *harness) wait() error {
 	h.t.Helper()
 	select {
@@ -276,12 +276,5 @@ func (h *harness) wait() error {
 func (h *harness) stop() error {
 	h.t.Helper()
 	h.cancel()
-	select {
-	case err := <-h.done:
-		h.result = &err
-		return err
-	case <-time.After(patience):
-		h.t.Fatalf("Run did not return within %v of cancel", patience)
-		return nil
-	}
+	return h.wait()
 }

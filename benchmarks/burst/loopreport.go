@@ -107,7 +107,7 @@ func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
 		b.WriteString("| client | form | " + figSubmitCPU + " | " + figDelivery + " | " + figLate + " |\n")
 		b.WriteString("|:--|:--|:--|:--|:--|\n")
 		for _, f := range forms {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | ≤ the pool's |\n", f, formText(f), cpuTargetText(f), boundText(deliveryMax, 0))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | ≤ the pool's |\n", f, formText(f), cpuTargetText(f), boundText(targets.DeliveryMax, 0))
 		}
 		b.WriteString("\n")
 	}

@@ -151,7 +151,7 @@ const (
 
 // targets returns the targets of c's prpc client (targets.go), in this order: the median of
 // its loop-thread CPU ratios at most its cpuTarget, the median of its ratios of the time to
-// the last delivery at most deliveryMax, and its late ticks no more than the pool's. Ratios
+// the last delivery at most targets.DeliveryMax, and its late ticks no more than the pool's. Ratios
 // are judged as the reports show them, to two decimals.
 func (c loopComparison) targets() []loopTarget {
 	both := c.PRPC.Trials > 0 && c.Pool.Trials > 0
@@ -171,7 +171,7 @@ func (c loopComparison) targets() []loopTarget {
 	bound, aim, ok := cpuTarget(c.Client, c.Calls)
 	return []loopTarget{
 		ratio(figSubmitCPU, c.SubmitCPU, bound, aim, ok),
-		ratio(figDelivery, c.ToLastDelivery, deliveryMax, 0, true),
+		ratio(figDelivery, c.ToLastDelivery, targets.DeliveryMax, 0, true),
 		{Figure: figLate, Target: "≤ the pool's", Known: both, Met: both && c.PRPC.Late <= c.Pool.Late},
 	}
 }
