@@ -71,13 +71,12 @@
 // tick to the last delivery; per burst size and prpc client, the ratios to the pool with
 // their median and spread, and whether the client meets its targets against the pool.
 //
-// The loop suite's targets (targets.go), each on the median over the trials of the per-trial
-// ratio prpc client ÷ pool: the judged figure, the CPU time of the loop's thread over the
-// submission, at most 1.5× for prpc-go (aiming at 1.2×), 2.0× for prpc-onsettled, and for
-// prpc-then at most the ratio the report had measured before requests were encoded on the
-// lanes, at each burst size of the suite; for every client, the time from the submitting
-// tick to the last delivery at most 1.05×, and late ticks, summed over the trials, no more
-// than the pool's. The submission's wall time and the longest tick interval are reported
+// The loop suite's targets bound the median over the trials of the per-trial ratio prpc
+// client ÷ pool, with the bounds in targets.json (read by targets.go): the judged figure, the
+// CPU time of the loop's thread over the submission, a bound per form (for prpc-then, the
+// ratio the report had measured before requests were encoded on the lanes, at each burst
+// size); for every client, the time from the submitting tick to the last delivery; and late
+// ticks, summed over the trials, no more than the pool's. The submission's wall time and the longest tick interval are reported
 // beside them. It runs unpinned unless -pin or -placements says otherwise; the targets are
 // judged unpinned. The report in benchmarks/README.md comes from
 //
