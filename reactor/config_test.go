@@ -255,12 +255,13 @@ func TestConfigDefaultConcurrency(t *testing.T) {
 	defer poll.Stop()
 	for {
 		st := r.Stats()
-		if st.InFlight == inFlight && st.Queued == reactor.DefaultMaxOutstanding-inFlight {
+		// Pending is read under the counters' lock, Queued and InFlight after it: wait for
+		// all three, as a snapshot can see the last call queued before it sees it counted.
+		if st.InFlight == inFlight && st.Queued == reactor.DefaultMaxOutstanding-inFlight && st.Pending == reactor.DefaultMaxOutstanding {
 			for _, inv := range st.Invokers {
 				require.Equal(t, reactor.DefaultBatchSize, inv.Load)
 				require.Equal(t, reactor.InvokerFull, inv.State)
 			}
-			require.Equal(t, reactor.DefaultMaxOutstanding, st.Pending)
 			break
 		}
 		select {

@@ -21,6 +21,10 @@ import (
 // Call returns, and a delivered one when Tick delivers it. Admission itself is exact: Call
 // compares MaxOutstanding with the calls admitted and not delivered at that instant, and
 // Reactor.Idle reads the same count.
+//
+// Queued, InFlight and Invokers are gauges that prpc's goroutines keep without that lock; a
+// snapshot reads them just after the counters. While calls move, it may therefore show a call
+// in Queued or InFlight that Pending does not count yet, or no longer does.
 type Stats struct {
 	// Pending is the number of calls admitted and not yet delivered by Tick: the calls that
 	// count against MaxOutstanding, as the reactor goroutine has counted them (see above).
