@@ -2,6 +2,7 @@ package reactor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -224,6 +225,62 @@ func TestStatsInvariantDuringBusyRun(t *testing.T) {
 	require.Zero(t, s.Pending)
 	require.EqualValues(t, total, s.Succeeded+failed)
 	t.Logf("%d samples; succeeded %d, failed %v, timed out %d, overloaded %d", samples.Load(), s.Succeeded, s.Failed, s.TimedOut, s.Overloaded)
+}
+
+// Stats.Pending counts only admitted calls, so no snapshot shows more than MaxOutstanding,
+// even while Tick frees slots that submitters waiting at the limit take at once and the
+// reactor goroutine counts their calls. (Tick must count a delivered call before it frees the
+// call's slot.)
+func TestStatsPendingWithinMaxOutstanding(t *testing.T) {
+	const maxOutstanding, submitters, perSubmitter = 2, 2, 2500
+	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{MaxOutstanding: maxOutstanding})
+	h := newHost(t, r)
+
+	stop := make(chan struct{})
+	var most atomic.Int64 // the largest Pending a snapshot showed
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if p := int64(r.Stats().Pending); p > most.Load() {
+				most.Store(p)
+			}
+		}
+	})
+
+	var succeeded int // callbacks run on this goroutine only; rejections run them too
+	var wg sync.WaitGroup
+	for range submitters {
+		wg.Go(func() {
+			req := &testpb.EchoRequest{Message: "m"}
+			for sent := 0; sent < perSubmitter; {
+				err := reactor.Go(r, echo, req, nil, func(_ *testpb.EchoResponse, err error) {
+					if err == nil {
+						succeeded++
+					}
+				})
+				switch {
+				case err == nil:
+					sent++
+				case errors.Is(err, calls.ErrOverloaded):
+					runtime.Gosched() // at the limit: try again once a Tick frees a slot
+				default:
+					t.Errorf("Go: %v", err)
+					return
+				}
+			}
+		})
+	}
+	h.waitFor(func() bool { return succeeded == submitters*perSubmitter && r.Idle() })
+	wg.Wait()
+	close(stop)
+	sampler.Wait()
+	require.LessOrEqual(t, most.Load(), int64(maxOutstanding), "Stats.Pending above MaxOutstanding")
+	require.Positive(t, r.Stats().Overloaded, "submitters waited at the limit")
 }
 
 // sum returns the total of a Failed map.

@@ -157,17 +157,15 @@ func (r *Reactor) deliver(c *callcore.Call, now int64) {
 // goroutine only.
 type host struct{ r *Reactor }
 
-// Delivered implements callcore.Host: it releases an admitted call's slot, counts its
-// outcome and keeps its record, recycled, for the reactor goroutine, which gets this Tick's
-// records at its end.
+// Delivered implements callcore.Host: it counts an admitted call's outcome, then releases its
+// slot, and keeps its record, recycled, for the reactor goroutine, which gets this Tick's
+// records at its end. Counted first, so that Stats.Pending, which counts a call only after
+// its admission, never counts a call admitted into the slot before this one has left it.
 func (h *host) Delivered(c *callcore.Call) {
 	if c == nil {
 		return // rejected at submission: counted then, and no record
 	}
 	r := h.r
-	if mutation != "leak-admission" || c.Err == nil {
-		r.admitted.Add(-1)
-	}
 	method := r.method(c.Ops)
 	latency := time.Duration(r.deliveredAt - c.Submitted)
 	r.mu.Lock()
@@ -179,6 +177,9 @@ func (h *host) Delivered(c *callcore.Call) {
 	}
 	r.latency.add(latency)
 	r.mu.Unlock()
+	if mutation != "leak-admission" || c.Err == nil {
+		r.admitted.Add(-1)
+	}
 	c.Recycle()
 	r.recycled = append(r.recycled, c)
 }
