@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,33 +168,17 @@ func TestStatsInvariantDuringBusyRun(t *testing.T) {
 	const submitters, perSubmitter = 4, 200
 	const total = submitters * perSubmitter
 
-	stop := make(chan struct{})
-	var samples atomic.Int64
-	violation := make(chan string, 1)
-	var sampler sync.WaitGroup
-	sampler.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			s := r.Stats()
-			failed := sum(s.Failed)
-			switch {
-			case s.Submitted != s.Succeeded+failed+uint64(s.Pending):
-				violation <- fmt.Sprintf("Submitted %d != Succeeded %d + Failed %d + Pending %d", s.Submitted, s.Succeeded, failed, s.Pending)
-				return
-			case s.TimedOut+s.Overloaded+s.Cancelled+s.Closed > failed:
-				violation <- fmt.Sprintf("failure reasons %d exceed Failed %d", s.TimedOut+s.Overloaded+s.Cancelled+s.Closed, failed)
-				return
-			case s.Pending < 0 || s.Pending > maxOutstanding:
-				violation <- fmt.Sprintf("Pending %d outside [0, %d]", s.Pending, maxOutstanding)
-				return
-			}
-			samples.Add(1)
-			runtime.Gosched()
+	stop := sampleStats(r, func(s reactor.Stats) string {
+		failed := sum(s.Failed)
+		switch {
+		case s.Submitted != s.Succeeded+failed+uint64(s.Pending):
+			return fmt.Sprintf("Submitted %d != Succeeded %d + Failed %d + Pending %d", s.Submitted, s.Succeeded, failed, s.Pending)
+		case s.TimedOut+s.Overloaded+s.Cancelled+s.Closed > failed:
+			return fmt.Sprintf("failure reasons %d exceed Failed %d", s.TimedOut+s.Overloaded+s.Cancelled+s.Closed, failed)
+		case s.Pending < 0 || s.Pending > maxOutstanding:
+			return fmt.Sprintf("Pending %d outside [0, %d]", s.Pending, maxOutstanding)
 		}
+		return ""
 	})
 
 	var delivered int // callbacks run on this goroutine only
@@ -210,21 +193,16 @@ func TestStatsInvariantDuringBusyRun(t *testing.T) {
 	}
 	h.waitFor(func() bool { return delivered == total })
 	wg.Wait()
-	close(stop)
-	sampler.Wait()
-	select {
-	case v := <-violation:
-		t.Fatal(v)
-	default:
-	}
-	require.Positive(t, samples.Load())
+	violation, samples := stop()
+	require.Empty(t, violation)
+	require.Positive(t, samples)
 
 	s := r.Stats()
 	failed := sum(s.Failed)
 	require.EqualValues(t, total, s.Submitted)
 	require.Zero(t, s.Pending)
 	require.EqualValues(t, total, s.Succeeded+failed)
-	t.Logf("%d samples; succeeded %d, failed %v, timed out %d, overloaded %d", samples.Load(), s.Succeeded, s.Failed, s.TimedOut, s.Overloaded)
+	t.Logf("%d samples; succeeded %d, failed %v, timed out %d, overloaded %d", samples, s.Succeeded, s.Failed, s.TimedOut, s.Overloaded)
 }
 
 // Stats.Pending counts only admitted calls, so no snapshot shows more than MaxOutstanding,
@@ -236,20 +214,11 @@ func TestStatsPendingWithinMaxOutstanding(t *testing.T) {
 	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{MaxOutstanding: maxOutstanding})
 	h := newHost(t, r)
 
-	stop := make(chan struct{})
-	var most atomic.Int64 // the largest Pending a snapshot showed
-	var sampler sync.WaitGroup
-	sampler.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if p := int64(r.Stats().Pending); p > most.Load() {
-				most.Store(p)
-			}
+	stop := sampleStats(r, func(s reactor.Stats) string {
+		if s.Pending > maxOutstanding {
+			return fmt.Sprintf("Pending %d above MaxOutstanding %d", s.Pending, maxOutstanding)
 		}
+		return ""
 	})
 
 	var succeeded int // callbacks run on this goroutine only; rejections run them too
@@ -277,10 +246,38 @@ func TestStatsPendingWithinMaxOutstanding(t *testing.T) {
 	}
 	h.waitFor(func() bool { return succeeded == submitters*perSubmitter && r.Idle() })
 	wg.Wait()
-	close(stop)
-	sampler.Wait()
-	require.LessOrEqual(t, most.Load(), int64(maxOutstanding), "Stats.Pending above MaxOutstanding")
+	violation, _ := stop()
+	require.Empty(t, violation)
 	require.Positive(t, r.Stats().Overloaded, "submitters waited at the limit")
+}
+
+// sampleStats takes snapshots of r.Stats on a goroutine of its own, as fast as it can, and
+// passes each to check, which describes a violation or returns "". The returned stop ends the
+// sampling and returns the first violation, or "", and the number of snapshots checked.
+func sampleStats(r *reactor.Reactor, check func(reactor.Stats) string) (stop func() (violation string, samples int)) {
+	done := make(chan struct{})
+	var violation string
+	var samples int
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if violation = check(r.Stats()); violation != "" {
+				return
+			}
+			samples++
+			runtime.Gosched()
+		}
+	})
+	return func() (string, int) {
+		close(done)
+		sampler.Wait()
+		return violation, samples
+	}
 }
 
 // sum returns the total of a Failed map.
