@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
@@ -25,7 +26,7 @@ import (
 type fuzzDecodeConn struct{}
 
 func (fuzzDecodeConn) Invoke(_ context.Context, _ string, args, reply any, opts ...grpc.CallOption) error {
-	raw, err := encodeArgs(args, opts)
+	raw, err := memconn.Encode(args, opts)
 	if err != nil {
 		return err
 	}
@@ -33,7 +34,7 @@ func (fuzzDecodeConn) Invoke(_ context.Context, _ string, args, reply any, opts 
 	if err := proto.Unmarshal(raw, &req); err != nil {
 		return status.Errorf(codes.FailedPrecondition, "fuzz conn: decoding the request: %v", err)
 	}
-	return decodeReply(req.GetPayload(), reply, opts)
+	return memconn.Decode(req.GetPayload(), reply, opts)
 }
 
 func (fuzzDecodeConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {

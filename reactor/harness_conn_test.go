@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -62,7 +63,7 @@ func (f *recordingConn) Invoke(ctx context.Context, method string, args, reply a
 			return ctx.Err()
 		}
 	}
-	raw, err := encodeArgs(args, opts)
+	raw, err := memconn.Encode(args, opts)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (f *recordingConn) Invoke(ctx context.Context, method string, args, reply a
 	if err != nil {
 		return err
 	}
-	return decodeReply(resp, reply, opts)
+	return memconn.Decode(resp, reply, opts)
 }
 
 func (f *recordingConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {

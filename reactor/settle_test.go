@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
@@ -28,7 +29,7 @@ import (
 type raceConn struct{}
 
 func (raceConn) Invoke(ctx context.Context, _ string, args, reply any, opts ...grpc.CallOption) error {
-	raw, err := encodeArgs(args, opts)
+	raw, err := memconn.Encode(args, opts)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor"
 )
@@ -26,11 +27,11 @@ func (soakEchoConn) Invoke(ctx context.Context, _ string, args, reply any, opts 
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
-	raw, err := encodeArgs(args, opts)
+	raw, err := memconn.Encode(args, opts)
 	if err != nil {
 		return err
 	}
-	return decodeReply(raw, reply, opts)
+	return memconn.Decode(raw, reply, opts)
 }
 
 func (soakEchoConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {

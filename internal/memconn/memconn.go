@@ -8,6 +8,9 @@
 // reactor.New also accepts the settings of a connection it would dial, which a Backend
 // ignores. Only a type that embeds Tag is one: an unexported method keeps the contract out of
 // reactortest's API.
+//
+// Encode and Decode treat a call's messages as gRPC's unary path does, for connections that
+// run calls in memory: the Backend, and the fake connections of package reactor's tests.
 package memconn
 
 import (

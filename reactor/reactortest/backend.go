@@ -6,8 +6,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -154,41 +152,18 @@ func (b *Backend) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.C
 	return nil, status.Error(codes.Unimplemented, "reactortest: streams are not supported")
 }
 
-// callArgs encodes the request a reactor passes to Invoke, with the codec the call names
-// (grpc.ForceCodecV2, as a reactor's invoker lanes pass theirs) or proto.Marshal, as gRPC would
-// before sending it, and returns it with the reply, which must be a proto.Message.
+// callArgs encodes the request a reactor passes to Invoke as gRPC would before sending it
+// (memconn.Encode), and returns it with the reply, which must be a proto.Message.
 func callArgs(args, reply any, opts []grpc.CallOption) ([]byte, proto.Message, error) {
 	out, ok := reply.(proto.Message)
 	if !ok {
 		return nil, nil, status.Errorf(codes.Internal, "reactortest: reply is %T, want a proto.Message", reply)
 	}
-	if c := callCodec(opts); c != nil {
-		bs, err := c.Marshal(args)
-		if err != nil {
-			return nil, nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
-		}
-		return bs.Materialize(), out, nil
-	}
-	m, ok := args.(proto.Message)
-	if !ok {
-		return nil, nil, status.Errorf(codes.Internal, "reactortest: request is %T, want a proto.Message", args)
-	}
-	raw, err := proto.Marshal(m)
+	raw, err := memconn.Encode(args, opts)
 	if err != nil {
-		return nil, nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
+		return nil, nil, err
 	}
 	return raw, out, nil
-}
-
-// callCodec returns the codec among opts (grpc.ForceCodecV2), or nil.
-func callCodec(opts []grpc.CallOption) encoding.CodecV2 {
-	var c encoding.CodecV2
-	for _, o := range opts {
-		if f, ok := o.(grpc.ForceCodecV2CallOption); ok {
-			c = f.CodecV2
-		}
-	}
-	return c
 }
 
 // attempt is the outcome of one attempt of a call.
@@ -273,15 +248,7 @@ func respond(ctx context.Context, resp proto.Message, err error, out proto.Messa
 	if limit := recvLimit(opts); limit >= 0 && len(raw) > limit {
 		return status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", len(raw), limit)
 	}
-	if c := callCodec(opts); c != nil {
-		err = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(raw)}, out)
-	} else {
-		err = proto.Unmarshal(raw, out)
-	}
-	if err != nil {
-		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
-	}
-	return nil
+	return memconn.Decode(raw, out, opts)
 }
 
 // fill hands the attempt's header and trailer to the grpc.Header and grpc.Trailer options
