@@ -124,12 +124,8 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 		extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
 	}
 	critical := opts.Critical || policy.critical
-	limit := r.cfg.MaxOutstanding
-	if !critical {
-		limit -= r.cfg.CriticalReserve
-	}
-	if !r.admit(int64(limit)) {
-		return r.reject(ops, callerr.Overloaded, r.overloadMessage(limit, critical), nil)
+	if !r.admit(int64(r.admissionLimit(critical))) {
+		return r.reject(ops, callerr.Overloaded, r.overloaded[b2i(critical)], nil)
 	}
 	if r.closingA.Load() { // Close began since the first look: admitted calls must not follow it
 		r.admitted.Add(-1)
@@ -208,9 +204,20 @@ func (r *Reactor) reject(ops *callcore.Ops, kind callerr.Kind, msg string, cause
 	return err
 }
 
-// overloadMessage says which limit an overloaded call met. A critical call that met
-// MaxOutstanding with no reserve is told why being critical gave it no room.
-func (r *Reactor) overloadMessage(limit int, critical bool) string {
+// admissionLimit returns how many calls may be admitted at most once a call is: MaxOutstanding
+// for a critical call, MaxOutstanding less CriticalReserve for any other.
+func (r *Reactor) admissionLimit(critical bool) int {
+	if critical {
+		return r.cfg.MaxOutstanding
+	}
+	return r.cfg.MaxOutstanding - r.cfg.CriticalReserve
+}
+
+// overloadMessage says which limit an overloaded call met, critical or not; a critical call
+// that met MaxOutstanding with no reserve is told why being critical gave it no room. New makes
+// both messages once (Reactor.overloaded), since they depend only on the Config.
+func (r *Reactor) overloadMessage(critical bool) string {
+	limit := r.admissionLimit(critical)
 	switch {
 	case limit < r.cfg.MaxOutstanding:
 		return fmt.Sprintf("%d calls outstanding, the limit for calls that are not critical (MaxOutstanding %d less CriticalReserve %d)",
@@ -224,4 +231,12 @@ func (r *Reactor) overloadMessage(limit int, critical bool) string {
 			limit, r.cfg.CriticalReserve)
 	}
 	return fmt.Sprintf("%d calls outstanding, the MaxOutstanding limit", limit)
+}
+
+// b2i returns 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -58,9 +58,12 @@ type Reactor struct {
 	allow    map[string]bool         // nil: every method allowed
 	policies map[string]methodPolicy // by method path
 	methods  methodCache
-	baseOpts []grpc.CallOption
-	owner    owner
-	ownerRef callcore.OwnerRef // &owner, for promises
+	// overloaded holds the messages of overload rejections, made once at New: by whether
+	// the call is critical.
+	overloaded [2]string
+	baseOpts   []grpc.CallOption
+	owner      owner
+	ownerRef   callcore.OwnerRef // &owner, for promises
 
 	in        *inbox
 	subs      *submissionRing // admitted calls, from Call to the reactor goroutine
@@ -168,6 +171,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.ownerRef.Owner = &r.owner
 	r.host.r = r
 	r.subs = newSubmissionRing(cfg.MaxOutstanding, r.in.wake)
+	r.overloaded = [2]string{r.overloadMessage(false), r.overloadMessage(true)}
 	r.hostq.init()
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
