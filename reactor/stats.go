@@ -27,7 +27,8 @@ import (
 // in Queued or InFlight that Pending does not count yet, or no longer does.
 type Stats struct {
 	// Pending is the number of calls admitted and not yet delivered by Tick: the calls that
-	// count against MaxOutstanding, as the reactor goroutine has counted them (see above).
+	// count against MaxOutstanding, as the reactor goroutine has counted them (see above). It
+	// never exceeds MaxOutstanding.
 	Pending int
 	// Queued is the number of admitted calls waiting for a free lane.
 	Queued int
