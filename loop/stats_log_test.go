@@ -1,13 +1,12 @@
 package loop_test
 
 import (
-	"bytes"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/trixnew/prpc/internal/logline"
 	"github.com/trixnew/prpc/loop"
 )
 
@@ -49,19 +48,10 @@ func TestStatsLogValue(t *testing.T) {
 				`"tick":{"p50":0,"p99":0,"max":0},"wakeups":0,"delivered":0}}` + "\n",
 		},
 	}
-	noTime := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		if len(groups) == 0 && a.Key == slog.TimeKey {
-			return slog.Attr{}
-		}
-		return a
-	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var text, json bytes.Buffer
-			slog.New(slog.NewTextHandler(&text, noTime)).Info("loop", "stats", tc.stats)
-			slog.New(slog.NewJSONHandler(&json, noTime)).Info("loop", "stats", &tc.stats)
-			require.Equal(t, tc.text, text.String())
-			require.Equal(t, tc.json, json.String())
+			require.Equal(t, tc.text, logline.Text("loop", "stats", tc.stats))
+			require.Equal(t, tc.json, logline.JSON("loop", "stats", &tc.stats))
 		})
 	}
 }

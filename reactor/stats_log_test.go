@@ -1,8 +1,6 @@
 package reactor_test
 
 import (
-	"bytes"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -10,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/trixnew/prpc/internal/logline"
 	"github.com/trixnew/prpc/reactor"
 )
 
@@ -67,19 +66,10 @@ func TestStatsLogValue(t *testing.T) {
 				`"latency":{"p50":0,"p99":0}}}` + "\n",
 		},
 	}
-	noTime := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		if len(groups) == 0 && a.Key == slog.TimeKey {
-			return slog.Attr{}
-		}
-		return a
-	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var text, json bytes.Buffer
-			slog.New(slog.NewTextHandler(&text, noTime)).Info("prpc", "stats", tc.stats)
-			slog.New(slog.NewJSONHandler(&json, noTime)).Info("prpc", "stats", &tc.stats)
-			require.Equal(t, tc.text, text.String())
-			require.Equal(t, tc.json, json.String())
+			require.Equal(t, tc.text, logline.Text("prpc", "stats", tc.stats))
+			require.Equal(t, tc.json, logline.JSON("prpc", "stats", &tc.stats))
 		})
 	}
 }

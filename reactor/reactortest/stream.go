@@ -43,11 +43,8 @@ func (s *serverStream) SetHeader(md metadata.MD) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.done:
-		return errAttemptDone
-	case s.sent:
-		return errHeaderSent
+	if err := s.headerErr(); err != nil {
+		return err
 	}
 	s.header = metadata.Join(s.header, md)
 	return nil
@@ -57,15 +54,23 @@ func (s *serverStream) SetHeader(md metadata.MD) error {
 func (s *serverStream) SendHeader(md metadata.MD) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.headerErr(); err != nil {
+		return err
+	}
+	s.sent = true
+	if md.Len() > 0 {
+		s.header = metadata.Join(s.header, md)
+	}
+	return nil
+}
+
+// headerErr returns why the header can no longer be set or sent, or nil; with mu held.
+func (s *serverStream) headerErr() error {
 	switch {
 	case s.done:
 		return errAttemptDone
 	case s.sent:
 		return errHeaderSent
-	}
-	s.sent = true
-	if md.Len() > 0 {
-		s.header = metadata.Join(s.header, md)
 	}
 	return nil
 }
