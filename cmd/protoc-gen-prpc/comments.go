@@ -17,22 +17,30 @@ const wrapWidth = 96
 func writeDoc(g *protogen.GeneratedFile, paras ...any) {
 	first := true
 	for _, para := range paras {
-		var lines []string
+		var lines []string // as written, "//" included
 		switch p := para.(type) {
 		case string:
+			var text []string
 			switch {
 			case p == "":
 			case strings.HasPrefix(p, "\t"), strings.HasPrefix(p, "# "):
-				lines = strings.Split(p, "\n")
+				text = strings.Split(p, "\n")
 			default:
-				lines = wrap(p, wrapWidth-len("// "))
+				text = wrap(p, wrapWidth-len("// "))
+			}
+			for _, line := range text {
+				if line == "" {
+					lines = append(lines, "//")
+				} else {
+					lines = append(lines, "// "+line)
+				}
 			}
 		case protogen.Comments:
 			if p != "" {
 				// As protogen writes comments: "//" and the line, which starts with a space when
 				// the .proto's comment does.
 				for _, line := range strings.Split(strings.TrimSuffix(string(p), "\n"), "\n") {
-					lines = append(lines, raw+line)
+					lines = append(lines, "//"+line)
 				}
 			}
 		default:
@@ -46,20 +54,10 @@ func writeDoc(g *protogen.GeneratedFile, paras ...any) {
 		}
 		first = false
 		for _, line := range lines {
-			switch {
-			case strings.HasPrefix(line, raw):
-				g.P("//", line[len(raw):])
-			case line == "":
-				g.P("//")
-			default:
-				g.P("// ", line)
-			}
+			g.P(line)
 		}
 	}
 }
-
-// raw marks a line of a .proto comment, which writeDoc writes after "//" as it is.
-const raw = "\x00"
 
 // wrap splits text into lines of at most width bytes at spaces; a word longer than width gets a
 // line of its own.

@@ -116,7 +116,7 @@ func plan(f *protogen.File, opts *options) *output {
 	return out
 }
 
-// path returns the gRPC path of m, "/package.Service/Method".
+// methodPath returns the gRPC path of m, "/package.Service/Method".
 func methodPath(m *protogen.Method) string {
 	return "/" + string(m.Parent.Desc.FullName()) + "/" + string(m.Desc.Name())
 }
@@ -221,9 +221,10 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 
 	// Policies.
 	var retried []*protogen.Method
+	var levels []string // of retried
 	for _, m := range s.unary {
-		if ok, _ := idempotent(m); ok {
-			retried = append(retried, m)
+		if ok, level := idempotent(m); ok {
+			retried, levels = append(retried, m), append(levels, level)
 		}
 	}
 	listed := "No method declares one, so it returns nil."
@@ -244,9 +245,8 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 		g.P("return nil")
 	} else {
 		g.P("return []", policy, "{")
-		for _, m := range retried {
-			_, level := idempotent(m)
-			g.P("{Method: ", s.descriptors[m], ", Idempotent: true}, // ", level)
+		for i, m := range retried {
+			g.P("{Method: ", s.descriptors[m], ", Idempotent: true}, // ", levels[i])
 		}
 		g.P("}")
 	}
@@ -401,11 +401,7 @@ func emitPackageDoc(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output
 // messageName returns the name of message m as the package documentation writes it, qualified
 // by its Go package name.
 func messageName(gen *protogen.Plugin, m *protogen.Message) string {
-	pkg := path.Base(string(m.GoIdent.GoImportPath))
-	if f := gen.FilesByPath[m.Desc.ParentFile().Path()]; f != nil {
-		pkg = string(f.GoPackageName)
-	}
-	return pkg + "." + m.GoIdent.GoName
+	return string(gen.FilesByPath[m.Desc.ParentFile().Path()].GoPackageName) + "." + m.GoIdent.GoName
 }
 
 // joinAnd lists names: "a", "a and b", "a, b and c".

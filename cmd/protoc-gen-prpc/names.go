@@ -31,22 +31,8 @@ func checkNames(outs []*output) error {
 	for _, out := range outs {
 		file := out.file.Desc.Path()
 		for _, s := range out.services {
-			if len(s.unary) == 0 {
-				continue
-			}
-			full := s.proto.Desc.FullName()
-			for _, c := range []struct{ name, what string }{
-				{s.methods, "the method list of service " + string(full)},
-				{s.policies, "the policies of service " + string(full)},
-				{s.client, "the client of service " + string(full)},
-				{s.newClient, "the client constructor of service " + string(full)},
-			} {
-				if err := claim(c.name, c.what, file); err != nil {
-					return err
-				}
-			}
-			for _, m := range s.unary {
-				if err := claim(s.descriptors[m], "the descriptor of method "+string(m.Desc.FullName()), file); err != nil {
+			for _, n := range s.names() {
+				if err := claim(n.name, n.what, file); err != nil {
 					return err
 				}
 			}
@@ -56,6 +42,28 @@ func checkNames(outs []*output) error {
 		}
 	}
 	return nil
+}
+
+// generatedName is a package-level identifier generated for a service, and what it names.
+type generatedName struct{ name, what string }
+
+// names returns the package-level identifiers generated for s, in the order they are
+// checked: none for a service without unary methods, which generates nothing.
+func (s *service) names() []generatedName {
+	if len(s.unary) == 0 {
+		return nil
+	}
+	full := string(s.proto.Desc.FullName())
+	names := []generatedName{
+		{s.methods, "the method list of service " + full},
+		{s.policies, "the policies of service " + full},
+		{s.client, "the client of service " + full},
+		{s.newClient, "the client constructor of service " + full},
+	}
+	for _, m := range s.unary {
+		names = append(names, generatedName{s.descriptors[m], "the descriptor of method " + string(m.Desc.FullName())})
+	}
+	return names
 }
 
 // checkClientMethods reports two methods of s's client that would share a name: each unary
@@ -93,14 +101,8 @@ func checkImports(g *protogen.GeneratedFile, out *output) error {
 	}
 	declared := make(map[string]bool)
 	for _, s := range out.services {
-		if len(s.unary) == 0 {
-			continue
-		}
-		for _, name := range []string{s.methods, s.policies, s.client, s.newClient} {
-			declared[name] = true
-		}
-		for _, name := range s.descriptors {
-			declared[name] = true
+		for _, n := range s.names() {
+			declared[n.name] = true
 		}
 	}
 	for _, imp := range f.Imports {

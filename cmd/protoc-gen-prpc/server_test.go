@@ -39,7 +39,7 @@ func TestGeneratedClientAgainstServer(t *testing.T) {
 	client := testpbprpc.NewTestServiceClient(r)
 	var echoed *testpb.EchoResponse
 	var failure error
-	// The longest timeout the reactor allows by default (MaxTimeout), for two busy cores under -race.
+	// The longest timeout the reactor allows by default (MaxTimeout).
 	opts := &calls.Options{Timeout: 5 * time.Second, Metadata: metadata.Pairs("x-player", "steve")}
 	client.Echo(&testpb.EchoRequest{Message: "hello"}, opts).
 		Then(func(resp *testpb.EchoResponse) { echoed = resp }).
