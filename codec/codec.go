@@ -41,9 +41,10 @@ const Name = "proto"
 type Codec struct {
 	maxRequest, maxResponse int
 
-	buf []byte   // the encode buffer, reused from one call to the next
-	out *handoff // what Marshal hands to gRPC, which may read it after a failed call
-	err error    // the error of the last Marshal, before gRPC wrapped it
+	buf    []byte   // the encode buffer, reused from one call to the next
+	out    *handoff // what Marshal hands to gRPC, which may read it after a failed call
+	err    error    // the error of the last Marshal, before gRPC wrapped it
+	handed bool     // the last Marshal handed buf to gRPC
 
 	// The plan of the type encoded last, so that a lane running calls of one method finds
 	// it without a lookup.
@@ -77,7 +78,7 @@ func (*Codec) Name() string { return Name }
 // error; either way nothing is sent. gRPC reports a codec's error as an Internal status
 // ("grpc: error while marshaling: …"); Err returns it as Marshal returned it.
 func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
-	c.err = nil
+	c.err, c.handed = nil, false
 	m, ok := v.(proto.Message)
 	if !ok {
 		c.err = fmt.Errorf("prpc codec: cannot marshal %T: want a proto.Message", v)
@@ -97,15 +98,23 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 	c.buf = buf
 	c.out.sb = buf
 	c.out.one[0] = &c.out.sb
+	c.handed = true
 	return c.out.one[:], nil
 }
 
-// Err returns the error of the last Marshal, as Marshal returned it, or nil.
+// Err returns the error of the last Marshal since New or Forget, as Marshal returned it, or
+// nil: nil too for a call that failed before gRPC asked for its request.
 func (c *Codec) Err() error { return c.err }
 
-// Forget makes the Codec leave the buffer of its last Marshal to gRPC, which may still read
-// it after a failed call, and encode the next request into a new one.
-func (c *Codec) Forget() { c.buf, c.out = nil, new(handoff) }
+// Forget ends a failed call: the Codec forgets the error of its last Marshal, and if that
+// Marshal handed gRPC a buffer, which gRPC may still read after a failed call, it leaves the
+// buffer to gRPC and encodes the next request into a new one.
+func (c *Codec) Forget() {
+	if c.handed {
+		c.buf, c.out = nil, new(handoff)
+	}
+	c.err, c.handed = nil, false
+}
 
 // Unmarshal decodes data into v, a proto.Message. A response over the Codec's
 // MaxResponseBytes fails with an error naming its size, the limit and Limits.MaxResponseBytes,

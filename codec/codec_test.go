@@ -122,6 +122,29 @@ func TestForget(t *testing.T) {
 	require.Contains(t, string(bs[0].ReadOnlyData()), "fourth")
 }
 
+// Forget clears the error of the last Marshal, so that a later call that fails before gRPC
+// asks for its request does not report it; after a Marshal that failed, it keeps the buffer,
+// which gRPC never saw.
+func TestForgetClearsTheError(t *testing.T) {
+	c := codec.New(limits.Limits{MaxRequestBytes: 8})
+	_, err := c.Marshal(&testpb.EchoRequest{Message: "a request over eight bytes"})
+	var se *limits.SizeError
+	require.ErrorAs(t, err, &se)
+	require.Same(t, err, c.Err())
+	c.Forget()
+	require.NoError(t, c.Err(), "a call that never reaches Marshal reports no encoding error")
+
+	bs, err := c.Marshal(&testpb.EchoRequest{Message: "a"})
+	require.NoError(t, err)
+	first := bs[0].ReadOnlyData()
+	_, err = c.Marshal(&testpb.EchoRequest{Message: "a request over eight bytes"})
+	require.Error(t, err)
+	c.Forget() // the failed Marshal handed nothing to gRPC: the buffer stays the Codec's
+	bs, err = c.Marshal(&testpb.EchoRequest{Message: "b"})
+	require.NoError(t, err)
+	require.Same(t, &first[0], &bs[0].ReadOnlyData()[0], "the buffer is reused")
+}
+
 func TestWrongTypes(t *testing.T) {
 	c := codec.New(limits.Limits{})
 	for _, v := range []any{[]byte{1}, nil, "x"} {

@@ -1,16 +1,21 @@
 package reactor_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -50,6 +55,40 @@ func TestEncodingErrorNamesTheField(t *testing.T) {
 		})
 	}
 	require.Zero(t, b.Calls(echo.Path())+b.Calls("/prpctest.Unlisted/Struct")+b.Calls("/prpctest.Unlisted/Map"), "nothing is sent")
+}
+
+// A call that fails before gRPC asks for its request (here, a connection that refuses it at
+// once, as a fail-fast pick with no ready backend does) fails with its own error, not with
+// the encoding error of the call its lane ran before.
+func TestEncodingErrorStaysWithItsCall(t *testing.T) {
+	conn := refusingConn{}
+	r := newReactor(t, nil, reactor.Config{Conn: conn, Workers: 1, BatchSize: 1, Limits: limits.Limits{MaxRequestBytes: 16}})
+	tooLarge := settle(t, r, reactor.Call(r, echo, &testpb.EchoRequest{Message: strings.Repeat("x", 32)}, nil))
+	require.ErrorIs(t, tooLarge, calls.ErrTooLarge)
+	refused := settle(t, r, reactor.Call(r, echo, &testpb.EchoRequest{Message: refuse}, nil))
+	require.ErrorIs(t, refused, calls.ErrUnavailable, "got %v", refused)
+	require.NotContains(t, refused.Error(), "MaxRequestBytes")
+}
+
+// refuse is the message of a request that refusingConn fails before encoding it.
+const refuse = "refuse"
+
+// refusingConn fails a call whose request's message is refuse with Unavailable before it
+// encodes the request; it encodes any other request, as gRPC does, and answers it.
+type refusingConn struct{}
+
+func (refusingConn) Invoke(_ context.Context, _ string, args, reply any, opts ...grpc.CallOption) error {
+	if args.(*testpb.EchoRequest).GetMessage() == refuse {
+		return status.Error(codes.Unavailable, "no ready backend")
+	}
+	if _, err := memconn.Encode(args, opts); err != nil {
+		return err
+	}
+	return memconn.Decode(nil, reply, opts)
+}
+
+func (refusingConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Error(codes.Unimplemented, "no streams")
 }
 
 // settle waits for p to settle and returns its error.

@@ -88,8 +88,9 @@ func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error)
 	header, trailer := r.keepMetadata(c, "header", l.header), r.keepMetadata(c, "trailer", l.trailer)
 	if err != nil {
 		err = r.laneError(c, err, trailer, l.codec.Err())
-		// A failed call may return before gRPC has written the request: leave the buffer to
-		// gRPC and encode the next request into a new one.
+		// The codec forgets this call's encoding error, so that a call failing before gRPC
+		// asks for its request does not report it; and since a failed call may return
+		// before gRPC has written the request, the buffer handed over goes with it.
 		l.codec.Forget()
 	}
 	ctx.cancel()
