@@ -39,7 +39,7 @@ const Name = "proto"
 // may read it until its call is over, and after a failed call even later, from its write
 // queue: after a call that failed, call Forget before the next Marshal.
 type Codec struct {
-	maxRequest, maxResponse int
+	limits limits.Limits // a zero bound: none of the Codec's own
 
 	buf    []byte   // the encode buffer, reused from one call to the next
 	out    *handoff // what Marshal hands to gRPC, which may read it after a failed call
@@ -66,7 +66,7 @@ type handoff struct {
 // New returns a Codec that refuses a request over l.MaxRequestBytes and a response over
 // l.MaxResponseBytes; a zero bound means no bound of the Codec's own.
 func New(l limits.Limits) *Codec {
-	return &Codec{maxRequest: l.MaxRequestBytes, maxResponse: l.MaxResponseBytes, out: new(handoff)}
+	return &Codec{limits: l, out: new(handoff)}
 }
 
 // Name returns "proto".
@@ -88,8 +88,8 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 		c.buf = nil // so that one huge request does not pin its memory
 	}
 	buf, err := c.planOf(m).Append(c.buf, m)
-	if err == nil && c.maxRequest > 0 && len(buf) > c.maxRequest {
-		err = limits.Limits{MaxRequestBytes: c.maxRequest}.CheckRequest(len(buf))
+	if err == nil && c.limits.MaxRequestBytes > 0 {
+		err = c.limits.CheckRequest(len(buf))
 	}
 	if err != nil {
 		c.err = err
@@ -125,8 +125,8 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("prpc codec: cannot unmarshal into %T: want a proto.Message", v)
 	}
-	if c.maxResponse > 0 && data.Len() > c.maxResponse {
-		return fmt.Errorf("prpc codec: response is %d bytes, over the %d-byte limit (Limits.MaxResponseBytes)", data.Len(), c.maxResponse)
+	if limit := c.limits.MaxResponseBytes; limit > 0 && data.Len() > limit {
+		return fmt.Errorf("prpc codec: response is %d bytes, over the %d-byte limit (Limits.MaxResponseBytes)", data.Len(), limit)
 	}
 	if len(data) == 1 {
 		return proto.Unmarshal(data[0].ReadOnlyData(), m)

@@ -87,7 +87,7 @@ func Go[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req
 // submit writes the call's submission position there first (modulo 2³²), by which a promise
 // cancels it.
 func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req proto.Message, opts *calls.Options) *calls.Error {
-	if r.closingA.Load() {
+	if r.closing.Load() {
 		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
 	if req == nil || !req.ProtoReflect().IsValid() {
@@ -127,7 +127,7 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	if !r.admit(int64(r.admissionLimit(critical))) {
 		return r.reject(ops, callerr.Overloaded, r.overloaded[b2i(critical)], nil)
 	}
-	if r.closingA.Load() { // Close began since the first look: admitted calls must not follow it
+	if r.closing.Load() { // Close began since the first look: admitted calls must not follow it
 		r.admitted.Add(-1)
 		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
@@ -149,8 +149,7 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	}
 	s.target, s.ops, s.req, s.extra, s.flags = t, ops, req, extra, flags
 	s.submitted, s.deadline = now, now+int64(timeout)
-	var back submission
-	if !r.subs.publish(s, at, &back) {
+	if !r.subs.publish(s, at) {
 		// The reactor goroutine exited between admission and now (Close won the race).
 		r.admitted.Add(-1)
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)

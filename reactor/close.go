@@ -55,10 +55,7 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 // beginClose stops admitting calls and asks the reactor goroutine to exit once every call
 // has settled.
 func (r *Reactor) beginClose() {
-	r.mu.Lock()
-	r.closing = true
-	r.mu.Unlock()
-	r.closingA.Store(true)
+	r.closing.Store(true)
 	r.in.push(event{kind: evClose})
 }
 

@@ -75,14 +75,13 @@ type Reactor struct {
 
 	// Admission: the calls admitted and not yet delivered, which MaxOutstanding bounds.
 	admitted atomic.Int64
+	closing  atomic.Bool // Close has begun: no call is admitted any more
 
 	// Counters, under mu.
-	mu       sync.Mutex
-	closing  bool
-	closingA atomic.Bool // closing, readable without mu
-	counts   counters
-	byPath   map[string]*methodEntry // the methods called so far
-	latency  latencyWindow
+	mu      sync.Mutex
+	counts  counters
+	byPath  map[string]*methodEntry // the methods called so far
+	latency latencyWindow
 
 	// Records of delivered calls, on their way back from the Tick goroutine to the reactor
 	// goroutine's pool.

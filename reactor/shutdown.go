@@ -28,7 +28,7 @@ func (r *Reactor) Shutdown(ctx context.Context) error {
 	r.enterHost("Shutdown")
 	defer r.ticking.Store(false)
 	ctxDone := ctx.Done()
-	for !r.closingA.Load() {
+	for !r.closing.Load() {
 		r.drained.Add(uint64(r.tick(0, true).Delivered))
 		if r.Idle() {
 			break

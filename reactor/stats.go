@@ -239,8 +239,9 @@ func summarize(s []time.Duration) Latency {
 }
 
 // Stats returns a snapshot. It is safe from any goroutine and never waits for the reactor
-// goroutine or the lanes. It copies the counters and latency windows under the lock that Call
-// and Tick take to count calls, then sorts the windows outside it: a snapshot sorts up to
+// goroutine or the lanes. It copies the counters and latency windows under the lock that
+// counts calls (taken by the reactor goroutine once a turn, by Tick for each delivery and by
+// Call for a rejection), then sorts the windows outside it: a snapshot sorts up to
 // 1024 latencies for the reactor and as many for each method, and allocates, so it suits
 // monitoring, not a per-call path.
 func (r *Reactor) Stats() Stats {

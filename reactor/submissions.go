@@ -100,12 +100,11 @@ func (q *submissionRing) reserve() (*submission, uint64, bool) {
 }
 
 // publish hands the filled slot s, reserved at pos, to the consumer, waking it if it sleeps,
-// and reports true; or, if the consumer is gone and did not take it, copies it to back, frees
-// the slot and reports false: the caller then settles the call itself.
-func (q *submissionRing) publish(s *submission, pos uint64, back *submission) bool {
+// and reports true; or, if the consumer is gone and did not take it, frees the slot and
+// reports false: the caller then settles the call itself, from what it submitted.
+func (q *submissionRing) publish(s *submission, pos uint64) bool {
 	s.seq.Store(pos + 1)
 	if q.gone.Load() {
-		copySubmission(back, s) // before the compare-and-swap, while the slot is surely ours to read
 		if s.seq.CompareAndSwap(pos+1, seqDead) {
 			return false
 		}
@@ -152,7 +151,7 @@ func (q *submissionRing) close(f func(uint64, *submission)) {
 		if s.seq.Load() != pos+1 {
 			continue // not published yet: its producer takes it back
 		}
-		copySubmission(&out, s) // before the compare-and-swap, as publish does
+		copySubmission(&out, s) // before the compare-and-swap, while the slot is surely ours to read
 		if s.seq.CompareAndSwap(pos+1, seqDead) {
 			f(pos, &out)
 		}

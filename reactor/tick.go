@@ -13,9 +13,9 @@ import (
 // (a budget ≤ 0 delivers exactly one) and keeps the rest, in order, for the next Tick,
 // signalling Ready again.
 //
-// Calls that Call rejected at submission, and callbacks registered on a promise already
-// delivered, always run at the first Tick that starts after Call (or Then, OnError, Always)
-// returned, after the outcomes that were already waiting when that Tick started, unless the
+// Calls that Call or Go rejected at submission, and callbacks registered on a promise already
+// delivered, always run at the first Tick that starts after Call (or Go, Then, OnError,
+// OnSettled, Always) returned, after the outcomes that were already waiting when that Tick started, unless the
 // budget runs out first.
 //
 // Tick never waits for prpc's other goroutines: if an invoker lane is appending to the
@@ -29,7 +29,7 @@ import (
 // and ran every callback waiting then. It still runs what is queued for it later, as before
 // Close: the callbacks of calls made after Close, which fail at once with ErrClosed, and
 // callbacks added to promises already delivered, each at the first Tick that starts after
-// Call (or Then, OnError, Always) returned; Ready signals them, OnReady does not. With
+// Call (or Go, Then, OnError, OnSettled, Always) returned; Ready signals them, OnReady does not. With
 // nothing of that kind waiting, Tick returns a zero TickReport at once.
 //
 // Tick is for one goroutine at a time. Calling Tick or Close from inside a callback, or while
