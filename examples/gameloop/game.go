@@ -87,8 +87,7 @@ type world struct {
 	players  []*player
 	now      uint64 // number of the current tick
 	online   int    // players online
-	inFlight int    // calls submitted whose callbacks have not run yet
-	stopping bool   // the game is shutting down: no more joins, autosaves or play
+	stopping bool   // OnStop has run: a join whose reply arrives in the drain is abandoned
 	c        counters
 }
 
@@ -133,9 +132,6 @@ func (w *world) randTicks(lo, hi time.Duration) uint64 {
 // time is counted in ticks run, as Minecraft counts it.
 func (w *world) tick(n uint64) {
 	w.now = n
-	if w.stopping {
-		return
-	}
 	for _, p := range w.players {
 		switch p.phase {
 		case offline:

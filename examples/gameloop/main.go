@@ -82,12 +82,12 @@ import (
 // players + 1 when the default is lower: overload cannot happen by construction.
 const maxPlayers = 10000
 
-// drainTimeout is the loop's ShutdownTimeout: it bounds the drain in which the loop keeps
-// ticking the reactor until the final saves have settled. Every call has a deadline (the
-// reactor's DefaultTimeout, 1.5 s) and a player chains at most two saves (the one in flight
-// when it leaves, then its final save), so a drain ends on its own within 3 s; this is only a
-// safety net.
-const drainTimeout = 2*reactor.DefaultTimeout + time.Second
+// defaultDrainTimeout is the loop's ShutdownTimeout (config.drainTimeout): it bounds the drain
+// in which the loop keeps ticking the reactor until the final saves have settled. Every call
+// has a deadline (the reactor's DefaultTimeout, 1.5 s) and a player chains at most two saves
+// (the one in flight when it leaves, then its final save), so a drain ends on its own within
+// 3 s; this is only a safety net.
+const defaultDrainTimeout = 2*reactor.DefaultTimeout + time.Second
 
 // verifyTimeout bounds the read-back of every player after the loop has stopped.
 const verifyTimeout = 10 * time.Second
@@ -111,11 +111,15 @@ type config struct {
 	tlsCert       string
 	tlsKey        string
 	tlsServerName string
+
+	// drainTimeout is the loop's ShutdownTimeout. No flag sets it: parseFlags sets
+	// defaultDrainTimeout, and tests set less to make the drain time out.
+	drainTimeout time.Duration
 }
 
 // parseFlags parses args into a config, writing usage and flag errors to stderr.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	var c config
+	c := config{drainTimeout: defaultDrainTimeout}
 	fs := flag.NewFlagSet("gameloop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -301,7 +305,7 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 		}
 		w.tick(n)
 		if n > 0 && n%uint64(cfg.tps) == 0 {
-			rep.status(now, l.Stats(), r.Stats(), w.online, w.stopping)
+			rep.status(now, l.Stats(), r.Stats(), w.online)
 		}
 	}
 	l, err = loop.New(loop.Config{
@@ -309,7 +313,7 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 		Budget:          cfg.budget,
 		Reactors:        []loop.Reactor{r},
 		OnTick:          onTick,
-		ShutdownTimeout: drainTimeout,
+		ShutdownTimeout: cfg.drainTimeout,
 		OnStop: func() {
 			fmt.Fprintf(stderr, "gameloop: stopping (%s): %d players leaving, waiting for their final saves\n", stopReason, w.online)
 			w.stopAll()

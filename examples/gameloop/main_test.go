@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"regexp"
@@ -112,16 +113,26 @@ func TestRunFailsWhenBackendIsDown(t *testing.T) {
 	assert.Less(t, time.Since(start), 8*time.Second)
 }
 
-// startSlowBackend serves the DataService with every SavePlayer delayed by delay, so that
-// saves are in flight when players leave and when the game stops.
+// stall, as the delay of startSlowBackend, holds every SavePlayer until its call is cancelled.
+const stall time.Duration = -1
+
+// startSlowBackend serves the DataService with every SavePlayer delayed by delay (or held
+// until cancelled, with stall), so that saves are in flight when players leave and when the
+// game stops. A SavePlayer cancelled while held stores nothing.
 func startSlowBackend(t *testing.T, delay time.Duration) string {
 	t.Helper()
 	st, err := store.Open(t.Context(), "")
 	require.NoError(t, err)
 	slow := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if info.FullMethod == pb.DataService_SavePlayer_FullMethodName {
+			var elapsed <-chan time.Time // nil, which never fires, with stall
+			if delay != stall {
+				timer := time.NewTimer(delay)
+				defer timer.Stop()
+				elapsed = timer.C
+			}
 			select {
-			case <-time.After(delay):
+			case <-elapsed:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -163,7 +174,37 @@ func TestRunCancelledSavesBeforeExit(t *testing.T) {
 	assert.Contains(t, res.stderr, "stopping (interrupted)")
 	assert.Positive(t, counter(t, res.stdout, "final saves queued behind a save:"))
 	assert.Positive(t, counter(t, res.stdout, "autosaves skipped:"))
-	assert.Contains(t, res.stdout, "final saves")
+	// The final saves in flight at the stop settled in the drain, and closing cut nothing off.
+	assert.Positive(t, counter(t, res.stdout, "at shutdown:"), "calls delivered by the drain")
+	assert.Zero(t, counter(t, res.stdout, "delivered by the drain,"), "calls cut off")
+}
+
+// A drain that does not end within the shutdown timeout is cut short: closing the reactor
+// cuts off the saves still in flight, the summary counts them, and the run fails saying so.
+func TestPlayFailsWhenDrainTimesOut(t *testing.T) {
+	t.Parallel()
+	// Every save is held until cancelled. Its deadline (the reactor's DefaultTimeout) is far
+	// beyond the end of the drain, so only closing the reactor ends the saves of the stop.
+	addr := startSlowBackend(t, stall)
+	cfg, err := parseFlags([]string{"-target", addr, "-duration", "500ms", "-players", "10", "-autosave", "100ms"}, io.Discard)
+	require.NoError(t, err)
+	cfg.drainTimeout = 200 * time.Millisecond
+
+	start := time.Now()
+	res, _ := playConfig(t.Context(), &cfg, nil)
+	t.Logf("stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr) // shown with -v
+	require.Equal(t, 1, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	// Generous bound (0.5 s of play, 0.2 s of drain, then a fast read-back), stated so a hang
+	// shows.
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	// Joins spread over 2 s: in 0.5 s some players joined, and all their saves were held.
+	assert.Zero(t, counter(t, res.stdout, "saves      ok"))
+	cutOff := counter(t, res.stdout, "delivered by the drain,")
+	assert.Positive(t, cutOff, "calls cut off")
+	assert.Regexp(t, `calls +submitted \d+, succeeded \d+, failed \d+ \([^)]*Canceled \d+\), pending 0`, res.stdout)
+	assert.Contains(t, res.stderr, fmt.Sprintf(
+		"gameloop: FAILED: the shutdown drain timed out after 200ms and closing the reactor cut %d calls off: ", cutOff))
 }
 
 // playGame plays the game of args against srv, the in-process backend, until it ends, and
@@ -172,8 +213,14 @@ func playGame(t *testing.T, ctx context.Context, srv *server.Server, args ...str
 	t.Helper()
 	cfg, err := parseFlags(args, io.Discard)
 	require.NoError(t, err)
+	return playConfig(ctx, &cfg, srv)
+}
+
+// playConfig plays the game cfg describes against srv, the in-process backend (or
+// cfg.target if srv is nil), until it ends, and reports whether play called stopSignals.
+func playConfig(ctx context.Context, cfg *config, srv *server.Server) (res result, signalsStopped bool) {
 	var stdout, stderr bytes.Buffer
-	res.code = play(ctx, func() { signalsStopped = true }, &cfg, srv, &stdout, &lockedWriter{w: &stderr})
+	res.code = play(ctx, func() { signalsStopped = true }, cfg, srv, &stdout, &lockedWriter{w: &stderr})
 	res.stdout, res.stderr = stdout.String(), stderr.String()
 	return res, signalsStopped
 }

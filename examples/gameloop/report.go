@@ -73,7 +73,7 @@ func (rp *reporter) tickAt(n uint64) time.Time {
 // TPS and tick p99 come from the loop; RPC/s is the number of calls settled since the
 // previous line per second; RPC p99 (submission to callback), pending and errors (failed
 // calls) come from the reactor.
-func (rp *reporter) status(now time.Time, ls loop.Stats, rs reactor.Stats, online int, stopping bool) {
+func (rp *reporter) status(now time.Time, ls loop.Stats, rs reactor.Stats, online int) {
 	failed := sumFailed(rs.Failed)
 	settled := rs.Succeeded + failed
 	since := rp.lastAt
@@ -85,13 +85,9 @@ func (rp *reporter) status(now time.Time, ls loop.Stats, rs reactor.Stats, onlin
 		rate = float64(settled-rp.lastSettled) / dt
 	}
 	rp.lastAt, rp.lastSettled = now, settled
-	var tail string
-	if stopping {
-		tail = " | stopping: final saves"
-	}
-	fmt.Fprintf(rp.out, "t=%ds TPS %.1f tick p99 %s | RPC %.0f/s p99 %s | pending %d | online %d | errors %d%s\n",
+	fmt.Fprintf(rp.out, "t=%ds TPS %.1f tick p99 %s | RPC %.0f/s p99 %s | pending %d | online %d | errors %d\n",
 		int(now.Sub(rp.start).Round(time.Second)/time.Second), ls.TPS, ms(ls.TickP99),
-		rate, ms(rs.Latency.P99), rs.Pending, online, failed, tail)
+		rate, ms(rs.Latency.P99), rs.Pending, online, failed)
 }
 
 // ms formats d in milliseconds with two significant decimals below 10 ms.
@@ -204,7 +200,7 @@ func (s *summary) failures() []string {
 		add("%v", s.backendErr)
 	}
 	if s.runErr != nil {
-		add("the shutdown drain timed out after %v and closing the reactor cut %d calls off: %v", drainTimeout, s.calls.CutOff, s.runErr)
+		add("the shutdown drain timed out after %v and closing the reactor cut %d calls off: %v", s.cfg.drainTimeout, s.calls.CutOff, s.runErr)
 	}
 	failed := sumFailed(s.calls.Failed)
 	if s.calls.Pending != 0 || s.calls.Submitted != s.calls.Succeeded+failed {

@@ -11,14 +11,13 @@ import (
 // The calls below go through w.data, the DataService client protoc-gen-prpc generated from
 // network.proto (package networkpbprpc): joins with a promise and its callbacks, saves with the
 // callback form. They return at once: the client queues each call for the reactor, and the
-// callbacks run later on the loop goroutine, inside the loop's Tick (or the reactor's
-// Shutdown).
+// callbacks run later on the loop goroutine, inside the loop's Tick (or, for calls cut off at
+// shutdown, the reactor's Close).
 
 // join loads a player's profile. Until the reply arrives the player is joining, and is not
 // played, saved or joined again.
 func (w *world) join(p *player) {
 	p.phase = joining
-	w.inFlight++
 	w.c.joins++
 	w.data.GetPlayer(&pb.GetPlayerRequest{Xuid: p.xuid}, nil).
 		Then(func(resp *pb.GetPlayerResponse) { w.joined(p, resp) }).
@@ -27,8 +26,7 @@ func (w *world) join(p *player) {
 			w.log.printf("%s could not join: %v", p.name, err)
 			p.phase = offline
 			p.rejoinAt = w.now + w.randTicks(time.Second, 2*time.Second) // try again
-		}).
-		Always(func() { w.inFlight-- })
+		})
 }
 
 // joined puts a player whose profile arrived into the game: the stored profile if there is
@@ -72,7 +70,6 @@ func (w *world) save(p *player, final bool) {
 	snap := snapshot{coins: p.coins, level: p.level}
 	p.saving = true
 	p.dirty = false
-	w.inFlight++
 	if final {
 		w.c.finalSaves++
 	} else {
@@ -104,7 +101,6 @@ func (w *world) save(p *player, final bool) {
 				p.dirty = true // the next autosave tries again
 			}
 		}
-		w.inFlight--
 		p.saving = false
 		if p.finalQueued {
 			p.finalQueued = false
