@@ -51,11 +51,19 @@ func Decode(raw []byte, reply any, opts []grpc.CallOption) error {
 
 // callCodec returns the codec among opts (grpc.ForceCodecV2), or nil.
 func callCodec(opts []grpc.CallOption) encoding.CodecV2 {
-	var c encoding.CodecV2
+	if f, ok := LastOption[grpc.ForceCodecV2CallOption](opts); ok {
+		return f.CodecV2
+	}
+	return nil
+}
+
+// LastOption returns the last of opts that is a T, as gRPC applies them (the last wins), and
+// whether there is one.
+func LastOption[T grpc.CallOption](opts []grpc.CallOption) (last T, ok bool) {
 	for _, o := range opts {
-		if f, ok := o.(grpc.ForceCodecV2CallOption); ok {
-			c = f.CodecV2
+		if t, is := o.(T); is {
+			last, ok = t, true
 		}
 	}
-	return c
+	return last, ok
 }

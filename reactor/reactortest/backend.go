@@ -32,7 +32,8 @@ import (
 // later calls return an error, as in gRPC), and grpc.Method returns the method's path. A
 // call gets the header and trailer when it asks for them (calls.Options.ResponseMetadata or
 // reactor.MethodPolicy.ResponseMetadata), on success and failure alike. A handler's error is
-// returned as its gRPC status (status.Error for a code; any other error becomes Unknown).
+// returned as its gRPC status (status.Error for a code; context.Canceled and
+// context.DeadlineExceeded become Canceled and DeadlineExceeded, any other error Unknown).
 // Unregistered methods fail with Unimplemented. A handler that panics fails its call alone:
 // the panic is raised again on the lane, whose invoker recovers it into an Internal status
 // with the panic's text and
@@ -113,8 +114,8 @@ func Handle[Req, Resp proto.Message](b *Backend, m *calls.Method[Req, Resp], fn 
 	defer b.mu.Unlock()
 	b.handlers[m.Path()] = func(ctx context.Context, raw []byte) (proto.Message, error) {
 		req := reqType.New().Interface().(Req)
-		if err := proto.Unmarshal(raw, req); err != nil {
-			return nil, status.Errorf(codes.Internal, "reactortest: decoding the request: %v", err)
+		if err := decodeRequest(raw, req); err != nil {
+			return nil, err
 		}
 		resp, err := fn(ctx, req)
 		if err != nil {
@@ -199,9 +200,7 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 	go func() {
 		var res handled
 		defer func() {
-			if p := recover(); p != nil {
-				res.panicked, res.panicValue = true, p
-			}
+			res.panicValue = recover()
 			done <- res
 		}()
 		res.resp, res.err = h(hctx, req)
@@ -212,7 +211,7 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 	case <-ctx.Done():
 		return attempt{err: status.FromContextError(ctx.Err()).Err()}
 	}
-	if res.panicked {
+	if res.panicValue != nil {
 		panic(res.panicValue) // on the caller's goroutine: a reactor's invoker recovers it
 	}
 	var a attempt
@@ -225,8 +224,7 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 type handled struct {
 	resp       proto.Message
 	err        error
-	panicked   bool
-	panicValue any
+	panicValue any // recover's value, never nil for a panic
 }
 
 // respond returns the error of an attempt whose handler returned resp and err, after
@@ -239,7 +237,7 @@ func respond(ctx context.Context, resp proto.Message, err error, out proto.Messa
 		if _, ok := status.FromError(err); ok {
 			return err
 		}
-		return status.Error(codes.Unknown, err.Error())
+		return status.FromContextError(err).Err() // as grpc.Server: a context error keeps its code, others are Unknown
 	}
 	raw, err := proto.Marshal(resp)
 	if err != nil {
@@ -264,13 +262,19 @@ func (a *attempt) fill(opts []grpc.CallOption) {
 	}
 }
 
+// decodeRequest decodes a call's request from raw into m, as a server does before it calls
+// the method's handler.
+func decodeRequest(raw []byte, m proto.Message) error {
+	if err := proto.Unmarshal(raw, m); err != nil {
+		return status.Errorf(codes.Internal, "reactortest: decoding the request: %v", err)
+	}
+	return nil
+}
+
 // recvLimit returns the last receive limit among opts, or -1.
 func recvLimit(opts []grpc.CallOption) int {
-	limit := -1
-	for _, o := range opts {
-		if l, ok := o.(grpc.MaxRecvMsgSizeCallOption); ok {
-			limit = l.MaxRecvMsgSize
-		}
+	if l, ok := memconn.LastOption[grpc.MaxRecvMsgSizeCallOption](opts); ok {
+		return l.MaxRecvMsgSize
 	}
-	return limit
+	return -1
 }

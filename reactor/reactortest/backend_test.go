@@ -3,6 +3,7 @@ package reactortest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -47,6 +48,15 @@ func TestBackend(t *testing.T) {
 			},
 			check: func(t *testing.T, _ *testpb.EchoResponse, err error, _ *calls.Promise[*testpb.EchoResponse]) {
 				require.Equal(t, codes.NotFound, status.Code(err))
+			},
+		},
+		{
+			name: "context error keeps its code, as on a grpc.Server",
+			handler: func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+				return nil, fmt.Errorf("database: %w", context.DeadlineExceeded)
+			},
+			check: func(t *testing.T, _ *testpb.EchoResponse, err error, _ *calls.Promise[*testpb.EchoResponse]) {
+				require.Equal(t, codes.DeadlineExceeded, status.Code(err))
 			},
 		},
 		{

@@ -55,7 +55,7 @@ func ExampleManualClock_WaitTimers() {
 		panic(err)
 	}
 	defer r.Close(context.Background())
-	defer close(testDone) // runs first: Close waits for the handler to return
+	defer close(testDone) // runs first: ends the handler, which waits for it, so that its goroutine does not outlive the example
 
 	var callErr error
 	reactor.Call(r, echo, &testpb.EchoRequest{Message: "Steve"}, &calls.Options{Timeout: 2 * time.Second}).

@@ -86,10 +86,7 @@ func unaryHandler(impl any, h grpc.MethodHandler) handlerFunc {
 			if !ok {
 				return status.Errorf(codes.Internal, "reactortest: decoding the request: %T is not a proto.Message", m)
 			}
-			if err := proto.Unmarshal(raw, msg); err != nil {
-				return status.Errorf(codes.Internal, "reactortest: decoding the request: %v", err)
-			}
-			return nil
+			return decodeRequest(raw, msg)
 		}
 		resp, err := h(impl, ctx, dec, nil)
 		if err != nil {

@@ -58,10 +58,6 @@ func (v *retrying) Invoke(ctx context.Context, method string, args, reply any, o
 			a.fill(opts)
 			return err
 		}
-		if err := ctx.Err(); err != nil { // the deadline covers every attempt
-			a.fill(opts)
-			return status.FromContextError(err).Err()
-		}
 	}
 }
 
@@ -73,7 +69,7 @@ func (v *retrying) NewStream(ctx context.Context, desc *grpc.StreamDesc, method 
 // shouldRetry reports whether the call of method whose attempt n failed as a says runs
 // again, and if not, the call's error. large says that the request outgrew the retry buffer.
 func (v *retrying) shouldRetry(ctx context.Context, method string, large bool, a *attempt, n int) (bool, error) {
-	if a.committed || large || ctx.Err() != nil {
+	if a.committed || large || ctx.Err() != nil { // the deadline covers every attempt
 		return false, a.err
 	}
 	if pushback := a.trailer[pushbackKey]; len(pushback) > 0 {
@@ -96,13 +92,10 @@ func (v *retrying) shouldRetry(ctx context.Context, method string, large bool, a
 
 // retryBuffer returns the retry buffer of a call with opts.
 func retryBuffer(opts []grpc.CallOption) int {
-	size := defaultRetryBuffer
-	for _, o := range opts {
-		if b, ok := o.(grpc.MaxRetryRPCBufferSizeCallOption); ok {
-			size = b.MaxRetryRPCBufferSize
-		}
+	if b, ok := memconn.LastOption[grpc.MaxRetryRPCBufferSizeCallOption](opts); ok {
+		return b.MaxRetryRPCBufferSize
 	}
-	return size
+	return defaultRetryBuffer
 }
 
 // throttle is gRPC's retry throttle (gRFC A6): each failure that could be retried takes a

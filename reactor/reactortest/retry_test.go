@@ -173,7 +173,8 @@ func TestBackendRetryThrottle(t *testing.T) {
 }
 
 // TestBackendRetryDeadline checks that the deadline covers every attempt: a call whose
-// deadline passes during an attempt is not retried.
+// deadline passes during an attempt is not retried, even when the attempt's code (Canceled,
+// as the reactor ends the call's context) is one the policy retries.
 func TestBackendRetryDeadline(t *testing.T) {
 	clock := reactortest.NewManualClock(time.Unix(1_700_000_000, 0))
 	b := reactortest.NewBackend()
@@ -186,6 +187,7 @@ func TestBackendRetryDeadline(t *testing.T) {
 	r := reactortest.NewReactor(t, b, reactor.Config{
 		Clock:    clock,
 		Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true}},
+		Retry:    reactor.RetryPolicy{RetryableCodes: []codes.Code{codes.Unavailable, codes.Canceled, codes.DeadlineExceeded}},
 	})
 	p := reactor.Call(r, echo, &testpb.EchoRequest{}, nil)
 	<-entered

@@ -27,7 +27,7 @@ type serverStream struct {
 	mu      sync.Mutex
 	header  metadata.MD
 	trailer metadata.MD
-	sent    bool // the header went out: SendHeader, or a response
+	sent    bool // SendHeader sent the header (a response sends it too: see finish)
 	done    bool // the handler returned
 }
 
