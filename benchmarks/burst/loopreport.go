@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,18 +67,16 @@ func (r *Report) placement() (title, clause string) {
 	}
 }
 
-// forms returns the prpc clients that ran at least one trial of lr, in prpcForms order.
+// forms returns the prpc clients that ran at least one trial of lr, in prpcForms order: the
+// union of the forms of its sizes.
 func (lr *LoopResult) forms() []string {
-	var fs []string
-	for _, f := range prpcForms {
-		for _, sz := range lr.Sizes {
-			if len(sz.clientTrials(f)) > 0 {
-				fs = append(fs, f)
-				break
-			}
+	ran := map[string]bool{}
+	for _, sz := range lr.Sizes {
+		for _, f := range sz.forms() {
+			ran[f] = true
 		}
 	}
-	return fs
+	return slices.DeleteFunc(slices.Clone(prpcForms), func(f string) bool { return !ran[f] })
 }
 
 // writeLoopSummaryMarkdown writes the loop suite's part of the summary: the targets of each

@@ -275,6 +275,38 @@ func TestLoopCompare(t *testing.T) {
 
 func abs(x float64) float64 { return max(x, -x) }
 
+// TestLoopResultForms checks that the forms of a loop suite's result are those that ran at
+// any of its sizes, in prpcForms order whatever the order of the sizes.
+func TestLoopResultForms(t *testing.T) {
+	form := func(f string) []LoopTrial { return loopForm(f, 1, cpus(1), 200*msec, 51*msec, 0) }
+	for _, c := range []struct {
+		name  string
+		sizes []LoopSize
+		want  []string
+	}{
+		{name: "no sizes"},
+		{name: "the pool alone", sizes: []LoopSize{loopSizeOf(2000, loopPool())}},
+		{name: "every form", sizes: []LoopSize{loopSizeAll(2000), loopSizeAll(20000)}, want: prpcForms},
+		{
+			name:  "a form per size, in reverse order",
+			sizes: []LoopSize{loopSizeOf(2000, form(clientThen), loopPool()), loopSizeOf(5000, form(clientGo), loopPool())},
+			want:  []string{clientGo, clientThen},
+		},
+		{
+			name:  "a form at one size of two",
+			sizes: []LoopSize{loopSizeOf(2000, loopPool()), loopSizeOf(5000, form(clientOnSettled), form(clientGo))},
+			want:  []string{clientGo, clientOnSettled},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lr := &LoopResult{Sizes: c.sizes}
+			if got := lr.forms(); !slices.Equal(got, c.want) {
+				t.Errorf("forms %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
 func TestLoopMedian(t *testing.T) {
 	sz := loopSizeOf(2000, loopForm(clientThen, 2, cpus(2), 300*msec, 60*msec, 2), loopPool())
 	sz.Trials[0].Failed, sz.Trials[2].Wrong, sz.Trials[4].Skipped, sz.Trials[2].Skipped = 1, 2, 1, 3
