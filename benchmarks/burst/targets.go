@@ -3,7 +3,9 @@ package main
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -20,25 +22,72 @@ var targetsJSON []byte
 type loopTargets struct {
 	// GoCPUMax and GoCPUAim bound prpc-go's ratio of the loop thread's CPU time over the
 	// submission: the target, and the aim within it.
-	GoCPUMax, GoCPUAim float64
+	GoCPUMax float64 `json:"goCPUMax"`
+	GoCPUAim float64 `json:"goCPUAim"`
 	// OnSettledCPUMax bounds the same ratio for prpc-onsettled.
-	OnSettledCPUMax float64
+	OnSettledCPUMax float64 `json:"onSettledCPUMax"`
 	// DeliveryMax bounds the ratio, every form ÷ pool, of the time from the start of the
 	// submitting tick to the last outcome.
-	DeliveryMax float64
+	DeliveryMax float64 `json:"deliveryMax"`
 	// ThenCPUReference is, per burst size, the ratio prpc-then must not exceed; at other burst
 	// sizes it has no target.
-	ThenCPUReference map[int]float64
+	ThenCPUReference map[int]float64 `json:"thenCPUReference"`
 }
 
 // targets is targets.json, read once.
 var targets = func() loopTargets {
-	var t loopTargets
-	if err := json.Unmarshal(targetsJSON, &t); err != nil {
+	t, err := parseTargets(targetsJSON)
+	if err != nil {
 		panic("burst: targets.json: " + err.Error())
 	}
 	return t
 }()
+
+// parseTargets reads loop targets as targets.json holds them and checks that every bound is
+// there and above 0, that the aim is within its bound, and that thenCPUReference has a ratio
+// at each of loopSizes, so that a key left out fails here, naming it, rather than reading as 0
+// and failing every verdict.
+func parseTargets(data []byte) (loopTargets, error) {
+	// JSON has no NaN: a bound still NaN once decoded was not in data (or was null).
+	nan := math.NaN()
+	t := loopTargets{GoCPUMax: nan, GoCPUAim: nan, OnSettledCPUMax: nan, DeliveryMax: nan}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return loopTargets{}, err
+	}
+	for _, b := range []struct {
+		key   string
+		bound float64
+	}{
+		{"goCPUMax", t.GoCPUMax},
+		{"goCPUAim", t.GoCPUAim},
+		{"onSettledCPUMax", t.OnSettledCPUMax},
+		{"deliveryMax", t.DeliveryMax},
+	} {
+		switch {
+		case math.IsNaN(b.bound):
+			return loopTargets{}, fmt.Errorf("%s missing", b.key)
+		case b.bound <= 0:
+			return loopTargets{}, fmt.Errorf("%s is %v, want a ratio above 0", b.key, b.bound)
+		}
+	}
+	if t.GoCPUAim > t.GoCPUMax {
+		return loopTargets{}, fmt.Errorf("goCPUAim %v is above goCPUMax %v", t.GoCPUAim, t.GoCPUMax)
+	}
+	if t.ThenCPUReference == nil {
+		return loopTargets{}, errors.New("thenCPUReference missing")
+	}
+	for _, n := range loopSizes {
+		if _, ok := t.ThenCPUReference[n]; !ok {
+			return loopTargets{}, fmt.Errorf("thenCPUReference missing burst size %d", n)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(t.ThenCPUReference)) {
+		if r := t.ThenCPUReference[n]; r <= 0 {
+			return loopTargets{}, fmt.Errorf("thenCPUReference at burst size %d is %v, want a ratio above 0", n, r)
+		}
+	}
+	return t, nil
+}
 
 // cpuTarget returns the target of form's loop-thread CPU ratio at a burst of calls calls: the
 // greatest median ratio that meets it, the aim within it (0 for none), and false if form has
