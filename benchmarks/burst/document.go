@@ -73,8 +73,8 @@ From the repository's root:
   and backend sharing the CPUs, then with the client on CPU 0 and the backend on CPU 1, so that
   client CPU/call is the client's alone; ` + "`-pin`" + ` runs the pinned placement only. The targets
   are judged on the unpinned run; the pinned one is reported beside it.
-- By default neither client captures a response's header and trailer, as neither does
-  unless asked; ` + "`-metadata`" + ` makes both capture them (prpc with
+- By default no client captures a response's header and trailer, as none does unless
+  asked; ` + "`-metadata`" + ` makes every client capture them (prpc with
   MethodPolicy.ResponseMetadata, the pool with grpc.Header and grpc.Trailer).
 - ` + "`-json`" + ` writes the report to stdout as JSON; ` + "`-markdown FILE`" + ` writes this document.
 

@@ -549,7 +549,7 @@ func TestPRPCMetadata(t *testing.T) {
 }
 
 // TestMetadataFlagsReported checks that the JSON and Markdown reports say when -metadata made
-// both clients capture response metadata.
+// every client capture response metadata.
 func TestMetadataFlagsReported(t *testing.T) {
 	tests := []struct {
 		flag   string

@@ -168,7 +168,7 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better). " +
 		r.burstFormText() + "\n")
 	if r.Metadata {
-		b.WriteString("Both clients capture every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer (-metadata).\n")
+		b.WriteString("Every client captures every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer (-metadata).\n")
 	}
 	for _, s := range r.Suites {
 		backendCol := !r.InProcess && hasBackendCPU(s)

@@ -20,7 +20,7 @@ type Report struct {
 	// InProcess is true when the backend ran in the client's process, whose CPU time then
 	// includes the backend's.
 	InProcess bool
-	// Metadata is true when both clients captured every response's header and trailer
+	// Metadata is true when every client captured every response's header and trailer
 	// (-metadata).
 	Metadata bool
 	// Pinned is true when the client ran on CPU 0 and the backend on CPU 1.

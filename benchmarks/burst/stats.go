@@ -52,7 +52,7 @@ func summarise(lat []time.Duration) Latency {
 
 // recorder does the bookkeeping of one trial on the loop goroutine: one latency per call, from
 // just before its submission to its outcome reaching the loop goroutine, and a check of every
-// response. It is not safe for concurrent use; both clients call it only on the loop
+// response. It is not safe for concurrent use; every client calls it only on the loop
 // goroutine.
 type recorder struct {
 	n        int

@@ -156,7 +156,7 @@ type runner struct {
 	timeout                   time.Duration
 	budget                    time.Duration
 	warmup                    int
-	metadata                  bool                // both clients capture each response's header and trailer
+	metadata                  bool                // every client captures each response's header and trailer
 	xuids                     []string            // xuids[i] is what call i asks for
 	players                   []*networkpb.Player // players[i] is the answer call i must get
 	progress                  io.Writer
