@@ -44,7 +44,7 @@ func docReport() *Report {
 		trialOf(clientThen, 1111111111, 40*ms, 110*ms, 190*ms), // 1 s ÷ 0.9
 	}
 	lr := &LoopResult{TPS: loopTPS, GameWork: loopGameWork, SubmitTick: loopSubmitTick, TailTicks: loopTailTicks,
-		Sizes: []LoopSize{loopSizeOf(20000, loopForm(clientThen, 3, cpus(2), 300*ms, 60*ms, 2), loopPool())}}
+		Sizes: []LoopSize{loopSizeOf(20000, loopForm(clientThen, 3, cpus(2), 300*ms, 60*ms, 2), loopPool())}, Targets: testTargets}
 	return &Report{
 		Command: "go run ./benchmarks/burst -suite all,loop -markdown benchmarks/README.md",
 		Machine: Machine{

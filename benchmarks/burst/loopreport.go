@@ -106,7 +106,7 @@ func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
 		b.WriteString("| client | form | " + figSubmitCPU + " | " + figDelivery + " | " + figLate + " |\n")
 		b.WriteString("|:--|:--|:--|:--|:--|\n")
 		for _, f := range forms {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | ≤ the pool's |\n", f, formText(f), cpuTargetText(f), boundText(targets.DeliveryMax, 0))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | ≤ the pool's |\n", f, formText(f), lr.Targets.cpuText(f), boundText(lr.Targets.DeliveryMax, 0))
 		}
 		b.WriteString("\n")
 	}
@@ -142,7 +142,7 @@ func (r *Report) writeLoopSummaryMarkdown(b *strings.Builder) {
 		for i, f := range forms {
 			cs[i] = sz.compare(f)
 			tgs[i] = map[string]loopTarget{}
-			for _, t := range cs[i].targets() {
+			for _, t := range cs[i].targets(lr.Targets) {
 				tgs[i][t.Figure] = t
 			}
 		}
@@ -379,7 +379,7 @@ func (lr *LoopResult) toJSON() *jsonLoop {
 			js.Comparisons = append(js.Comparisons, jsonLoopComparison{
 				Client: f, Form: formText(f), Figures: c.PRPC.toJSON(), PairedTrials: c.Paired,
 				SubmitRatio: c.Submit.toJSON(), SubmitCPURatio: c.SubmitCPU.toJSON(), ToLastDeliveryRatio: c.ToLastDelivery.toJSON(),
-				Targets: c.targets(),
+				Targets: c.targets(lr.Targets),
 			})
 		}
 		for _, t := range sz.Trials {

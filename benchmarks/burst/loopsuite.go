@@ -44,6 +44,8 @@ type LoopResult struct {
 	SubmitTick, TailTicks int
 	// Sizes holds the trials of each burst size, in the order they ran.
 	Sizes []LoopSize
+	// Targets are the bounds its verdicts judge by: targets.json's for a run.
+	Targets loopTargets
 }
 
 // LoopSize holds the trials of one burst size: Shape.Calls calls per burst, prpc's reactors
@@ -179,7 +181,7 @@ func trialOrder(n, t int) []int {
 // client, then trial 2, and so on, the clients of each trial in the order trialOrder gives.
 // It returns the trials run so far with any error.
 func (rn *runner) runLoop(shapes []Shape) (*LoopResult, error) {
-	res := &LoopResult{TPS: loopTPS, GameWork: loopGameWork, SubmitTick: loopSubmitTick, TailTicks: loopTailTicks}
+	res := &LoopResult{TPS: loopTPS, GameWork: loopGameWork, SubmitTick: loopSubmitTick, TailTicks: loopTailTicks, Targets: targets}
 	for _, s := range shapes {
 		res.Sizes = append(res.Sizes, LoopSize{Shape: s})
 		size := &res.Sizes[len(res.Sizes)-1]

@@ -207,6 +207,10 @@ func TestLoopSuiteInProcess(t *testing.T) {
 			if !tg.Known && (tg.Figure != figSubmitCPU || form != clientThen) {
 				t.Errorf("%s: target %+v unknown with both clients run", form, tg)
 			}
+			// A run judges by targets.json.
+			if tg.Figure == figDelivery && tg.Target != boundText(targets.DeliveryMax, 0) {
+				t.Errorf("%s: target %+v, want targets.json's delivery bound, %v", form, tg, targets.DeliveryMax)
+			}
 		}
 		if !slices.Equal(figures, []string{figSubmitCPU, figDelivery, figLate}) {
 			t.Errorf("%s: targets %q", form, figures)

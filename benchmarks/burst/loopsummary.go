@@ -149,11 +149,11 @@ const (
 	figLongest   = "longest tick interval, all trials"
 )
 
-// targets returns the targets of c's prpc client (targets.go), in this order: the median of
-// its loop-thread CPU ratios at most its cpuTarget, the median of its ratios of the time to
-// the last delivery at most targets.DeliveryMax, and its late ticks no more than the pool's. Ratios
-// are judged as the reports show them, to two decimals.
-func (c loopComparison) targets() []loopTarget {
+// targets returns the targets of c's prpc client under the bounds tg (targets.go), in this
+// order: the median of its loop-thread CPU ratios at most tg.cpu, the median of its ratios of
+// the time to the last delivery at most tg.DeliveryMax, and its late ticks no more than the
+// pool's. Ratios are judged as the reports show them, to two decimals.
+func (c loopComparison) targets(tg loopTargets) []loopTarget {
 	both := c.PRPC.Trials > 0 && c.Pool.Trials > 0
 	ratio := func(fig string, s spread, bound, aim float64, ok bool) loopTarget {
 		t := loopTarget{Figure: fig, Target: boundText(bound, 0)}
@@ -168,10 +168,10 @@ func (c loopComparison) targets() []loopTarget {
 		t.AimMet = t.Known && aim > 0 && shown(s.median) <= aim
 		return t
 	}
-	bound, aim, ok := cpuTarget(c.Client, c.Calls)
+	bound, aim, ok := tg.cpu(c.Client, c.Calls)
 	return []loopTarget{
 		ratio(figSubmitCPU, c.SubmitCPU, bound, aim, ok),
-		ratio(figDelivery, c.ToLastDelivery, targets.DeliveryMax, 0, true),
+		ratio(figDelivery, c.ToLastDelivery, tg.DeliveryMax, 0, true),
 		{Figure: figLate, Target: "≤ the pool's", Known: both, Met: both && c.PRPC.Late <= c.Pool.Late},
 	}
 }

@@ -34,7 +34,8 @@ type loopTargets struct {
 	ThenCPUReference map[int]float64 `json:"thenCPUReference"`
 }
 
-// targets is targets.json, read once.
+// targets is targets.json, read once: the bounds a run of the loop suite judges by
+// (LoopResult.Targets).
 var targets = func() loopTargets {
 	t, err := parseTargets(targetsJSON)
 	if err != nil {
@@ -89,38 +90,38 @@ func parseTargets(data []byte) (loopTargets, error) {
 	return t, nil
 }
 
-// cpuTarget returns the target of form's loop-thread CPU ratio at a burst of calls calls: the
+// cpu returns the target in tg of form's loop-thread CPU ratio at a burst of calls calls: the
 // greatest median ratio that meets it, the aim within it (0 for none), and false if form has
 // no target at that size.
-func cpuTarget(form string, calls int) (bound, aim float64, ok bool) {
+func (tg loopTargets) cpu(form string, calls int) (bound, aim float64, ok bool) {
 	switch form {
 	case clientGo:
-		return targets.GoCPUMax, targets.GoCPUAim, true
+		return tg.GoCPUMax, tg.GoCPUAim, true
 	case clientOnSettled:
-		return targets.OnSettledCPUMax, 0, true
+		return tg.OnSettledCPUMax, 0, true
 	case clientThen:
-		r, ok := targets.ThenCPUReference[calls]
+		r, ok := tg.ThenCPUReference[calls]
 		return r, 0, ok
 	}
 	return 0, 0, false
 }
 
-// cpuTargetText describes form's loop-thread CPU target over every burst size, for the
+// cpuText describes form's loop-thread CPU target in tg over every burst size, for the
 // summary's table of targets.
-func cpuTargetText(form string) string {
+func (tg loopTargets) cpuText(form string) string {
 	if form == clientThen {
-		sizes := make([]int, 0, len(targets.ThenCPUReference))
-		for n := range targets.ThenCPUReference {
+		sizes := make([]int, 0, len(tg.ThenCPUReference))
+		for n := range tg.ThenCPUReference {
 			sizes = append(sizes, n)
 		}
 		slices.Sort(sizes)
 		var parts []string
 		for _, n := range sizes {
-			parts = append(parts, fmt.Sprintf("%.2f× at %s calls", targets.ThenCPUReference[n], thousands(n)))
+			parts = append(parts, fmt.Sprintf("%.2f× at %s calls", tg.ThenCPUReference[n], thousands(n)))
 		}
 		return "≤ the report before requests were encoded on the lanes: " + strings.Join(parts, ", ")
 	}
-	bound, aim, _ := cpuTarget(form, 0)
+	bound, aim, _ := tg.cpu(form, 0)
 	return boundText(bound, aim)
 }
 
