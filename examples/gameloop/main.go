@@ -363,6 +363,7 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 			end:    time.Now(),
 			first:  rep.first,
 			last:   rep.last,
+			played: rep.played,
 			loop:   l.Stats(),
 			calls:  r.Stats(),
 			world:  w.c,

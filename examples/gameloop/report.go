@@ -48,7 +48,8 @@ type reporter struct {
 	out         io.Writer
 	tps         int
 	start       time.Time // Run called
-	first, last time.Time // start of the first and of the latest tick
+	first, last time.Time // start of the first and of the latest tick of play (OnTick)
+	played      uint64    // ticks of play: the loop's drain at shutdown ticks without OnTick
 	stopAt      time.Time // stop requested (duration elapsed or signal)
 	lastAt      time.Time // previous status line
 	lastSettled uint64    // calls settled at the previous status line
@@ -62,7 +63,7 @@ func (rp *reporter) tickAt(n uint64) time.Time {
 	if n == 0 {
 		rp.first = now
 	}
-	rp.last = now
+	rp.last, rp.played = now, n+1
 	return now
 }
 
@@ -133,7 +134,8 @@ type summary struct {
 	cfg                *config
 	target             string
 	start, stopAt, end time.Time
-	first, last        time.Time
+	first, last        time.Time // start of the first and of the latest tick of play
+	played             uint64    // ticks of play, from first to last
 	loop               loop.Stats
 	calls              reactor.Stats
 	world              counters
@@ -155,9 +157,9 @@ func (s *summary) print(out io.Writer) {
 	p("run        %.2fs: played %.2fs, then %.2fs for the final saves and shutdown",
 		s.end.Sub(s.start).Seconds(), stopAt.Sub(s.start).Seconds(), s.end.Sub(stopAt).Seconds())
 
-	tps := 0.0
-	if s.loop.Ticks > 1 {
-		tps = float64(s.loop.Ticks-1) / s.last.Sub(s.first).Seconds()
+	tps := 0.0 // over the ticks of play: the drain's ticks come after the last of them
+	if s.played > 1 {
+		tps = float64(s.played-1) / s.last.Sub(s.first).Seconds()
 	}
 	window := ""
 	if s.loop.Ticks > loop.StatsWindow {
