@@ -3,6 +3,7 @@ package reactor
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
@@ -22,12 +23,20 @@ import (
 // the callback of a save still in flight is lost. To serve such calls, shut down with Shutdown,
 // or keep ticking until Idle before calling Close (package loop does).
 //
+// Once Close (or Shutdown) has begun, Config.OnReady is not called again: the calling
+// goroutine is the one that delivers. Close never waits on a hook of the host: if OnReady is
+// still running (blocked, say, on a host queue that only the goroutine now inside Close
+// drains), Close waits for it only until ctx is done (for a ctx without deadline, at most
+// MaxTimeout) and then returns an error matching ErrOnReadyBlocked; the goroutine that called
+// OnReady exits as soon as OnReady returns, and is the only one left behind.
+//
 // Close returns nil, or an error that wraps ctx.Err() and says how many calls it cut off
-// (Stats().CutOff counts them). Later calls return the same result (after running any
-// callbacks queued since).
+// (Stats().CutOff counts them), and whether OnReady was still running. Later calls return the
+// same result (after running any callbacks queued since).
 func (r *Reactor) Close(ctx context.Context) error {
 	r.enterHost("Close")
 	defer r.ticking.Store(false)
+	r.silenceHost()
 	r.closeOnce.Do(func() { r.closeErr = r.shutdown(ctx) })
 	r.drainAll()
 	return r.closeErr
@@ -41,7 +50,11 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 		select {
 		case <-r.done:
 			r.drainAll()
-			return r.closeResult(ctxErr)
+			blocked := r.notify != nil && !r.notify.join(ctx, r.cfg.MaxTimeout)
+			if blocked && ctxErr == nil {
+				ctxErr = ctx.Err()
+			}
+			return r.closeResult(ctxErr, blocked)
 		case <-ctxDone:
 			ctxErr = ctx.Err()
 			ctxDone = nil
@@ -59,11 +72,20 @@ func (r *Reactor) beginClose() {
 	r.in.push(event{kind: evClose})
 }
 
+// silenceHost stops the calls of OnReady for good: once Shutdown or Close has begun, the host
+// goroutine is inside it, ticking, and has no need of a wake-up.
+func (r *Reactor) silenceHost() {
+	if r.notify != nil {
+		r.notify.silence()
+	}
+}
+
 // closeResult is Close's result once the reactor goroutine is done: nil, or, if it cut calls
-// off, an error that wraps ctxErr, the error of the context Close gave up on.
-func (r *Reactor) closeResult(ctxErr error) error {
-	if n := r.cutOff.Load(); n > 0 {
-		return &cutOffError{n: n, ctxErr: ctxErr}
+// off or OnReady was still running (onReadyBlocked), an error that wraps ctxErr, the error of
+// the context Close gave up on.
+func (r *Reactor) closeResult(ctxErr error, onReadyBlocked bool) error {
+	if n := r.cutOff.Load(); n > 0 || onReadyBlocked {
+		return &closeError{cutOff: n, onReadyBlocked: onReadyBlocked, ctxErr: ctxErr}
 	}
 	return nil
 }
@@ -78,18 +100,35 @@ func (r *Reactor) drainAll() {
 	}
 }
 
-// cutOffError is Close's error when it cut calls off: it wraps the context's error.
-type cutOffError struct {
-	n      uint64
-	ctxErr error
+// closeError is Close's error when it cut calls off or OnReady was still running when it
+// returned: it wraps the context's error, and matches ErrOnReadyBlocked in the second case.
+type closeError struct {
+	cutOff         uint64
+	onReadyBlocked bool
+	ctxErr         error
 }
 
-func (e *cutOffError) Error() string {
-	calls := "calls"
-	if e.n == 1 {
-		calls = "call"
+func (e *closeError) Error() string {
+	var parts []string
+	if e.cutOff > 0 {
+		calls := "calls"
+		if e.cutOff == 1 {
+			calls = "call"
+		}
+		parts = append(parts, fmt.Sprintf("Close cut off %d %s still running", e.cutOff, calls))
 	}
-	return fmt.Sprintf("prpc: Close cut off %d %s still running: %v", e.n, calls, e.ctxErr)
+	if e.onReadyBlocked {
+		parts = append(parts, "Config.OnReady had not returned when Close did (a hook must not block); "+
+			"the goroutine that called it exits once it returns")
+	}
+	msg := "prpc: " + strings.Join(parts, "; ")
+	if e.ctxErr != nil {
+		msg += ": " + e.ctxErr.Error()
+	}
+	return msg
 }
 
-func (e *cutOffError) Unwrap() error { return e.ctxErr }
+func (e *closeError) Unwrap() error { return e.ctxErr }
+
+// Is matches ErrOnReadyBlocked if OnReady was still running.
+func (e *closeError) Is(target error) bool { return target == ErrOnReadyBlocked && e.onReadyBlocked }

@@ -52,6 +52,9 @@ func (r *Reactor) start() {
 			go r.lane(inv)
 		}
 	}
+	if r.notify != nil {
+		go r.notify.run()
+	}
 	go e.run()
 }
 
@@ -126,8 +129,9 @@ func (e *engine) turn() (done bool) {
 // deadline has passed, is cancelled at once if its promise was, and otherwise joins this
 // turn's calls for the lanes.
 func (e *engine) accept(pos uint64, s *submission) {
+	critical := s.flags&submitCritical != 0 // record clears s
 	c, gen := e.record(pos, s)
-	e.admit(c, gen)
+	e.admit(c, gen, critical)
 }
 
 // record gives the call of s, submitted at pos, a record and counts it for Stats
@@ -197,38 +201,35 @@ func (e *engine) laneDone(d completion) {
 func (e *engine) handle(ev *event) {
 	c, gen := ev.c, ev.gen
 	switch ev.kind {
-	case evCancelPos:
+	case evCancelPos: // Promise.Cancel
 		ent := e.byPos[uint64(ev.pos)&e.r.subs.mask]
 		if ent.c == nil || uint32(ent.pos) != ev.pos {
 			return // delivered long ago
 		}
-		c, gen = ent.c, ent.gen
-		fallthrough
-	case evCancel:
-		taken, sent := e.take(c, gen)
+		if taken, sent := e.take(ent.c, ent.gen, false); taken {
+			e.settle(ent.c, localError(callerr.Cancelled, ent.c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, sent)
+		}
+	case evCancel: // the parent context is done
+		taken, sent := e.take(c, gen, ev.deadline)
 		if !taken {
 			return // settled already, or the record has moved on to another call
 		}
-		var cause error
-		if parent := c.Parent(); parent != nil {
-			cause = parent.Err()
-		}
-		if errors.Is(cause, context.DeadlineExceeded) { // the parent's earlier deadline applies
+		cause := c.Parent().Err()
+		if ev.deadline { // the parent's earlier deadline applies
 			e.settle(c, localError(callerr.Timeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout, sent)
 			return
 		}
-		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", cause), callcore.ReasonCancelled, sent)
+		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "parent context done: "+cause.Error(), cause), callcore.ReasonCancelled, sent)
 	case evClose:
 		e.closing = true
 	case evAbort:
 		e.abort(e.r.in.abortErr())
-	case evNotify:
-		e.r.callOnReady()
 	}
 }
 
-// admit schedules use gen of a newly submitted record.
-func (e *engine) admit(c *callcore.Call, gen uint32) {
+// admit schedules use gen of a newly submitted record; a lane takes a critical one before
+// every call that is not.
+func (e *engine) admit(c *callcore.Call, gen uint32, critical bool) {
 	if c.Deadline <= e.nowNs {
 		e.drop(c, gen) // not dispatched yet: no lane can have it
 		e.timeout(c, false)
@@ -237,9 +238,11 @@ func (e *engine) admit(c *callcore.Call, gen uint32) {
 	e.heap.push(c, gen)
 	if parent := c.Parent(); parent != nil && parent.Done() != nil {
 		in := e.r.in
-		c.Extra.StopParent = context.AfterFunc(parent, func() { in.push(event{kind: evCancel, gen: gen, c: c}) })
+		c.Extra.StopParent = context.AfterFunc(parent, func() {
+			in.push(event{kind: evCancel, gen: gen, c: c, deadline: errors.Is(parent.Err(), context.DeadlineExceeded)})
+		})
 	}
-	e.admitted = append(e.admitted, work{c: c, gen: gen})
+	e.admitted = append(e.admitted, work{c: c, gen: gen, critical: critical})
 }
 
 // dispatch hands this turn's admitted calls, but those already settled, to the lanes' ready
@@ -290,7 +293,7 @@ func (e *engine) expireOne() bool {
 	if !ok || ent.at > e.nowNs {
 		return false
 	}
-	if taken, sent := e.take(ent.c, ent.gen); taken { // else a lane settled it just now; earliest skips it
+	if taken, sent := e.take(ent.c, ent.gen, true); taken { // else a lane settled it just now; earliest skips it
 		e.timeout(ent.c, sent)
 	}
 	return true
@@ -321,7 +324,7 @@ func (e *engine) abort(cause error) {
 		}
 	}
 	for _, ent := range e.heap.h {
-		if ok, _ := e.take(ent.c, ent.gen); ok {
+		if ok, _ := e.take(ent.c, ent.gen, false); ok {
 			taken = append(taken, cut{ent.c, true})
 		}
 	}
@@ -333,32 +336,38 @@ func (e *engine) abort(cause error) {
 
 // take makes the reactor goroutine c's settler, unless c is settled already, and reports
 // whether it did and whether a lane had sent c. It drops c if no lane has claimed it;
-// otherwise it cuts the running transport call, whose lane then reports that it has
-// finished with c.
-func (e *engine) take(c *callcore.Call, gen uint32) (taken, sent bool) {
+// otherwise it cuts the running transport call, whose context then reports
+// context.DeadlineExceeded if forDeadline is set (the call's deadline or its parent's
+// passed) and context.Canceled if not, and whose lane then reports that it has finished
+// with c.
+func (e *engine) take(c *callcore.Call, gen uint32, forDeadline bool) (taken, sent bool) {
 	if e.drop(c, gen) {
 		return true, false
 	}
+	cause := cutError(forDeadline)
 	if mutation == "skip-claim-cas" && c.Unsettled(gen) {
 		// The bug: the reactor takes a running call without its compare-and-swap, so the
 		// lane may settle it too.
-		c.CancelTransport()
+		c.CancelTransport(cause)
 		return true, true
 	}
-	if !c.Move(gen, callcore.Running, callcore.Cut) {
+	if !c.Cut(gen, forDeadline) {
 		return false, false // settled already, by a lane or by the reactor, or a later use
 	}
 	if mutation != "no-cancel-transport" {
-		c.CancelTransport()
+		c.CancelTransport(cause)
 	}
 	return true, true
 }
 
 // settle records the outcome of c, which take gave to the reactor goroutine, and queues it
-// for delivery; if a lane was running c (sent), it is queued once the lane reports that it has
+// for delivery, its error marked NotSent unless a lane had claimed it (sent); if a lane was running c (sent), it is queued once the lane reports that it has
 // finished with it (laneDone), so that nothing reads the request once the caller has the
 // outcome. The lane's transport call, cancelled, returns promptly.
-func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason, sent bool) {
+func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reason, sent bool) {
+	if !sent {
+		markNotSent(err)
+	}
 	e.heap.remove(c)
 	if c.Extra != nil && c.Extra.StopParent != nil {
 		c.Extra.StopParent()
@@ -463,26 +472,4 @@ func (e *engine) finish() {
 	}
 	r.recordsMade = e.records.made
 	close(r.done)
-}
-
-// wakeHost signals Ready and OnReady, once until the next Tick drains. Lanes and the reactor
-// goroutine call it.
-func (r *Reactor) wakeHost() {
-	if !r.armed.CompareAndSwap(false, true) {
-		return
-	}
-	select {
-	case r.ready <- struct{}{}:
-	default:
-	}
-	r.callOnReady()
-}
-
-// callOnReady runs OnReady, if set, one call at a time.
-func (r *Reactor) callOnReady() {
-	if f := r.cfg.OnReady; f != nil {
-		r.onReadyMu.Lock()
-		defer r.onReadyMu.Unlock()
-		f()
-	}
 }

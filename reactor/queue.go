@@ -15,17 +15,17 @@ const (
 	evCancelPos                  // a call to cancel, by its submission position: Promise.Cancel
 	evClose                      // stop admitting; exit once every call has settled
 	evAbort                      // settle every remaining call with ErrClosed
-	evNotify                     // call OnReady: Tick left completions behind
 )
 
 // The rare evAbort carries its cause in the inbox instead (pushAbort).
 // Submitted calls do not pass through the inbox: they have a ring of their own
 // (submissionRing).
 type event struct {
-	kind eventKind
-	gen  uint32 // the use of c the event is about
-	c    *callcore.Call
-	pos  uint32 // evCancelPos: the call's submission position, modulo 2³²
+	kind     eventKind
+	deadline bool   // evCancel: the parent context's deadline passed
+	gen      uint32 // the use of c the event is about
+	c        *callcore.Call
+	pos      uint32 // evCancelPos: the call's submission position, modulo 2³²
 }
 
 // completion is an invoker lane's report that it has finished with c, which the reactor

@@ -65,13 +65,13 @@ type Reactor struct {
 	owner      owner
 	ownerRef   callcore.OwnerRef // &owner, for promises
 
-	in        *inbox
-	subs      *submissionRing // admitted calls, from Call to the reactor goroutine
-	out       outbox          // settled by the lanes and the reactor goroutine
-	hostq     hostQueue       // rejected at submission or redelivered: never waits on a lane
-	ready     chan struct{}
-	armed     atomic.Bool // a wake-up was sent and Tick has not drained since
-	onReadyMu sync.Mutex  // OnReady runs one call at a time
+	in     *inbox
+	subs   *submissionRing // admitted calls, from Call to the reactor goroutine
+	out    outbox          // settled by the lanes and the reactor goroutine
+	hostq  hostQueue       // rejected at submission or redelivered: never waits on a lane
+	ready  chan struct{}
+	armed  atomic.Bool // a wake-up was sent and Tick has not drained since
+	notify *notifier   // calls OnReady; nil without it
 
 	// Admission: the calls admitted and not yet delivered, which MaxOutstanding bounds.
 	admitted atomic.Int64
@@ -172,6 +172,9 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.subs = newSubmissionRing(cfg.MaxOutstanding, r.in.wake)
 	r.overloaded = [2]string{r.overloadMessage(false), r.overloadMessage(true)}
 	r.hostq.init()
+	if cfg.OnReady != nil {
+		r.notify = newNotifier(cfg.OnReady)
+	}
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
 	r.counts.failed = make(map[codes.Code]uint64)
@@ -265,13 +268,5 @@ func (o *owner) Redeliver(t callcore.Target) { o.r.deliverNext(t) }
 // from any goroutine; it never blocks.
 func (r *Reactor) deliverNext(t callcore.Target) {
 	r.hostq.push(t)
-	if r.armed.CompareAndSwap(false, true) {
-		select {
-		case r.ready <- struct{}{}:
-		default:
-		}
-		if r.cfg.OnReady != nil {
-			r.in.push(event{kind: evNotify}) // OnReady runs on prpc's goroutines, never in Call
-		}
-	}
+	r.wakeHost()
 }

@@ -16,6 +16,9 @@ import "context"
 // Since every call has a deadline, Shutdown with a context without a deadline returns once the
 // callbacks stop submitting calls.
 //
+// Config.OnReady is not called once Shutdown has begun, and a call of it still running
+// cannot hold Shutdown past ctx: see Close.
+//
 // Stats().Drained counts the calls whose callbacks the drain ran, and Stats().CutOff the calls
 // Close cut off. Shutdown returns what Close returns: nil, or an error wrapping ctx.Err() that
 // says how many calls were cut off. After Close, Shutdown only closes (it has nothing to drain).
@@ -27,6 +30,7 @@ import "context"
 func (r *Reactor) Shutdown(ctx context.Context) error {
 	r.enterHost("Shutdown")
 	defer r.ticking.Store(false)
+	r.silenceHost()
 	ctxDone := ctx.Done()
 	for !r.closing.Load() {
 		r.drained.Add(uint64(r.tick(0, true).Delivered))

@@ -134,14 +134,8 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	// Leftovers need a wake-up, unless a completion during this Tick already sent one (that
 	// one stands for the leftovers too, so OnReady still runs at most once between drains),
 	// or one is on its way from the lane holding the outbox.
-	if remaining > 0 && !busy && r.armed.CompareAndSwap(false, true) {
-		select {
-		case r.ready <- struct{}{}:
-		default:
-		}
-		if r.cfg.OnReady != nil {
-			r.in.push(event{kind: evNotify})
-		}
+	if remaining > 0 && !busy {
+		r.wakeHost()
 	}
 	return TickReport{Delivered: delivered, Remaining: remaining, Elapsed: time.Duration(now - start)}
 }

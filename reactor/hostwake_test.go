@@ -1,0 +1,162 @@
+package reactor_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// blockingOnReady returns an OnReady hook that blocks from its first call until unblock is
+// called or the test ends, and a channel that receives a value when a call of it starts. Call
+// it before the reactor is made, so that its own cleanup runs after the reactor's Close has
+// been tried (cleanups run last first).
+func blockingOnReady(t *testing.T) (hook func(), entered <-chan struct{}, unblock func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	unblock = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(unblock)
+	in := make(chan struct{}, 1)
+	return func() {
+		select {
+		case in <- struct{}{}:
+		default:
+		}
+		<-ch
+	}, in, unblock
+}
+
+// TestBlockedOnReadyNeverHoldsCalls checks that a hook that blocks delays wake-ups, never
+// calls: with OnReady stuck in its first call, every lane keeps sending and completing calls,
+// and a host that ticks on Ready gets them all.
+func TestBlockedOnReadyNeverHoldsCalls(t *testing.T) {
+	hook, entered, unblock := blockingOnReady(t)
+	srv := testserver.Start(t)
+	r := newReactor(t, srv, reactor.Config{Workers: 1, BatchSize: 2, OnReady: hook})
+	t.Cleanup(unblock) // before the reactor's Close, which then joins the notifier at once
+	h := newHost(t, r)
+	h.submit(echo, echoReq("first"), nil)
+	recv(t, entered, "the first OnReady call")
+	// Four times as many calls as lanes, in one go: each lane completes several, and so meets
+	// OnReady again and again if it is the one that calls it.
+	cs := h.burst("after", 8*2, 8*2)
+	requireEchoed(t, cs)
+}
+
+// TestCloseReturnsWhileOnReadyBlocks checks that Shutdown and Close return by their
+// context's deadline when OnReady is stuck, with every call settled and an error that says so.
+func TestCloseReturnsWhileOnReadyBlocks(t *testing.T) {
+	for _, name := range []string{"Shutdown", "Close"} {
+		t.Run(name, func(t *testing.T) {
+			hook, entered, _ := blockingOnReady(t)
+			srv := testserver.Start(t)
+			r := newReactor(t, srv, reactor.Config{Workers: 1, BatchSize: 2, OnReady: hook})
+			h := newHost(t, r)
+			cs := []*call{h.submit(echo, echoReq("first"), nil)}
+			recv(t, entered, "the first OnReady call")
+			for i := range 6 {
+				cs = append(cs, h.submit(echo, echoReq(string(rune('a'+i))), nil))
+			}
+			// The context's deadline is far below the bound the test waits for, and far above
+			// the time seven echo calls on loopback take, even under -race on a busy machine.
+			const timeout = time.Second
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			begin := time.Now()
+			errc := make(chan error, 1)
+			go func() {
+				if name == "Shutdown" {
+					errc <- h.Shutdown(ctx)
+				} else {
+					errc <- h.Close(ctx)
+				}
+			}()
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(bound):
+				t.Fatalf("%s did not return within %v with OnReady blocked (its context's deadline: %v)", name, bound, timeout)
+			}
+			require.GreaterOrEqual(t, time.Since(begin), timeout, "returned before its context's deadline, with OnReady still running")
+			require.ErrorIs(t, err, reactor.ErrOnReadyBlocked)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorContains(t, err, "Config.OnReady had not returned")
+			if name == "Shutdown" {
+				requireEchoed(t, cs) // Shutdown served every call; Close may cut some off
+			}
+			for _, c := range cs {
+				require.True(t, c.settledOnce(), "not settled exactly once: %v", c)
+			}
+		})
+	}
+}
+
+// TestExecutorHostShutsDown is the host of a world with a bounded executor (Dragonfly before
+// v0.11: Exec blocks while the world's queue is full): OnReady hands a Tick to the queue with
+// a send that blocks when it is full, and the host goroutine, once it shuts down, no longer
+// drains the queue. Once Shutdown has begun, OnReady is not called, so the queue never fills
+// and Shutdown drains every call, however many complete meanwhile.
+func TestExecutorHostShutsDown(t *testing.T) {
+	exec := make(chan func(), 8)
+	var shuttingDown atomic.Bool
+	var lateWakeUps atomic.Int64
+	var r *reactor.Reactor
+	srv := testserver.Start(t)
+	r = newReactor(t, srv, longTimeouts(reactor.Config{Workers: 2, BatchSize: 4, OnReady: func() {
+		if shuttingDown.Load() {
+			lateWakeUps.Add(1)
+		}
+		exec <- func() { r.Tick(tickBudget) } // blocks while the queue is full
+	}}))
+	g := newGate(t, srv)
+	h := newHost(t, r)
+	// The world runs its queue until it has seen the first reply.
+	first := h.submit(echo, echoReq("first"), nil)
+	for !first.done() {
+		select {
+		case f := <-exec:
+			f()
+		case <-time.After(bound):
+			t.Fatal("no reply was handed to the world's queue")
+		}
+	}
+	// A call whose reply waits for Tick when Shutdown begins: Shutdown runs its callback
+	// first, and the callback releases the calls the backend holds.
+	select {
+	case <-r.Ready(): // the first reply's wake-up, which the world's Tick did not take
+	default:
+	}
+	trigger := h.submit(echo, echoReq("trigger"), nil)
+	recv(t, r.Ready(), "the trigger's reply")
+	// Calls the backend holds until Shutdown has begun, so that their replies arrive while it
+	// drains, in many batches: each would need a wake-up.
+	var cs []*call
+	for i := range 32 {
+		cs = append(cs, h.submit(echo, held("held"+strconv.Itoa(i)), nil))
+	}
+	g.waitEntered(t, 8) // every lane holds a call
+	trigger.p.Always(func() {
+		shuttingDown.Store(true)
+		g.releaseAll()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- h.Shutdown(ctx) }()
+	select {
+	case err := <-errc:
+		require.NoError(t, err)
+	case <-time.After(bound + bound/2):
+		t.Fatalf("Shutdown did not return within %v, past its context's deadline", bound+bound/2)
+	}
+	require.True(t, shuttingDown.Load())
+	requireEchoed(t, cs)
+	require.Zero(t, lateWakeUps.Load(), "OnReady was called after Shutdown began")
+}
