@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/testpb"
@@ -93,17 +94,25 @@ func startGated(t *testing.T, cfg reactor.Config) (*reactor.Reactor, *gate, *hos
 }
 
 // gate is a test server handler that holds every request with Block set until the test
-// releases it by its Message (or releases all), or until the call's context ends; it answers
-// other requests at once. Either way the response echoes the Message.
+// releases it by its Message (or releases all), or until the call's context ends; it fails a
+// request with FailCode set with that code, and answers other requests at once. Either way the response echoes the Message.
 type gate struct {
 	entered   chan string // the Message of each held request, when its handler starts
 	all       chan struct{}
 	allOnce   sync.Once
 	cancelled atomic.Int64 // held handlers that saw their context end
 
-	mu   sync.Mutex
-	open map[string]chan struct{}
-	seen []string // every request's Message, in arrival order
+	mu      sync.Mutex
+	open    map[string]chan struct{}
+	seen    []string                  // every request's Message, in arrival order
+	onEnter func(ctx context.Context) // if set, called with each held call's context
+}
+
+// setOnEnter has f called with the context of each held call, as its handler starts.
+func (g *gate) setOnEnter(f func(ctx context.Context)) {
+	g.mu.Lock()
+	g.onEnter = f
+	g.mu.Unlock()
 }
 
 // newGate installs a gate on srv and releases everything when the test ends. Call it after
@@ -114,9 +123,16 @@ func newGate(t *testing.T, srv *testserver.Server) *gate {
 		msg := req.GetMessage()
 		g.mu.Lock()
 		g.seen = append(g.seen, msg)
+		onEnter := g.onEnter
 		g.mu.Unlock()
+		if code := req.GetFailCode(); code != 0 {
+			return nil, status.Error(codes.Code(code), req.GetFailMessage())
+		}
 		if !req.GetBlock() {
 			return &testpb.EchoResponse{Message: msg}, nil
+		}
+		if onEnter != nil {
+			onEnter(ctx)
 		}
 		g.entered <- msg // never blocks: tests hold far fewer than 1024 calls
 		select {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
@@ -87,13 +88,12 @@ func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error)
 	r, c := l.r, w.c
 	header, trailer := r.keepMetadata(c, "header", l.header), r.keepMetadata(c, "trailer", l.trailer)
 	if err != nil {
-		err = r.laneError(c, err, trailer, l.codec.Err())
+		err = r.laneError(c, err, trailer, l.codec.Err(), l.peer.Addr != nil)
 		// The codec forgets this call's encoding error, so that a call failing before gRPC
 		// asks for its request does not report it; and since a failed call may return
 		// before gRPC has written the request, the buffer handed over goes with it.
 		l.codec.Forget()
 	}
-	ctx.cancel()
 	r.backends.record(l.peer.Addr, ctx.picked, err)
 	if !c.Move(w.gen, callcore.Running, callcore.Completed) {
 		// The reactor cut the call and recorded its outcome; it queues the call for Tick,
@@ -140,18 +140,26 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 	load.Add(1)
 	r.inFlight.Add(1)
 	r.queued.Add(-1)
-	parent := c.Parent()
-	if parent == nil {
-		parent = context.Background()
-	}
 	// The native deadline is on the system clock; with a manual clock it is the time left.
 	deadline := r.timeAt(c.Deadline)
 	if !r.system {
 		deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
 	}
+	// The request metadata is a value of the parent, so that gRPC gets the call's own context,
+	// to which the contexts it derives attach without a goroutine.
+	var parent context.Context
+	if x := c.Extra; x != nil {
+		parent = x.Parent
+		if x.MD != nil {
+			if parent == nil {
+				parent = context.Background()
+			}
+			parent = metadata.NewOutgoingContext(parent, x.MD)
+		}
+	}
 	ctx := newCallCtx(parent, deadline)
 	if c.SetCancel(gen, &ctx.cancel) {
-		ctx.cancel()
+		ctx.cancel(cutError(c.CutForDeadline()))
 	}
 	return ctx
 }
@@ -167,9 +175,8 @@ func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOpt
 	}()
 	resp := c.Ops.NewResponse()
 	var userOpts []grpc.CallOption
-	var md metadata.MD
 	if x := c.Extra; x != nil {
-		userOpts, md = x.CallOpts, x.MD
+		userOpts = x.CallOpts
 	}
 	if len(userOpts) > 0 || c.WaitForReady {
 		// User options first: for the limits, the last option wins.
@@ -180,11 +187,7 @@ func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOpt
 		}
 		opts = append(own, opts...)
 	}
-	var ctx context.Context = callCtx
-	if md != nil {
-		ctx = metadata.NewOutgoingContext(ctx, md)
-	}
-	if err = r.conn.Invoke(ctx, c.Ops.Path, c.Req, resp, opts...); err != nil {
+	if err = r.conn.Invoke(callCtx, c.Ops.Path, c.Req, resp, opts...); err != nil {
 		return nil, err
 	}
 	return resp, nil
@@ -211,8 +214,28 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 // the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument.
 // A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
 // parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
-// handshake failure gets it as its cause (a *calls.HandshakeError).
-func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error) error {
+// handshake failure gets it as its cause (a *calls.HandshakeError). The error is marked
+// NotSent if the request was never encoded, or if gRPC never gave the call a stream
+// (streamed is false) where that tells (unsentKnown).
+func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error, streamed bool) *calls.Error {
+	e := r.transportError(c, err, trailer, encodeErr)
+	if encodeErr != nil || !streamed && r.unsentKnown(c) {
+		markNotSent(e)
+	}
+	return e
+}
+
+// unsentKnown reports whether a call of c's method that gRPC never gave a stream to a backend
+// was never sent: on a connection prpc dialled with the service config it generates, where
+// gRPC retries only idempotent methods, a call of any other method makes one attempt, or
+// transparent retries of attempts no server processed, and gRPC reports the stream of the
+// last (grpc.Peer).
+func (r *Reactor) unsentKnown(c *callcore.Call) bool {
+	return r.cc != nil && r.cfg.ServiceConfig == "" && !r.cfg.ServiceConfigLookup && !r.method(c.Ops).policy.retried
+}
+
+// transportError is laneError but for NotSent.
+func (r *Reactor) transportError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error) *calls.Error {
 	if encodeErr != nil {
 		var se *limits.SizeError
 		if errors.As(encodeErr, &se) {

@@ -162,6 +162,10 @@ type Call struct {
 	// Scheduling fields: owned by the reactor goroutine, but for the claim and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
 	InHeap bool // counted among the owner's unsettled calls in its deadline heap
+	// cutForDeadline says that the reactor cut the call for its deadline, or its parent
+	// context's: written by the reactor goroutine just before it moves the call to Cut, read
+	// once the call is Cut. (Beside the bools above, it takes no room of its own.)
+	cutForDeadline atomic.Bool
 	// state holds the generation of the use in its upper 32 bits and the claim in its lower
 	// ones. The claim says who owns the transport side of the use, and who settled it. It
 	// starts Unclaimed. An invoker lane that takes the call from the ready queue moves it to
@@ -170,10 +174,12 @@ type Call struct {
 	// Running). Each step is a compare-and-swap and the first wins, so a use is sent at most
 	// once, never after it settled, and settled exactly once.
 	state atomic.Uint64
-	// cancel cancels the context of the transport call: published by the lane after it
-	// claims the call, read by the reactor once it has moved the call from Running to Cut.
-	// Whichever of the two sees the other's step second calls it.
-	cancel atomic.Pointer[context.CancelFunc]
+	// cancel cancels the context of the transport call with the error it then reports:
+	// published by the lane after it claims the call, read by the reactor once it has moved
+	// the call from Running to Cut. Whichever of the two sees the other's step second calls
+	// it, with context.DeadlineExceeded if cutForDeadline is set and context.Canceled
+	// otherwise.
+	cancel atomic.Pointer[func(error)]
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message // the response; nil on failure
@@ -224,22 +230,36 @@ func (c *Call) Recycle() {
 	c.WaitForReady, c.Metadata, c.Queued, c.InHeap = false, false, false, false
 	c.Value, c.Err, c.Header, c.Trailer, c.Reason = nil, nil, nil, nil, ReasonNone
 	c.cancel.Store(nil)
+	c.cutForDeadline.Store(false)
 	c.state.Store(pack(gen, Unclaimed)) // last: whoever sees the new generation sees a clean record
 }
 
+// Cut moves a Running use gen to Cut for the reactor, recording whether it was cut for a
+// deadline (its own or its parent context's), and reports whether it did.
+func (c *Call) Cut(gen uint32, forDeadline bool) bool {
+	// Written before the move, so that whoever sees Cut sees it. A move that fails leaves
+	// it for the next cut, which writes it again first.
+	c.cutForDeadline.Store(forDeadline)
+	return c.Move(gen, Running, Cut)
+}
+
+// CutForDeadline reports whether the reactor cut the use for a deadline; it is meaningful
+// once the use is Cut.
+func (c *Call) CutForDeadline() bool { return c.cutForDeadline.Load() }
+
 // SetCancel publishes the cancel function of the transport call of a use a lane has claimed,
 // and reports whether the use was cut meanwhile, in which case the lane cancels it itself.
-func (c *Call) SetCancel(gen uint32, cancel *context.CancelFunc) (cut bool) {
+func (c *Call) SetCancel(gen uint32, cancel *func(error)) (cut bool) {
 	c.cancel.Store(cancel)
 	claim, _ := c.Claim(gen)
 	return claim == Cut
 }
 
-// CancelTransport cancels the transport call of a use the reactor has cut, if its lane has
-// published its cancel function; otherwise the lane cancels it on publishing.
-func (c *Call) CancelTransport() {
+// CancelTransport cancels the transport call of a use the reactor has cut with err, if its
+// lane has published its cancel function; otherwise the lane cancels it on publishing.
+func (c *Call) CancelTransport(err error) {
 	if f := c.cancel.Load(); f != nil {
-		(*f)()
+		(*f)(err)
 	}
 }
 
