@@ -120,6 +120,23 @@ func (e *Error) Unwrap() error { return e.core().Cause() }
 // Kind returns the sentinel the error matches, or nil for a server status that matches none.
 func (e *Error) Kind() error { return kinds[e.core().Kind()] }
 
+// NotSent reports whether the call's request certainly never left prpc and gRPC, so that no
+// server can have run it and retrying it is safe even for a method that is not idempotent (a
+// purchase). False means that the request may have reached a server: it may or may not have
+// run there.
+//
+// A call is not sent when it was rejected at submission (ErrOverloaded, ErrInvalidArgument,
+// ErrClosed after Close), when its deadline passed, it was cancelled or Close cut it off
+// while it waited in prpc's queue for an invoker lane, when its request could not be encoded
+// (ErrTooLarge, ErrInvalidArgument), and when gRPC failed it before it had a stream to a
+// backend (no backend was ready, a name did not resolve, a connection could not be made),
+// which prpc learns from gRPC on a connection it dialled with the service config it
+// generates, for a method gRPC does not retry. A call cut while a lane ran it, a call that
+// failed on a connection prpc did not dial or configure (Config.Conn, Config.ServiceConfig,
+// Config.ServiceConfigLookup), a call of a method gRPC retries, and every call that failed
+// with a status from the server may have been sent.
+func (e *Error) NotSent() bool { return e.core().NotSent() }
+
 // HandshakeError is the cause of a call that failed with Unavailable because the security
 // handshake of a new connection failed: the server's certificate was not trusted, the server
 // refused the client's certificate, the server does not speak TLS, and so on. gRPC reports all

@@ -138,6 +138,9 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	if opts.ResponseMetadata || policy.metadata {
 		flags |= submitMetadata
 	}
+	if critical {
+		flags |= submitCritical
+	}
 	now := r.now()
 	s, at, ok := r.subs.reserve()
 	if !ok {
@@ -187,7 +190,7 @@ func (r *Reactor) rejectLimit(ops *callcore.Ops, err error) *calls.Error {
 // delivers it to the call's target, whose callbacks run at the first Tick that starts after
 // Call returns. A rejected call holds no admission slot and no record.
 func (r *Reactor) reject(ops *callcore.Ops, kind callerr.Kind, msg string, cause error) *calls.Error {
-	err := localError(kind, ops.Path, msg, cause)
+	err := markNotSent(localError(kind, ops.Path, msg, cause))
 	reason := callcore.ReasonInvalid
 	switch kind {
 	case callerr.Closed:

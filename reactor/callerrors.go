@@ -30,3 +30,9 @@ func statusError(method string, err error, trailer metadata.MD, maxResponseBytes
 func handshakeError(method string, err error, trailer metadata.MD, he *calls.HandshakeError) *calls.Error {
 	return (*calls.Error)(callerr.FromHandshake(method, err, trailer, he))
 }
+
+// markNotSent records in err, not handed out yet, that its call's request never left prpc
+// and gRPC (calls.Error.NotSent).
+func markNotSent(err *calls.Error) *calls.Error {
+	return (*calls.Error)((*callerr.Error)(err).MarkNotSent())
+}

@@ -143,6 +143,7 @@ type methodPolicy struct {
 	waitForReady bool
 	critical     bool
 	metadata     bool // ResponseMetadata
+	retried      bool // Idempotent: gRPC retries its calls
 }
 
 // resolvePolicies checks c.Policies and indexes them by path.
@@ -167,7 +168,7 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 		if timeout == 0 {
 			timeout = c.DefaultTimeout
 		}
-		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata}
+		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata, retried: p.Idempotent}
 	}
 	return out, nil
 }

@@ -64,6 +64,7 @@ type Error struct {
 	st      *status.Status
 	trailer metadata.MD
 	cause   error
+	notSent bool
 }
 
 // New returns the error of a call of method that failed locally for the reason kind, with
@@ -236,3 +237,13 @@ func (e *Error) Trailer() metadata.MD { return e.trailer }
 
 // Cause returns the cause, or nil.
 func (e *Error) Cause() error { return e.cause }
+
+// NotSent reports whether the call's request certainly never left prpc and gRPC.
+func (e *Error) NotSent() bool { return e.notSent }
+
+// MarkNotSent records that the call's request never left prpc and gRPC, and returns e. Call
+// it only on an error not handed out yet: an Error is immutable once it has been.
+func (e *Error) MarkNotSent() *Error {
+	e.notSent = true
+	return e
+}
