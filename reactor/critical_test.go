@@ -161,3 +161,24 @@ func TestCriticalReserveDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestCriticalCallsGoFirst checks that a lane takes every waiting critical call before any
+// waiting call that is not, and each class in submission order: with the one lane busy, calls
+// of both classes queue up, and the server sees them, once the lane frees, critical first.
+func TestCriticalCallsGoFirst(t *testing.T) {
+	r, g, h := startGated(t, reactor.Config{Workers: 1, BatchSize: 1})
+	busy := h.submit(echo, held("busy"), nil)
+	g.waitEntered(t, 1)
+	queued := []struct {
+		id       string
+		critical bool
+	}{{"n1", false}, {"c1", true}, {"n2", false}, {"c2", true}, {"n3", false}, {"c3", true}}
+	for _, q := range queued {
+		h.submit(echo, echoReq(q.id), &calls.Options{Critical: q.critical})
+	}
+	h.pollFor("every call queued for the lane", func() bool { return r.Stats().Queued == len(queued) })
+	g.release("busy")
+	h.settle()
+	require.NoError(t, busy.err)
+	require.Equal(t, []string{"busy", "c1", "c2", "c3", "n1", "n2", "n3"}, g.seenMessages())
+}

@@ -28,6 +28,7 @@ type submitFlags uint8
 const (
 	submitWaitForReady submitFlags = 1 << iota // grpc.WaitForReady(true)
 	submitMetadata                             // ask for the response header and trailer
+	submitCritical                             // critical: a lane takes it before the others
 )
 
 // submissionRing is the queue of admitted calls from the goroutines that call Call to the
