@@ -46,7 +46,9 @@ const (
 type Config struct {
 	// Target is the gRPC target to dial: "host:port", or any target gRPC resolves, such as
 	// "dns:///db.internal:50051" (every address the name resolves to is a backend). Exactly
-	// one of Target, Targets and Conn must be set.
+	// one of Target, Targets and Conn must be set. New rejects a target written with a scheme
+	// ("foo:///x") that no resolver is registered for, globally or with grpc.WithResolvers
+	// in DialOptions, rather than let gRPC take it whole for a host name that never resolves.
 	Target string
 
 	// Targets, instead of Target, is a static list of backend addresses ("host:port"),

@@ -240,6 +240,12 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	if err != nil {
 		return nil, fmt.Errorf("prpc: Config.%s: %w", field, err)
 	}
+	if field == "Target" {
+		if scheme := unresolvedScheme(target, cc.CanonicalTarget()); scheme != "" {
+			cc.Close()
+			return nil, unresolvedSchemeError(target, scheme)
+		}
+	}
 	cc.Connect()
 	return cc, nil
 }
