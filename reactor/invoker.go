@@ -211,7 +211,8 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 // the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument.
 // A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
 // parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
-// handshake failure gets it as its cause (a *calls.HandshakeError).
+// handshake failure gets it as its cause (a *calls.HandshakeError); one that a plaintext
+// connection failed before the server's HTTP/2 preface says the server may require TLS.
 func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error) error {
 	if encodeErr != nil {
 		var se *limits.SizeError
@@ -230,6 +231,9 @@ func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, en
 	}
 	if he := r.handshakes.cause(err); he != nil {
 		return handshakeError(c.Ops.Path, err, trailer, he)
+	}
+	if r.handshakes.plaintext {
+		err = withPlaintextHint(err)
 	}
 	requestBytes := 0
 	if status.Code(err) == codes.ResourceExhausted { // a limit: ours, or the server's on the request

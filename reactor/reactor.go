@@ -203,6 +203,7 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	if _, plaintext := cfg.Credentials.(insecureCreds); !plaintext {
 		tc = newRecordingCreds(tc, handshakes)
 	}
+	handshakes.plaintext = tc.Info().SecurityProtocol == "insecure" // FromTransport's too
 	b := cfg.Backoff
 	opts := append([]grpc.DialOption(nil), cfg.DialOptions...)
 	opts = append(opts,
