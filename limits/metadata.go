@@ -41,7 +41,8 @@ func (e *MetadataError) Error() string {
 // NormalizeMetadata checks md against gRPC's metadata rules and returns a copy with lowercase
 // keys, or nil for empty metadata. Rules: keys are 1 or more of a–z, A–Z, 0–9, '-', '_', '.';
 // keys that are equal after lowercasing are rejected, as are reserved keys (those starting
-// with "grpc-" and the HTTP/2 connection and transport headers); each key has at least one
+// with "grpc-" or ':', the HTTP/2 pseudo-headers, and the HTTP/2 connection and transport
+// headers); each key has at least one
 // value; values of keys not ending in "-bin" are printable ASCII (0x20–0x7E); "-bin" values
 // may hold any bytes. A rule broken gives a *MetadataError; a total size (see MetadataSize)
 // over maxBytes gives a *SizeError naming Limits.MaxMetadataBytes, the limit the reactor
@@ -105,6 +106,9 @@ func checkKey(key, lower string) error {
 	if key == "" {
 		return &MetadataError{Key: key, Reason: "is empty"}
 	}
+	if key[0] == ':' { // before the characters: the colon is what makes it reserved
+		return &MetadataError{Key: key, Reason: pseudoHeaderReason(lower)}
+	}
 	for i := 0; i < len(key); i++ { // the key itself: ToLower maps some non-ASCII runes to ASCII
 		c := key[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
@@ -115,6 +119,16 @@ func checkKey(key, lower string) error {
 		return &MetadataError{Key: key, Reason: "is reserved for gRPC and HTTP/2"}
 	}
 	return nil
+}
+
+// pseudoHeaderReason says why a key starting with ':' is rejected: grpc-go drops HTTP/2
+// pseudo-headers from a call's metadata without a word, and sets them itself.
+func pseudoHeaderReason(lower string) string {
+	const reason = "is reserved for gRPC and HTTP/2 (an HTTP/2 pseudo-header, which grpc-go would drop)"
+	if lower == ":authority" {
+		return reason + "; set a call's authority with the call option grpc.CallAuthority"
+	}
+	return reason
 }
 
 func printableASCII(s string) bool {

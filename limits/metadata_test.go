@@ -110,6 +110,44 @@ func TestNormalizeMetadataRejects(t *testing.T) {
 	}
 }
 
+// TestNormalizeMetadataReservedReason: a reserved key is reported as reserved, whatever makes
+// it so: a pseudo-header's colon is not reported as a bad character, and ":authority", which
+// grpc-go would drop, points to the call option that sets it.
+func TestNormalizeMetadataReservedReason(t *testing.T) {
+	tests := []struct {
+		key      string
+		wantHint bool // the reason names grpc.CallAuthority
+	}{
+		{":authority", true},
+		{":Authority", true},
+		{":path", false},
+		{":method", false},
+		{":scheme", false},
+		{":status", false},
+		{":", false},
+		{"grpc-timeout", false},
+		{"Grpc-Status", false},
+		{"content-type", false},
+		{"host", false},
+		{"te", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			_, err := limits.NormalizeMetadata(metadata.MD{tt.key: {"v"}}, limits.DefaultMaxMetadataBytes)
+			var me *limits.MetadataError
+			require.ErrorAs(t, err, &me)
+			require.Equal(t, tt.key, me.Key)
+			require.Contains(t, me.Reason, "is reserved for gRPC and HTTP/2")
+			require.NotContains(t, me.Reason, "character")
+			if tt.wantHint {
+				require.Contains(t, me.Reason, "grpc.CallAuthority")
+			} else {
+				require.NotContains(t, me.Reason, "CallAuthority")
+			}
+		})
+	}
+}
+
 func TestNormalizeMetadataBinValues(t *testing.T) {
 	all := make([]byte, 256)
 	for i := range all {

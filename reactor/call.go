@@ -16,11 +16,13 @@ import (
 // Call submits a call of method m with request req and returns its promise at once. It never
 // blocks and does no network I/O; it is safe from any goroutine. opts may be nil.
 //
-// Call takes ownership of req until the call settles: the invoker lane that runs the call
-// encodes it, inside gRPC's call, so the caller must not modify it meanwhile, as grpc-go says
-// of a message given to ClientStream.SendMsg; the race detector reports a request modified
-// while its call is in flight. Several calls may share a request that nobody modifies. A
-// request over Limits.MaxRequestBytes, or one that does not encode (a string field with
+// Build a fresh request for every call: Call owns req until the call settles. The request is
+// encoded later, on the invoker lane that runs the call, so a request reused for the next
+// call and changed before this one settles is sent with its new values: a loop that reuses one
+// purchase request and sets a new idempotency key each time may send every purchase with the
+// last key. The caller must not modify req meanwhile, as grpc-go says of a message given to
+// ClientStream.SendMsg; the race detector reports a request modified while its call is in
+// flight. Several calls may share a request that nobody modifies. A request over Limits.MaxRequestBytes, or one that does not encode (a string field with
 // invalid UTF-8, a missing required field), is never sent: the call fails with ErrTooLarge or
 // ErrInvalidArgument at a later Tick, like any failure.
 //
@@ -58,11 +60,13 @@ func Call[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req R
 // the zero response and its *calls.Error if it fails. It is the cheapest way to make a call;
 // use Call for a call whose State, Err, Cancel or response metadata the caller needs.
 //
+// Build a fresh request for every call: Go owns req until fn runs, and a request changed
+// before then may be sent with its new values, as Call explains.
+//
 // Go returns nil once the call is submitted. A call that Call would fail at once, Go rejects:
 // it returns the *calls.Error and fn still runs with it, at the first Tick that starts after Go
-// returns, so that code which only reads the callback misses nothing. Go takes ownership of req
-// until fn runs, as Call does until its call settles. It never blocks and is safe from any
-// goroutine; opts may be nil.
+// returns, so that code which only reads the callback misses nothing. It never blocks and is
+// safe from any goroutine; opts may be nil.
 //
 // A nil r, m or fn is a programming error and panics.
 func Go[Req, Resp proto.Message](r *Reactor, m *calls.Method[Req, Resp], req Req, opts *calls.Options, fn func(Resp, error)) error {

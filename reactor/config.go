@@ -46,7 +46,9 @@ const (
 type Config struct {
 	// Target is the gRPC target to dial: "host:port", or any target gRPC resolves, such as
 	// "dns:///db.internal:50051" (every address the name resolves to is a backend). Exactly
-	// one of Target, Targets and Conn must be set.
+	// one of Target, Targets and Conn must be set. New rejects a target written with a scheme
+	// ("foo:///x") that no resolver is registered for, globally or with grpc.WithResolvers
+	// in DialOptions, rather than let gRPC take it whole for a host name that never resolves.
 	Target string
 
 	// Targets, instead of Target, is a static list of backend addresses ("host:port"),
@@ -166,15 +168,20 @@ type Config struct {
 	Methods []calls.Descriptor
 
 	// OnReady, if set, is called when completions are waiting for Tick, at most once until
-	// the next Tick drains them, one call at a time, from one of prpc's goroutines (an invoker
-	// lane that just completed a call, or the reactor goroutine), never the one that calls
-	// Tick and never inside Call. It suits hosts that schedule work on their own goroutine
-	// (for example w.Do(func(…) { r.Tick(b) })). It is not called after Close.
+	// the next Tick drains them. prpc calls it from one notifier goroutine of its own, one
+	// call at a time: never from an invoker lane or the reactor goroutine, never on the
+	// goroutine that calls Tick, and never inside Call. It suits hosts that run work
+	// submitted to their own goroutine: hand one Tick to that goroutine without blocking, for
+	// example w.Do(func(…) { r.Tick(b) }), and return. Declare the *Reactor variable before
+	// the Config literal so that OnReady can use it; it is not called before New returns.
 	//
-	// It must not block: while it runs, the lane that called it starts no new call, and
-	// since calls of OnReady are serialised, every other lane or the reactor goroutine that
-	// needs it waits too, which delays sending, deadlines and cancels. Hand the work to your
-	// host's own queue and return.
+	// It should not block. A send that can wait, for example on a bounded queue while it is
+	// full, belongs in a non-blocking hand-off instead (a select with a default case on a
+	// channel the host drains), or use Ready. A hook that blocks delays only the wake-ups
+	// after it, never a call: lanes, deadlines and cancels go on without it. Once Shutdown or
+	// Close has begun, OnReady is no longer called, since they tick the reactor themselves,
+	// and both return by their context's deadline even if OnReady is stuck (their error then
+	// matches ErrOnReadyBlocked).
 	OnReady func()
 
 	// OnCallbackPanic, if set, receives the value of every panic raised by a promise

@@ -36,6 +36,10 @@ import (
 // path of a successful call.
 type handshakeLog struct {
 	last atomic.Pointer[calls.HandshakeError] // nil: no failure since the last success
+
+	// plaintext: the connection's credentials are insecure, so it has no handshake to
+	// record. Set by dial before any call; read-only after.
+	plaintext bool
 }
 
 func (l *handshakeLog) failed(he *calls.HandshakeError) { l.last.Store(he) }
@@ -64,6 +68,30 @@ func (l *handshakeLog) cause(err error) *calls.HandshakeError {
 		return nil
 	}
 	return he
+}
+
+// plaintextHint ends the message of a call that a plaintext connection failed before the
+// server's HTTP/2 preface arrived.
+const plaintextHint = "; the server may require TLS (reactor.TLS): this reactor's Credentials are plaintext"
+
+// withPlaintextHint returns err, a call's transport error on a plaintext connection, with
+// plaintextHint added to its message if it is an Unavailable status that says the server's
+// HTTP/2 preface never came. A TLS server closes a connection whose first bytes are not a
+// TLS record, or answers them with a TLS alert, which grpc-go reports as a failure to read
+// the preface; with no handshake on the client's side, the text is the only clue. A plaintext
+// server that closes a connection at once is reported the same way, hence "may".
+func withPlaintextHint(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return err
+	}
+	if msg := st.Message(); !strings.Contains(msg, "error reading server preface") &&
+		!strings.Contains(msg, "initial http2 frame from server is not a settings frame") {
+		return err
+	}
+	p := st.Proto()
+	p.Message += plaintextHint
+	return status.FromProto(p).Err()
 }
 
 // recordingCreds wraps the transport credentials a reactor dials with, recording the outcome

@@ -252,8 +252,9 @@ func TestHandshakeFailuresAreClassified(t *testing.T) {
 
 // A plaintext client cannot see a TLS server's handshake: there is none on its side, and
 // prpc does not wrap Insecure credentials. The server closes the connection when the client's
-// HTTP/2 preface is not a TLS record, and the client reports it as a broken connection. prpc
-// can only say what gRPC says: Unavailable, no HandshakeError, no LastConnError.
+// HTTP/2 preface is not a TLS record, and the client reports it as a broken connection:
+// Unavailable, no HandshakeError, no LastConnError (TestPlaintextToTLSServerHint checks the
+// hint its message gets).
 func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	fx := newTLSFixture(t)
 	sc := newSwitchCreds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil)))
@@ -272,6 +273,50 @@ func TestHandshakePlaintextClientToTLSServer(t *testing.T) {
 	sc.set(insecure.NewCredentials())
 	require.NoError(t, tlsCall(t, r, true))
 	require.Empty(t, r.Stats().LastConnError)
+}
+
+// TestPlaintextToTLSServerHint: a call that a plaintext reactor fails against a TLS server,
+// which gRPC reports as a failure to read the server's HTTP/2 preface, says that the server
+// may require TLS and names reactor.TLS, whichever way the credentials are plaintext; the
+// code and sentinel stay gRPC's. A refused connection and a TLS reactor's failed handshake
+// get no such hint.
+func TestPlaintextToTLSServerHint(t *testing.T) {
+	fx := newTLSFixture(t)
+	tlsServer := func(t *testing.T) *testserver.Server {
+		return testserver.Start(t, grpc.Creds(credentials.NewTLS(testcerts.ServerTLS(fx.server, nil))))
+	}
+	stopped := func(t *testing.T) *testserver.Server {
+		srv := testserver.Start(t)
+		srv.Stop()
+		return srv
+	}
+	tests := []struct {
+		name     string
+		server   func(t *testing.T) *testserver.Server
+		creds    reactor.Credentials
+		wantHint bool
+	}{
+		{"Insecure to TLS server", tlsServer, reactor.Insecure(), true},
+		{"FromTransport(insecure) to TLS server", tlsServer, reactor.FromTransport(insecure.NewCredentials()), true},
+		{"Insecure to stopped server", stopped, reactor.Insecure(), false},
+		{"TLS with another CA to TLS server", tlsServer, reactor.TLS(fx.otherCA.CertPEM, ""), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newReactor(t, tt.server(t), reactor.Config{Credentials: tt.creds, Backoff: fastBackoff})
+			err := tlsCall(t, r, false)
+			t.Log(err)
+			require.Equal(t, codes.Unavailable, status.Code(err))
+			require.ErrorIs(t, err, calls.ErrUnavailable)
+			if tt.wantHint {
+				require.Contains(t, err.Error(), "server preface", "gRPC's own text is kept")
+				require.Contains(t, err.Error(), "the server may require TLS (reactor.TLS)")
+				require.Contains(t, status.Convert(err).Message(), "reactor.TLS", "the status carries the hint too")
+			} else {
+				require.NotContains(t, err.Error(), "require TLS")
+			}
+		})
+	}
 }
 
 // An outage after a handshake failure is reported as an outage: the recorded failure stays in

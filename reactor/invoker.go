@@ -214,9 +214,10 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 // the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument.
 // A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
 // parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
-// handshake failure gets it as its cause (a *calls.HandshakeError). The error is marked
-// NotSent if the request was never encoded, or if gRPC never gave the call a stream
-// (streamed is false) where that tells (unsentKnown).
+// handshake failure gets it as its cause (a *calls.HandshakeError); one that a plaintext
+// connection failed before the server's HTTP/2 preface says the server may require TLS. The
+// error is marked NotSent if the request was never encoded, or if gRPC never gave the call a
+// stream (streamed is false) where that tells (unsentKnown).
 func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error, streamed bool) *calls.Error {
 	e := r.transportError(c, err, trailer, encodeErr)
 	if encodeErr != nil || !streamed && r.unsentKnown(c) {
@@ -253,6 +254,9 @@ func (r *Reactor) transportError(c *callcore.Call, err error, trailer metadata.M
 	}
 	if he := r.handshakes.cause(err); he != nil {
 		return handshakeError(c.Ops.Path, err, trailer, he)
+	}
+	if r.handshakes.plaintext {
+		err = withPlaintextHint(err)
 	}
 	requestBytes := 0
 	if status.Code(err) == codes.ResourceExhausted { // a limit: ours, or the server's on the request

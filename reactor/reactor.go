@@ -206,6 +206,7 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	if _, plaintext := cfg.Credentials.(insecureCreds); !plaintext {
 		tc = newRecordingCreds(tc, handshakes)
 	}
+	handshakes.plaintext = tc.Info().SecurityProtocol == "insecure" // FromTransport's too
 	b := cfg.Backoff
 	opts := append([]grpc.DialOption(nil), cfg.DialOptions...)
 	opts = append(opts,
@@ -242,6 +243,12 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("prpc: Config.%s: %w", field, err)
+	}
+	if field == "Target" {
+		if scheme := unresolvedScheme(target, cc.CanonicalTarget()); scheme != "" {
+			cc.Close()
+			return nil, unresolvedSchemeError(target, scheme)
+		}
 	}
 	cc.Connect()
 	return cc, nil

@@ -1,7 +1,11 @@
 package reactor
 
 import (
+	"fmt"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/health" // registers client-side health checking (Config.HealthCheck)
@@ -28,4 +32,44 @@ func staticResolver(addrs []string) (string, grpc.DialOption) {
 	}
 	rb.InitialState(state)
 	return staticScheme + ":///backends", grpc.WithResolvers(rb)
+}
+
+// wellKnownSchemes are the resolver schemes of grpc-go and its own packages, in the order an
+// error lists those registered. grpc-go offers no list of the registered schemes.
+var wellKnownSchemes = []string{"dns", "passthrough", "unix", "unix-abstract", "xds", "google-c2p"}
+
+// unresolvedScheme returns the scheme of target if target is written as a URI with a scheme
+// ("scheme:/…" or "scheme://…") and gRPC found no resolver for it, neither registered nor
+// passed with grpc.WithResolvers, and fell back to DNS, its default scheme: it then takes the
+// whole target for a DNS name, which never resolves, and every call fails as if the name did
+// not exist. canonical is the target as the connection parsed it
+// (grpc.ClientConn.CanonicalTarget). Otherwise it returns "": in particular for "host:port",
+// whose host gRPC's URI parser reads as a scheme and which gRPC resolves with DNS by design,
+// and when a program changed gRPC's default scheme (resolver.SetDefaultScheme), whose
+// resolver may take such a target as it is.
+func unresolvedScheme(target, canonical string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme == "" || !strings.HasPrefix(target[len(u.Scheme)+1:], "/") {
+		return ""
+	}
+	// url.Parse lowercases the scheme, as gRPC's lookup sees it; gRPC prefixes the default
+	// scheme to the target it falls back from.
+	if u.Scheme == "dns" || !strings.HasPrefix(canonical, "dns:///"+target) {
+		return ""
+	}
+	return u.Scheme
+}
+
+// unresolvedSchemeError is the error of a Config.Target whose scheme has no resolver. It
+// lists the well-known schemes registered at the time of the call.
+func unresolvedSchemeError(target, scheme string) error {
+	var registered []string
+	for _, s := range wellKnownSchemes {
+		if resolver.Get(s) != nil {
+			registered = append(registered, s)
+		}
+	}
+	return fieldError("Target", strconv.Quote(target), fmt.Sprintf(
+		"no gRPC resolver is registered for its scheme %q (grpc-go's registered: %s); import the package that registers it, or pass its builder in Config.DialOptions with grpc.WithResolvers; a \"host:port\" target needs no scheme",
+		scheme, strings.Join(registered, ", ")))
 }

@@ -283,7 +283,8 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 		g.P()
 		writeDoc(g, m.Comments.Leading,
 			m.GoName+" calls "+methodPath(m)+" ("+s.descriptors[m]+") as reactor.Call does: it submits "+
-				"the call and returns its promise at once; opts may be nil.",
+				"the call and returns its promise at once; opts may be nil. Build a fresh req for every call: "+
+				"the call owns it until it settles, and a req changed meanwhile may be sent with its new values.",
 			methodDeprecation(m))
 		g.P("func (c *", s.client, ") ", m.GoName, "(req *", m.Input.GoIdent, ", opts *", options, ") *", promise, "[*", m.Output.GoIdent, "] {")
 		g.P("return ", call, "(c.r, ", s.descriptors[m], ", req, opts)")
@@ -293,7 +294,8 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 			"submits the call with fn as its one callback, which runs exactly once, inside the "+
 			"reactor's Tick, with the response and a nil error or with the error; there is no "+
 			"promise. It returns the error of a call rejected at submission, which fn also gets; "+
-			"opts may be nil. See "+m.GoName+" for the method.",
+			"opts may be nil. Build a fresh req for every call: the call owns it until fn runs. See "+
+			m.GoName+" for the method.",
 			methodDeprecation(m))
 		g.P("func (c *", s.client, ") ", goMethod(m), "(req *", m.Input.GoIdent, ", opts *", options, ", fn func(*", m.Output.GoIdent, ", error)) error {")
 		g.P("return ", goCall, "(c.r, ", s.descriptors[m], ", req, opts, fn)")
@@ -373,8 +375,9 @@ func emitPackageDoc(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output
 			"does no network I/O. The promise's callbacks run on the goroutine that calls "+
 			"r.Tick(budget), once per server tick, so they may touch game state without locks. Its "+
 			"callback form, prefixed with Go ("+goMethod(m)+"), takes one callback that gets the "+
-			"response or the error, and makes no promise: the cheapest way to make a call. The request "+
-			"is the call's until the call settles: do not modify it meanwhile. The "+
+			"response or the error, and makes no promise: the cheapest way to make a call. Build a fresh "+
+			"request for every call: the call owns it until it settles, and a request changed meanwhile "+
+			"may be sent with its new values. The "+
 			"last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil "+
 			"means the defaults. Each unary method also has a descriptor, such as "+first.descriptors[m]+
 			", for reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have "+

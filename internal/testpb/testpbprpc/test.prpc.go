@@ -28,11 +28,12 @@
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
 // once per server tick, so they may touch game state without locks. Its callback form, prefixed
 // with Go (GoEcho), takes one callback that gets the response or the error, and makes no
-// promise: the cheapest way to make a call. The request is the call's until the call settles:
-// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
-// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
-// such as TestService_Echo, for reactor.Call, reactor.Config.Methods and package reactortest.
-// Streaming methods have neither: prpc makes unary calls only.
+// promise: the cheapest way to make a call. Build a fresh request for every call: the call owns
+// it until it settles, and a request changed meanwhile may be sent with its new values. The
+// last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
+// means the defaults. Each unary method also has a descriptor, such as TestService_Echo, for
+// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have neither:
+// prpc makes unary calls only.
 //
 // # Policies
 //
@@ -140,7 +141,8 @@ func NewTestServiceClient(r *reactor.Reactor) *TestServiceClient {
 // directed by the request fields.
 //
 // Echo calls /prpctest.TestService/Echo (TestService_Echo) as reactor.Call does: it submits the
-// call and returns its promise at once; opts may be nil.
+// call and returns its promise at once; opts may be nil. Build a fresh req for every call: the
+// call owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *TestServiceClient) Echo(req *testpb.EchoRequest, opts *calls.Options) *calls.Promise[*testpb.EchoResponse] {
 	return reactor.Call(c.r, TestService_Echo, req, opts)
 }
@@ -148,7 +150,8 @@ func (c *TestServiceClient) Echo(req *testpb.EchoRequest, opts *calls.Options) *
 // GoEcho calls /prpctest.TestService/Echo (TestService_Echo) as reactor.Go does: it submits the
 // call with fn as its one callback, which runs exactly once, inside the reactor's Tick, with
 // the response and a nil error or with the error; there is no promise. It returns the error of
-// a call rejected at submission, which fn also gets; opts may be nil. See Echo for the method.
+// a call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for
+// every call: the call owns it until fn runs. See Echo for the method.
 func (c *TestServiceClient) GoEcho(req *testpb.EchoRequest, opts *calls.Options, fn func(*testpb.EchoResponse, error)) error {
 	return reactor.Go(c.r, TestService_Echo, req, opts, fn)
 }

@@ -28,11 +28,12 @@
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
 // once per server tick, so they may touch game state without locks. Its callback form, prefixed
 // with Go (GoGetPlayer), takes one callback that gets the response or the error, and makes no
-// promise: the cheapest way to make a call. The request is the call's until the call settles:
-// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
-// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
-// such as DataService_GetPlayer, for reactor.Call, reactor.Config.Methods and package
-// reactortest. Streaming methods have neither: prpc makes unary calls only.
+// promise: the cheapest way to make a call. Build a fresh request for every call: the call owns
+// it until it settles, and a request changed meanwhile may be sent with its new values. The
+// last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
+// means the defaults. Each unary method also has a descriptor, such as DataService_GetPlayer,
+// for reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have
+// neither: prpc makes unary calls only.
 //
 // # Policies
 //
@@ -157,7 +158,9 @@ func NewDataServiceClient(r *reactor.Reactor) *DataServiceClient {
 // reported as found = false, not as an error.
 //
 // GetPlayer calls /network.DataService/GetPlayer (DataService_GetPlayer) as reactor.Call does:
-// it submits the call and returns its promise at once; opts may be nil.
+// it submits the call and returns its promise at once; opts may be nil. Build a fresh req for
+// every call: the call owns it until it settles, and a req changed meanwhile may be sent with
+// its new values.
 func (c *DataServiceClient) GetPlayer(req *networkpb.GetPlayerRequest, opts *calls.Options) *calls.Promise[*networkpb.GetPlayerResponse] {
 	return reactor.Call(c.r, DataService_GetPlayer, req, opts)
 }
@@ -165,8 +168,9 @@ func (c *DataServiceClient) GetPlayer(req *networkpb.GetPlayerRequest, opts *cal
 // GoGetPlayer calls /network.DataService/GetPlayer (DataService_GetPlayer) as reactor.Go does:
 // it submits the call with fn as its one callback, which runs exactly once, inside the
 // reactor's Tick, with the response and a nil error or with the error; there is no promise. It
-// returns the error of a call rejected at submission, which fn also gets; opts may be nil. See
-// GetPlayer for the method.
+// returns the error of a call rejected at submission, which fn also gets; opts may be nil.
+// Build a fresh req for every call: the call owns it until fn runs. See GetPlayer for the
+// method.
 func (c *DataServiceClient) GoGetPlayer(req *networkpb.GetPlayerRequest, opts *calls.Options, fn func(*networkpb.GetPlayerResponse, error)) error {
 	return reactor.Go(c.r, DataService_GetPlayer, req, opts, fn)
 }
@@ -175,7 +179,9 @@ func (c *DataServiceClient) GoGetPlayer(req *networkpb.GetPlayerRequest, opts *c
 // which starts at 1 and increases by one on every save.
 //
 // SavePlayer calls /network.DataService/SavePlayer (DataService_SavePlayer) as reactor.Call
-// does: it submits the call and returns its promise at once; opts may be nil.
+// does: it submits the call and returns its promise at once; opts may be nil. Build a fresh req
+// for every call: the call owns it until it settles, and a req changed meanwhile may be sent
+// with its new values.
 func (c *DataServiceClient) SavePlayer(req *networkpb.SavePlayerRequest, opts *calls.Options) *calls.Promise[*networkpb.SavePlayerResponse] {
 	return reactor.Call(c.r, DataService_SavePlayer, req, opts)
 }
@@ -183,8 +189,9 @@ func (c *DataServiceClient) SavePlayer(req *networkpb.SavePlayerRequest, opts *c
 // GoSavePlayer calls /network.DataService/SavePlayer (DataService_SavePlayer) as reactor.Go
 // does: it submits the call with fn as its one callback, which runs exactly once, inside the
 // reactor's Tick, with the response and a nil error or with the error; there is no promise. It
-// returns the error of a call rejected at submission, which fn also gets; opts may be nil. See
-// SavePlayer for the method.
+// returns the error of a call rejected at submission, which fn also gets; opts may be nil.
+// Build a fresh req for every call: the call owns it until fn runs. See SavePlayer for the
+// method.
 func (c *DataServiceClient) GoSavePlayer(req *networkpb.SavePlayerRequest, opts *calls.Options, fn func(*networkpb.SavePlayerResponse, error)) error {
 	return reactor.Go(c.r, DataService_SavePlayer, req, opts, fn)
 }
@@ -194,6 +201,8 @@ func (c *DataServiceClient) GoSavePlayer(req *networkpb.SavePlayerRequest, opts 
 //
 // GetLeaderboard calls /network.DataService/GetLeaderboard (DataService_GetLeaderboard) as
 // reactor.Call does: it submits the call and returns its promise at once; opts may be nil.
+// Build a fresh req for every call: the call owns it until it settles, and a req changed
+// meanwhile may be sent with its new values.
 func (c *DataServiceClient) GetLeaderboard(req *networkpb.GetLeaderboardRequest, opts *calls.Options) *calls.Promise[*networkpb.GetLeaderboardResponse] {
 	return reactor.Call(c.r, DataService_GetLeaderboard, req, opts)
 }
@@ -202,7 +211,8 @@ func (c *DataServiceClient) GetLeaderboard(req *networkpb.GetLeaderboardRequest,
 // reactor.Go does: it submits the call with fn as its one callback, which runs exactly once,
 // inside the reactor's Tick, with the response and a nil error or with the error; there is no
 // promise. It returns the error of a call rejected at submission, which fn also gets; opts may
-// be nil. See GetLeaderboard for the method.
+// be nil. Build a fresh req for every call: the call owns it until fn runs. See GetLeaderboard
+// for the method.
 func (c *DataServiceClient) GoGetLeaderboard(req *networkpb.GetLeaderboardRequest, opts *calls.Options, fn func(*networkpb.GetLeaderboardResponse, error)) error {
 	return reactor.Go(c.r, DataService_GetLeaderboard, req, opts, fn)
 }

@@ -28,11 +28,12 @@
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
 // once per server tick, so they may touch game state without locks. Its callback form, prefixed
 // with Go (GoTop), takes one callback that gets the response or the error, and makes no
-// promise: the cheapest way to make a call. The request is the call's until the call settles:
-// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
-// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
-// such as Scores_Top, for reactor.Call, reactor.Config.Methods and package reactortest.
-// Streaming methods have neither: prpc makes unary calls only.
+// promise: the cheapest way to make a call. Build a fresh request for every call: the call owns
+// it until it settles, and a request changed meanwhile may be sent with its new values. The
+// last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
+// means the defaults. Each unary method also has a descriptor, such as Scores_Top, for
+// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have neither:
+// prpc makes unary calls only.
 //
 // # Policies
 //
@@ -146,7 +147,8 @@ func NewScoresClient(r *reactor.Reactor) *ScoresClient {
 // Top returns the best scores.
 //
 // Top calls /golden.editions.Scores/Top (Scores_Top) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *ScoresClient) Top(req *editions.TopRequest, opts *calls.Options) *calls.Promise[*editions.TopResponse] {
 	return reactor.Call(c.r, Scores_Top, req, opts)
 }
@@ -154,7 +156,8 @@ func (c *ScoresClient) Top(req *editions.TopRequest, opts *calls.Options) *calls
 // GoTop calls /golden.editions.Scores/Top (Scores_Top) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Top for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Top for the method.
 func (c *ScoresClient) GoTop(req *editions.TopRequest, opts *calls.Options, fn func(*editions.TopResponse, error)) error {
 	return reactor.Go(c.r, Scores_Top, req, opts, fn)
 }
@@ -162,7 +165,9 @@ func (c *ScoresClient) GoTop(req *editions.TopRequest, opts *calls.Options, fn f
 // Submit records a score.
 //
 // Submit calls /golden.editions.Scores/Submit (Scores_Submit) as reactor.Call does: it submits
-// the call and returns its promise at once; opts may be nil.
+// the call and returns its promise at once; opts may be nil. Build a fresh req for every call:
+// the call owns it until it settles, and a req changed meanwhile may be sent with its new
+// values.
 func (c *ScoresClient) Submit(req *editions.Score, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, Scores_Submit, req, opts)
 }
@@ -170,8 +175,8 @@ func (c *ScoresClient) Submit(req *editions.Score, opts *calls.Options) *calls.P
 // GoSubmit calls /golden.editions.Scores/Submit (Scores_Submit) as reactor.Go does: it submits
 // the call with fn as its one callback, which runs exactly once, inside the reactor's Tick,
 // with the response and a nil error or with the error; there is no promise. It returns the
-// error of a call rejected at submission, which fn also gets; opts may be nil. See Submit for
-// the method.
+// error of a call rejected at submission, which fn also gets; opts may be nil. Build a fresh
+// req for every call: the call owns it until fn runs. See Submit for the method.
 func (c *ScoresClient) GoSubmit(req *editions.Score, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
 	return reactor.Go(c.r, Scores_Submit, req, opts, fn)
 }

@@ -29,11 +29,12 @@
 // does no network I/O. The promise's callbacks run on the goroutine that calls r.Tick(budget),
 // once per server tick, so they may touch game state without locks. Its callback form, prefixed
 // with Go (GoJoin), takes one callback that gets the response or the error, and makes no
-// promise: the cheapest way to make a call. The request is the call's until the call settles:
-// do not modify it meanwhile. The last argument, a *calls.Options, sets the call's timeout,
-// metadata and other options; nil means the defaults. Each unary method also has a descriptor,
-// such as Lobby_Join, for reactor.Call, reactor.Config.Methods and package reactortest.
-// Streaming methods have neither: prpc makes unary calls only.
+// promise: the cheapest way to make a call. Build a fresh request for every call: the call owns
+// it until it settles, and a request changed meanwhile may be sent with its new values. The
+// last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
+// means the defaults. Each unary method also has a descriptor, such as Lobby_Join, for
+// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have neither:
+// prpc makes unary calls only.
 //
 // # Policies
 //
@@ -178,7 +179,8 @@ func NewLobbyClient(r *reactor.Reactor) *LobbyClient {
 // Join queues a player for a game.
 //
 // Join calls /golden.multi.Lobby/Join (Lobby_Join) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *LobbyClient) Join(req *multi.JoinRequest, opts *calls.Options) *calls.Promise[*multi.JoinResponse] {
 	return reactor.Call(c.r, Lobby_Join, req, opts)
 }
@@ -186,7 +188,8 @@ func (c *LobbyClient) Join(req *multi.JoinRequest, opts *calls.Options) *calls.P
 // GoJoin calls /golden.multi.Lobby/Join (Lobby_Join) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Join for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Join for the method.
 func (c *LobbyClient) GoJoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
 	return reactor.Go(c.r, Lobby_Join, req, opts, fn)
 }
@@ -194,7 +197,8 @@ func (c *LobbyClient) GoJoin(req *multi.JoinRequest, opts *calls.Options, fn fun
 // Ping checks that the lobby is up, with google.protobuf.Empty both ways.
 //
 // Ping calls /golden.multi.Lobby/Ping (Lobby_Ping) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *LobbyClient) Ping(req *emptypb.Empty, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, Lobby_Ping, req, opts)
 }
@@ -202,7 +206,8 @@ func (c *LobbyClient) Ping(req *emptypb.Empty, opts *calls.Options) *calls.Promi
 // GoPing calls /golden.multi.Lobby/Ping (Lobby_Ping) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Ping for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Ping for the method.
 func (c *LobbyClient) GoPing(req *emptypb.Empty, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
 	return reactor.Go(c.r, Lobby_Ping, req, opts, fn)
 }
@@ -210,7 +215,8 @@ func (c *LobbyClient) GoPing(req *emptypb.Empty, opts *calls.Options, fn func(*e
 // Leave takes a ticket, a message of another package.
 //
 // Leave calls /golden.multi.Lobby/Leave (Lobby_Leave) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *LobbyClient) Leave(req *calls1.Ticket, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, Lobby_Leave, req, opts)
 }
@@ -218,7 +224,8 @@ func (c *LobbyClient) Leave(req *calls1.Ticket, opts *calls.Options) *calls.Prom
 // GoLeave calls /golden.multi.Lobby/Leave (Lobby_Leave) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Leave for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Leave for the method.
 func (c *LobbyClient) GoLeave(req *calls1.Ticket, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
 	return reactor.Go(c.r, Lobby_Leave, req, opts, fn)
 }
@@ -226,7 +233,8 @@ func (c *LobbyClient) GoLeave(req *calls1.Ticket, opts *calls.Options, fn func(*
 // Kick states the default idempotency_level.
 //
 // Kick calls /golden.multi.Lobby/Kick (Lobby_Kick) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *LobbyClient) Kick(req *multi.KickRequest, opts *calls.Options) *calls.Promise[*multi.KickResponse] {
 	return reactor.Call(c.r, Lobby_Kick, req, opts)
 }
@@ -234,7 +242,8 @@ func (c *LobbyClient) Kick(req *multi.KickRequest, opts *calls.Options) *calls.P
 // GoKick calls /golden.multi.Lobby/Kick (Lobby_Kick) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Kick for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Kick for the method.
 func (c *LobbyClient) GoKick(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
 	return reactor.Go(c.r, Lobby_Kick, req, opts, fn)
 }
@@ -243,7 +252,9 @@ func (c *LobbyClient) GoKick(req *multi.KickRequest, opts *calls.Options, fn fun
 // It is deprecated.
 //
 // OldJoin calls /golden.multi.Lobby/OldJoin (Lobby_OldJoin) as reactor.Call does: it submits
-// the call and returns its promise at once; opts may be nil.
+// the call and returns its promise at once; opts may be nil. Build a fresh req for every call:
+// the call owns it until it settles, and a req changed meanwhile may be sent with its new
+// values.
 //
 // Deprecated: golden.multi.Lobby.OldJoin is marked deprecated in multi/multi.proto.
 func (c *LobbyClient) OldJoin(req *multi.JoinRequest, opts *calls.Options) *calls.Promise[*multi.JoinResponse] {
@@ -253,8 +264,8 @@ func (c *LobbyClient) OldJoin(req *multi.JoinRequest, opts *calls.Options) *call
 // GoOldJoin calls /golden.multi.Lobby/OldJoin (Lobby_OldJoin) as reactor.Go does: it submits
 // the call with fn as its one callback, which runs exactly once, inside the reactor's Tick,
 // with the response and a nil error or with the error; there is no promise. It returns the
-// error of a call rejected at submission, which fn also gets; opts may be nil. See OldJoin for
-// the method.
+// error of a call rejected at submission, which fn also gets; opts may be nil. Build a fresh
+// req for every call: the call owns it until fn runs. See OldJoin for the method.
 //
 // Deprecated: golden.multi.Lobby.OldJoin is marked deprecated in multi/multi.proto.
 func (c *LobbyClient) GoOldJoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
@@ -262,7 +273,9 @@ func (c *LobbyClient) GoOldJoin(req *multi.JoinRequest, opts *calls.Options, fn 
 }
 
 // Uncommented calls /golden.multi.Lobby/Uncommented (Lobby_Uncommented) as reactor.Call does:
-// it submits the call and returns its promise at once; opts may be nil.
+// it submits the call and returns its promise at once; opts may be nil. Build a fresh req for
+// every call: the call owns it until it settles, and a req changed meanwhile may be sent with
+// its new values.
 func (c *LobbyClient) Uncommented(req *multi.LobbyClient, opts *calls.Options) *calls.Promise[*multi.LobbyClient] {
 	return reactor.Call(c.r, Lobby_Uncommented, req, opts)
 }
@@ -270,8 +283,9 @@ func (c *LobbyClient) Uncommented(req *multi.LobbyClient, opts *calls.Options) *
 // GoUncommented calls /golden.multi.Lobby/Uncommented (Lobby_Uncommented) as reactor.Go does:
 // it submits the call with fn as its one callback, which runs exactly once, inside the
 // reactor's Tick, with the response and a nil error or with the error; there is no promise. It
-// returns the error of a call rejected at submission, which fn also gets; opts may be nil. See
-// Uncommented for the method.
+// returns the error of a call rejected at submission, which fn also gets; opts may be nil.
+// Build a fresh req for every call: the call owns it until fn runs. See Uncommented for the
+// method.
 func (c *LobbyClient) GoUncommented(req *multi.LobbyClient, opts *calls.Options, fn func(*multi.LobbyClient, error)) error {
 	return reactor.Go(c.r, Lobby_Uncommented, req, opts, fn)
 }
@@ -355,7 +369,8 @@ func NewLegacyClient(r *reactor.Reactor) *LegacyClient {
 // Join is Legacy's join.
 //
 // Join calls /golden.multi.Legacy/Join (Legacy_Join) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 //
 // Deprecated: golden.multi.Legacy is marked deprecated in multi/multi.proto.
 func (c *LegacyClient) Join(req *multi.JoinRequest, opts *calls.Options) *calls.Promise[*multi.JoinResponse] {
@@ -365,7 +380,8 @@ func (c *LegacyClient) Join(req *multi.JoinRequest, opts *calls.Options) *calls.
 // GoJoin calls /golden.multi.Legacy/Join (Legacy_Join) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Join for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Join for the method.
 //
 // Deprecated: golden.multi.Legacy is marked deprecated in multi/multi.proto.
 func (c *LegacyClient) GoJoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
@@ -375,7 +391,8 @@ func (c *LegacyClient) GoJoin(req *multi.JoinRequest, opts *calls.Options, fn fu
 // Rejoin is deprecated as well as its service.
 //
 // Rejoin calls /golden.multi.Legacy/Rejoin (Legacy_Rejoin) as reactor.Call does: it submits the
-// call and returns its promise at once; opts may be nil.
+// call and returns its promise at once; opts may be nil. Build a fresh req for every call: the
+// call owns it until it settles, and a req changed meanwhile may be sent with its new values.
 //
 // Deprecated: golden.multi.Legacy.Rejoin is marked deprecated in multi/multi.proto.
 func (c *LegacyClient) Rejoin(req *multi.JoinRequest, opts *calls.Options) *calls.Promise[*multi.JoinResponse] {
@@ -385,8 +402,8 @@ func (c *LegacyClient) Rejoin(req *multi.JoinRequest, opts *calls.Options) *call
 // GoRejoin calls /golden.multi.Legacy/Rejoin (Legacy_Rejoin) as reactor.Go does: it submits the
 // call with fn as its one callback, which runs exactly once, inside the reactor's Tick, with
 // the response and a nil error or with the error; there is no promise. It returns the error of
-// a call rejected at submission, which fn also gets; opts may be nil. See Rejoin for the
-// method.
+// a call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for
+// every call: the call owns it until fn runs. See Rejoin for the method.
 //
 // Deprecated: golden.multi.Legacy.Rejoin is marked deprecated in multi/multi.proto.
 func (c *LegacyClient) GoRejoin(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
@@ -446,7 +463,8 @@ func NewFooClient(r *reactor.Reactor) *FooClient {
 }
 
 // BarBaz calls /golden.multi.Foo/BarBaz (Foo_BarBaz) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *FooClient) BarBaz(req *emptypb.Empty, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, Foo_BarBaz, req, opts)
 }
@@ -454,7 +472,8 @@ func (c *FooClient) BarBaz(req *emptypb.Empty, opts *calls.Options) *calls.Promi
 // GoBarBaz calls /golden.multi.Foo/BarBaz (Foo_BarBaz) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See BarBaz for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See BarBaz for the method.
 func (c *FooClient) GoBarBaz(req *emptypb.Empty, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
 	return reactor.Go(c.r, Foo_BarBaz, req, opts, fn)
 }
@@ -513,7 +532,8 @@ func NewFooBarClient(r *reactor.Reactor) *FooBarClient {
 }
 
 // Baz calls /golden.multi.FooBar/Baz (FooBar_Baz) as reactor.Call does: it submits the call and
-// returns its promise at once; opts may be nil.
+// returns its promise at once; opts may be nil. Build a fresh req for every call: the call owns
+// it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *FooBarClient) Baz(req *emptypb.Empty, opts *calls.Options) *calls.Promise[*emptypb.Empty] {
 	return reactor.Call(c.r, FooBar_Baz, req, opts)
 }
@@ -521,7 +541,8 @@ func (c *FooBarClient) Baz(req *emptypb.Empty, opts *calls.Options) *calls.Promi
 // GoBaz calls /golden.multi.FooBar/Baz (FooBar_Baz) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Baz for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Baz for the method.
 func (c *FooBarClient) GoBaz(req *emptypb.Empty, opts *calls.Options, fn func(*emptypb.Empty, error)) error {
 	return reactor.Go(c.r, FooBar_Baz, req, opts, fn)
 }
@@ -588,7 +609,8 @@ func NewSelectClient(r *reactor.Reactor) *SelectClient {
 }
 
 // Func calls /golden.multi.select/func (Select_Func) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *SelectClient) Func(req *multi.KickRequest, opts *calls.Options) *calls.Promise[*multi.KickResponse] {
 	return reactor.Call(c.r, Select_Func, req, opts)
 }
@@ -596,13 +618,15 @@ func (c *SelectClient) Func(req *multi.KickRequest, opts *calls.Options) *calls.
 // GoFunc calls /golden.multi.select/func (Select_Func) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Func for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Func for the method.
 func (c *SelectClient) GoFunc(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
 	return reactor.Go(c.r, Select_Func, req, opts, fn)
 }
 
 // Go calls /golden.multi.select/go (Select_Go) as reactor.Call does: it submits the call and
-// returns its promise at once; opts may be nil.
+// returns its promise at once; opts may be nil. Build a fresh req for every call: the call owns
+// it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *SelectClient) Go(req *multi.KickRequest, opts *calls.Options) *calls.Promise[*multi.KickResponse] {
 	return reactor.Call(c.r, Select_Go, req, opts)
 }
@@ -610,13 +634,15 @@ func (c *SelectClient) Go(req *multi.KickRequest, opts *calls.Options) *calls.Pr
 // GoGo calls /golden.multi.select/go (Select_Go) as reactor.Go does: it submits the call with
 // fn as its one callback, which runs exactly once, inside the reactor's Tick, with the response
 // and a nil error or with the error; there is no promise. It returns the error of a call
-// rejected at submission, which fn also gets; opts may be nil. See Go for the method.
+// rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Go for the method.
 func (c *SelectClient) GoGo(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
 	return reactor.Go(c.r, Select_Go, req, opts, fn)
 }
 
 // Type calls /golden.multi.select/type (Select_Type) as reactor.Call does: it submits the call
-// and returns its promise at once; opts may be nil.
+// and returns its promise at once; opts may be nil. Build a fresh req for every call: the call
+// owns it until it settles, and a req changed meanwhile may be sent with its new values.
 func (c *SelectClient) Type(req *multi.KickRequest, opts *calls.Options) *calls.Promise[*multi.KickResponse] {
 	return reactor.Call(c.r, Select_Type, req, opts)
 }
@@ -624,7 +650,8 @@ func (c *SelectClient) Type(req *multi.KickRequest, opts *calls.Options) *calls.
 // GoType calls /golden.multi.select/type (Select_Type) as reactor.Go does: it submits the call
 // with fn as its one callback, which runs exactly once, inside the reactor's Tick, with the
 // response and a nil error or with the error; there is no promise. It returns the error of a
-// call rejected at submission, which fn also gets; opts may be nil. See Type for the method.
+// call rejected at submission, which fn also gets; opts may be nil. Build a fresh req for every
+// call: the call owns it until fn runs. See Type for the method.
 func (c *SelectClient) GoType(req *multi.KickRequest, opts *calls.Options, fn func(*multi.KickResponse, error)) error {
 	return reactor.Go(c.r, Select_Type, req, opts, fn)
 }

@@ -76,7 +76,9 @@ func NewMatchmakerClient(r *reactor.Reactor) *MatchmakerClient {
 // Match finds a game.
 //
 // Match calls /golden.multi.second.Matchmaker/Match (Matchmaker_Match) as reactor.Call does: it
-// submits the call and returns its promise at once; opts may be nil.
+// submits the call and returns its promise at once; opts may be nil. Build a fresh req for
+// every call: the call owns it until it settles, and a req changed meanwhile may be sent with
+// its new values.
 func (c *MatchmakerClient) Match(req *multi.JoinRequest, opts *calls.Options) *calls.Promise[*multi.JoinResponse] {
 	return reactor.Call(c.r, Matchmaker_Match, req, opts)
 }
@@ -84,8 +86,8 @@ func (c *MatchmakerClient) Match(req *multi.JoinRequest, opts *calls.Options) *c
 // GoMatch calls /golden.multi.second.Matchmaker/Match (Matchmaker_Match) as reactor.Go does: it
 // submits the call with fn as its one callback, which runs exactly once, inside the reactor's
 // Tick, with the response and a nil error or with the error; there is no promise. It returns
-// the error of a call rejected at submission, which fn also gets; opts may be nil. See Match
-// for the method.
+// the error of a call rejected at submission, which fn also gets; opts may be nil. Build a
+// fresh req for every call: the call owns it until fn runs. See Match for the method.
 func (c *MatchmakerClient) GoMatch(req *multi.JoinRequest, opts *calls.Options, fn func(*multi.JoinResponse, error)) error {
 	return reactor.Go(c.r, Matchmaker_Match, req, opts, fn)
 }
