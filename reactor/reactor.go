@@ -244,6 +244,30 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	return cc, nil
 }
 
+// Conn returns the connection r calls with, for the RPCs prpc does not make: streaming
+// methods, grpc.health.v1, reflection, or any unary call a program wants to make with
+// grpc-go's generated stubs (pb.NewLobbyClient(r.Conn())). It is the connection New dialled
+// for Target or Targets, with its credentials, limits and service config (balancing and
+// retries included), or Config.Conn as given. Safe from any goroutine; it costs nothing.
+//
+// The type is grpc.ClientConnInterface, what grpc-go's generated stubs take, rather than
+// *grpc.ClientConn: it is the same for a dialled connection and for Config.Conn, and it
+// keeps Close, which belongs to the reactor, out of reach.
+//
+// Calls made through it are the caller's own: Call's options, policies and limits do not
+// apply to them (the limits of the connection itself, such as the largest header list, do),
+// Stats does not count them, MaxOutstanding does not bound them, and their callbacks, if
+// any, are the caller's to run. Close and Shutdown do not wait for them: they wait only for
+// prpc's calls, then close a connection New dialled, which ends its streams and calls still
+// running with codes.Canceled and fails later ones with Canceled at once. Finish them (or
+// cancel their contexts) before Close or Shutdown. A Config.Conn is never closed by r.
+func (r *Reactor) Conn() grpc.ClientConnInterface {
+	if r.cc != nil {
+		return r.cc
+	}
+	return r.cfg.Conn
+}
+
 // Ready returns a channel that receives a value when settled calls are waiting for Tick. A
 // wake-up is sent at most once per batch of completions that arrive before Tick drains them,
 // and again after a Tick that left some behind. Its capacity is one; it is never closed.
