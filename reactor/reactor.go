@@ -222,7 +222,7 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	}
 	sc := cfg.ServiceConfig
 	if sc == "" {
-		sc = cfg.serviceConfig(subconns.id)
+		sc = cfg.serviceConfig(subconns)
 	}
 	opts = append(opts, grpc.WithDefaultServiceConfig(sc))
 	if !cfg.ServiceConfigLookup {
