@@ -28,7 +28,9 @@
 // the gRPC status and matches the sentinel of its condition, if any (see package calls).
 // Per-method policies (MethodPolicy) set timeouts, wait-for-ready, retries of idempotent
 // methods and a reserve for critical calls. Package loop drives Tick for hosts without a game
-// loop; package reactortest has an in-memory backend and a manual clock for tests.
+// loop; package reactortest has an in-memory backend and a manual clock for tests. For the
+// RPCs prpc does not make, streaming methods among them, Reactor.Conn hands the reactor's
+// connection to grpc-go's generated stubs.
 package reactor
 
 import (
