@@ -17,7 +17,9 @@ import (
 // their transport calls are cancelled. Meanwhile it runs callbacks on the calling goroutine as
 // calls settle, and before it returns every pending callback has run, every goroutine the
 // reactor started has exited and a connection it dialled is closed. Since every call has a
-// deadline, Close with a context without deadline returns within MaxTimeout.
+// deadline, Close with a context without deadline returns within MaxTimeout. Calls and
+// streams the program made itself through Conn are not waited for: closing a connection New
+// dialled ends those still running with codes.Canceled.
 //
 // Calls that callbacks submit while Close runs fail with ErrClosed: a final save chained from
 // the callback of a save still in flight is lost. To serve such calls, shut down with Shutdown,

@@ -76,13 +76,24 @@ type Config struct {
 	// the connection: set it on a *grpc.ClientConn with grpc.WithMaxHeaderListSize (its
 	// default, grpc-go's, may change between releases). The fields that configure a
 	// connection prpc dials (Credentials, DialOptions, ServiceConfig, ServiceConfigLookup,
-	// Backoff, Keepalive, LoadBalancing, HealthCheck, HealthCheckService) must be unset with
-	// Conn, and so must Retry, and no policy may be Idempotent, since retries live in the
-	// connection's service config; New rejects them, naming each one set. The exception is a
+	// Backoff, Keepalive) must be unset with Conn; so must those of its service config
+	// (LoadBalancing, HealthCheck, HealthCheckService, Retry, and Idempotent in Policies,
+	// since retries live in the connection's service config) unless ConnServiceConfig says
+	// that Conn carries them. New rejects them, naming each one set. The exception is a
 	// reactortest.Backend: with one, New accepts them all, checked as for a dialled
 	// connection, and the Backend retries the calls of idempotent methods as Retry says
 	// (package reactortest tells which settings it honours). Close never closes a Conn.
 	Conn grpc.ClientConnInterface
+
+	// ConnServiceConfig, with Conn, is the service config Conn was dialled with
+	// (grpc.WithDefaultServiceConfig), exactly as ServiceConfigJSON returned it for this
+	// Config. It states that the connection balances, checks health and retries the calls of
+	// idempotent methods as this Config says, so New accepts LoadBalancing, HealthCheck,
+	// HealthCheckService, Retry and idempotent Policies (a generated …Policies(), say) with
+	// Conn. New rejects a ConnServiceConfig that is not what ServiceConfigJSON returns for
+	// the Config it is given, so that the connection and the reactor cannot disagree on which
+	// methods are retried; it cannot check that Conn was dialled with it. Empty by default.
+	ConnServiceConfig string
 
 	// Credentials secure the connection dialled for Target or Targets: Insecure(), TLS(…),
 	// MutualTLS(…), their file variants, or FromTransport(…). Required with Target and
@@ -236,6 +247,62 @@ func (c Config) resolve() (Config, error) {
 	if err := c.resolveConnection(); err != nil {
 		return c, err
 	}
+	c, err := c.resolveSettings()
+	if err != nil {
+		return c, err
+	}
+	if c.ConnServiceConfig != "" {
+		if want := c.serviceConfig(nil); c.ConnServiceConfig != want {
+			return c, fmt.Errorf("prpc: Config.ConnServiceConfig is not the service config of this Config, which is %s (Config.ServiceConfigJSON); dial Config.Conn with it and set ConnServiceConfig to it", want)
+		}
+	}
+	return c, nil
+}
+
+// ServiceConfigJSON returns the service config that New would dial c's connection with
+// (grpc.WithDefaultServiceConfig), for a program that dials its own connection and passes it
+// as Conn: the balancing policy (LoadBalancing), health checking (HealthCheck) and a retry
+// policy for each idempotent method of Policies, with Retry's backoff and throttling. Dial
+// with it, set Conn to the connection and ConnServiceConfig to the string, and New accepts
+// those fields with Conn:
+//
+//	sc, err := cfg.ServiceConfigJSON()
+//	…
+//	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds),
+//		grpc.WithDefaultServiceConfig(sc), grpc.WithDisableServiceConfig())
+//	…
+//	cfg.Conn, cfg.ConnServiceConfig = cc, sc
+//	r, err := reactor.New(cfg)
+//
+// grpc.WithDisableServiceConfig keeps a service config from the resolver (DNS TXT records,
+// say) from replacing it, as New does unless ServiceConfigLookup is set. The config names
+// gRPC's own balancer (round_robin, or pick_first when LoadBalancing is "" and neither
+// Targets nor HealthCheck asks for round_robin), where a connection New dials uses a wrapper
+// of it that reports each backend's state to Stats; it is otherwise the one New uses, and
+// any grpc-go connection accepts it. If ServiceConfig is set, it returns ServiceConfig, as
+// New uses it.
+//
+// It checks c as New does, except that it needs none of Target, Targets, Conn and
+// Credentials and ignores Conn and ConnServiceConfig: it serves before the connection
+// exists. Errors name the Config field at fault. It dials nothing and starts nothing.
+func (c Config) ServiceConfigJSON() (string, error) {
+	c.Conn, c.ConnServiceConfig = nil, ""
+	if err := c.resolveServiceConfigFields(); err != nil {
+		return "", err
+	}
+	c, err := c.resolveSettings()
+	if err != nil {
+		return "", err
+	}
+	if c.ServiceConfig != "" {
+		return c.ServiceConfig, nil
+	}
+	return c.serviceConfig(nil), nil
+}
+
+// resolveSettings checks the fields of c other than those resolveConnection checks and
+// returns c with their defaults filled in.
+func (c Config) resolveSettings() (Config, error) {
 	intRange := []struct {
 		name       string
 		p          *int
@@ -369,18 +436,26 @@ func (c *Config) resolveConnection() error {
 			set++
 		}
 	}
-	idempotent := c.hasIdempotentPolicy()
 	inMemory := c.Conn != nil && memconn.Is(c.Conn)
 	switch {
 	case set == 0:
 		return errors.New("prpc: Config.Target, Config.Targets or Config.Conn must be set")
 	case set > 1:
 		return errors.New("prpc: Config.Target, Config.Targets and Config.Conn are exclusive; set one")
+	case c.Conn == nil && c.ConnServiceConfig != "":
+		return errors.New("prpc: Config.ConnServiceConfig applies only with Config.Conn: it is the service config Conn was dialled with")
 	case c.Conn != nil && !inMemory:
-		return c.dialOnlyError()
+		if err := c.dialOnlyError(); err != nil {
+			return err
+		}
 	case c.Conn == nil && c.Credentials == nil:
 		return errors.New("prpc: Config.Credentials is nil; choose reactor.Insecure(), reactor.TLS(…) or another explicitly")
 	}
+	return c.resolveServiceConfigFields()
+}
+
+// resolveServiceConfigFields checks the fields from which prpc generates the service config.
+func (c *Config) resolveServiceConfigFields() error {
 	seen := make(map[string]bool, len(c.Targets))
 	for i, t := range c.Targets {
 		switch {
@@ -402,20 +477,27 @@ func (c *Config) resolveConnection() error {
 	if !c.HealthCheck && c.HealthCheckService != "" {
 		return fieldError("HealthCheckService", strconv.Quote(c.HealthCheckService), "applies only with HealthCheck")
 	}
-	if c.ServiceConfig != "" && (c.LoadBalancing != "" || c.HealthCheck || idempotent) {
+	if c.ServiceConfig != "" && (c.LoadBalancing != "" || c.HealthCheck || c.hasIdempotentPolicy()) {
 		return errors.New("prpc: Config.ServiceConfig replaces the service config prpc generates from LoadBalancing, HealthCheck and idempotent Policies; set one or the other")
 	}
 	return nil
 }
 
 // dialOnlyError returns nil, or, if c sets fields that apply only to a connection prpc
-// dials, an error naming each of them.
+// dials, an error naming each of them. The fields of the service config apply to Conn too
+// when ConnServiceConfig says that Conn was dialled with it.
 func (c *Config) dialOnlyError() error {
 	var fields []string
-	retries := false
+	inServiceConfig := false // a field of the service config is among fields
 	add := func(set bool, field string) {
 		if set {
 			fields = append(fields, "Config."+field)
+		}
+	}
+	addSC := func(set bool, field string) {
+		if set && c.ConnServiceConfig == "" {
+			inServiceConfig = true
+			add(true, field)
 		}
 	}
 	add(c.Credentials != nil, "Credentials")
@@ -424,24 +506,19 @@ func (c *Config) dialOnlyError() error {
 	add(c.ServiceConfigLookup, "ServiceConfigLookup")
 	add(c.Backoff != Backoff{}, "Backoff")
 	add(c.Keepalive != keepalive.ClientParameters{}, "Keepalive")
-	add(c.LoadBalancing != "", "LoadBalancing")
-	add(c.HealthCheck, "HealthCheck")
-	add(c.HealthCheckService != "", "HealthCheckService")
+	addSC(c.LoadBalancing != "", "LoadBalancing")
+	addSC(c.HealthCheck, "HealthCheck")
+	addSC(c.HealthCheckService != "", "HealthCheckService")
 	for i, p := range c.Policies {
-		if !p.Idempotent {
-			continue
-		}
-		retries = true
-		if isNilDescriptor(p.Method) {
-			add(true, fmt.Sprintf("Policies[%d] (idempotent)", i))
-		} else {
-			add(true, fmt.Sprintf("Policies[%d] (idempotent %s)", i, p.Method.Path()))
+		switch {
+		case !p.Idempotent:
+		case isNilDescriptor(p.Method):
+			addSC(true, fmt.Sprintf("Policies[%d] (idempotent)", i))
+		default:
+			addSC(true, fmt.Sprintf("Policies[%d] (idempotent %s)", i, p.Method.Path()))
 		}
 	}
-	if c.Retry.isSet() {
-		retries = true
-		add(true, "Retry")
-	}
+	addSC(c.Retry.isSet(), "Retry")
 	if len(fields) == 0 {
 		return nil
 	}
@@ -450,8 +527,8 @@ func (c *Config) dialOnlyError() error {
 		verb, pronoun = "applies", "it"
 	}
 	where := ""
-	if retries {
-		where = " (retries in its service config)"
+	if inServiceConfig {
+		where = " (balancing, health checking and retries in its service config: dial Conn with the one Config.ServiceConfigJSON returns and set Config.ConnServiceConfig to it)"
 	}
 	return fmt.Errorf("prpc: %s %s to a connection prpc dials; with Config.Conn, set %s on the connection%s",
 		joinFields(fields), verb, pronoun, where)

@@ -11,13 +11,14 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// TestConfigConnDialOnly checks that with a Config.Conn of the caller's, New rejects each
-// setting of a connection prpc dials and names exactly those that are set.
+// TestConfigConnDialOnly checks that with a Config.Conn of the caller's and no
+// Config.ConnServiceConfig, New rejects each setting of a connection prpc dials and names
+// exactly those that are set, and tells how to carry those of the service config.
 func TestConfigConnDialOnly(t *testing.T) {
 	const (
 		one  = " applies to a connection prpc dials; with Config.Conn, set it on the connection"
 		many = " apply to a connection prpc dials; with Config.Conn, set them on the connection"
-		sc   = " (retries in its service config)"
+		sc   = " (balancing, health checking and retries in its service config: dial Conn with the one Config.ServiceConfigJSON returns and set Config.ConnServiceConfig to it)"
 	)
 	tests := []struct {
 		name string
@@ -32,9 +33,9 @@ func TestConfigConnDialOnly(t *testing.T) {
 		{"Backoff, Jitter only", func(c *reactor.Config) { c.Backoff.Jitter = 0.5 }, "Config.Backoff" + one},
 		{"Keepalive", func(c *reactor.Config) { c.Keepalive.Time = time.Minute }, "Config.Keepalive" + one},
 		{"Keepalive, PermitWithoutStream only", func(c *reactor.Config) { c.Keepalive.PermitWithoutStream = true }, "Config.Keepalive" + one},
-		{"LoadBalancing", func(c *reactor.Config) { c.LoadBalancing = "round_robin" }, "Config.LoadBalancing" + one},
-		{"HealthCheck", func(c *reactor.Config) { c.HealthCheck = true }, "Config.HealthCheck" + one},
-		{"HealthCheckService", func(c *reactor.Config) { c.HealthCheckService = "svc" }, "Config.HealthCheckService" + one},
+		{"LoadBalancing", func(c *reactor.Config) { c.LoadBalancing = "round_robin" }, "Config.LoadBalancing" + one + sc},
+		{"HealthCheck", func(c *reactor.Config) { c.HealthCheck = true }, "Config.HealthCheck" + one + sc},
+		{"HealthCheckService", func(c *reactor.Config) { c.HealthCheckService = "svc" }, "Config.HealthCheckService" + one + sc},
 		{"idempotent policy", func(c *reactor.Config) {
 			c.Policies = []reactor.MethodPolicy{{Method: echoOther, Critical: true}, {Method: echo, Idempotent: true}}
 		}, "Config.Policies[1] (idempotent /prpctest.TestService/Echo)" + one + sc},

@@ -174,9 +174,9 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 }
 
 // serviceConfig returns the service config prpc generates from c: the balancer (gRPC's,
-// wrapped to report backend states to the subconnTable with id table), health checking, and a
-// retry policy for each idempotent method.
-func (c *Config) serviceConfig(table uint64) string {
+// wrapped to report backend states to table, or gRPC's own if table is nil), health checking,
+// and a retry policy for each idempotent method.
+func (c *Config) serviceConfig(table *subconnTable) string {
 	type name struct {
 		Service string `json:"service"`
 		Method  string `json:"method,omitempty"`
@@ -203,12 +203,20 @@ func (c *Config) serviceConfig(table uint64) string {
 		Table uint64 `json:"table"`
 	}
 	var sc struct {
-		LoadBalancingConfig []map[string]observed `json:"loadBalancingConfig"`
-		HealthCheckConfig   *healthCheck          `json:"healthCheckConfig,omitempty"`
-		MethodConfig        []methodConfig        `json:"methodConfig,omitempty"`
-		RetryThrottling     *throttling           `json:"retryThrottling,omitempty"`
+		LoadBalancingConfig []map[string]any `json:"loadBalancingConfig"`
+		HealthCheckConfig   *healthCheck     `json:"healthCheckConfig,omitempty"`
+		MethodConfig        []methodConfig   `json:"methodConfig,omitempty"`
+		RetryThrottling     *throttling      `json:"retryThrottling,omitempty"`
 	}
-	sc.LoadBalancingConfig = []map[string]observed{{observedBalancerName(c.balancer()): {Table: table}}}
+	if table == nil {
+		plain := c.balancer()
+		if plain == "" {
+			plain = "pick_first" // the wrapper's child, observedBalancerName("")
+		}
+		sc.LoadBalancingConfig = []map[string]any{{plain: struct{}{}}}
+	} else {
+		sc.LoadBalancingConfig = []map[string]any{{observedBalancerName(c.balancer()): observed{Table: table.id}}}
+	}
 	if c.HealthCheck {
 		sc.HealthCheckConfig = &healthCheck{ServiceName: c.HealthCheckService}
 	}

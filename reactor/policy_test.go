@@ -3,11 +3,14 @@ package reactor_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
@@ -58,6 +61,18 @@ func TestServiceConfigGenerated(t *testing.T) {
 			r, err := reactor.New(cfg)
 			require.NoError(t, err)
 			require.NoError(t, r.Close(context.Background()))
+
+			// ServiceConfigJSON returns the same, naming gRPC's balancer instead of prpc's
+			// wrapper, which only a connection New dials can use; gRPC accepts it too.
+			exported, err := cfg.ServiceConfigJSON()
+			require.NoError(t, err)
+			plain := strings.NewReplacer(`"prpc_observed_round_robin":{"table":0}`, `"round_robin":{}`,
+				`"prpc_observed_pick_first":{"table":0}`, `"pick_first":{}`).Replace(tc.want)
+			require.JSONEq(t, plain, exported)
+			cc, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithDefaultServiceConfig(exported))
+			require.NoError(t, err)
+			require.NoError(t, cc.Close())
 		})
 	}
 }

@@ -28,7 +28,9 @@
 // the gRPC status and matches the sentinel of its condition, if any (see package calls).
 // Per-method policies (MethodPolicy) set timeouts, wait-for-ready, retries of idempotent
 // methods and a reserve for critical calls. Package loop drives Tick for hosts without a game
-// loop; package reactortest has an in-memory backend and a manual clock for tests.
+// loop; package reactortest has an in-memory backend and a manual clock for tests. For the
+// RPCs prpc does not make, streaming methods among them, Reactor.Conn hands the reactor's
+// connection to grpc-go's generated stubs.
 package reactor
 
 import (
@@ -226,7 +228,7 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	}
 	sc := cfg.ServiceConfig
 	if sc == "" {
-		sc = cfg.serviceConfig(subconns.id)
+		sc = cfg.serviceConfig(subconns)
 	}
 	opts = append(opts, grpc.WithDefaultServiceConfig(sc))
 	if !cfg.ServiceConfigLookup {
@@ -252,6 +254,30 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	}
 	cc.Connect()
 	return cc, nil
+}
+
+// Conn returns the connection r calls with, for the RPCs prpc does not make: streaming
+// methods, grpc.health.v1, reflection, or any unary call a program wants to make with
+// grpc-go's generated stubs (pb.NewLobbyClient(r.Conn())). It is the connection New dialled
+// for Target or Targets, with its credentials, limits and service config (balancing and
+// retries included), or Config.Conn as given. Safe from any goroutine; it costs nothing.
+//
+// The type is grpc.ClientConnInterface, what grpc-go's generated stubs take, rather than
+// *grpc.ClientConn: it is the same for a dialled connection and for Config.Conn, and it
+// keeps Close, which belongs to the reactor, out of reach.
+//
+// Calls made through it are the caller's own: Call's options, policies and limits do not
+// apply to them (the limits of the connection itself, such as the largest header list, do),
+// Stats does not count them, MaxOutstanding does not bound them, and their callbacks, if
+// any, are the caller's to run. Close and Shutdown do not wait for them: they wait only for
+// prpc's calls, then close a connection New dialled, which ends its streams and calls still
+// running with codes.Canceled and fails later ones with Canceled at once. Finish them (or
+// cancel their contexts) before Close or Shutdown. A Config.Conn is never closed by r.
+func (r *Reactor) Conn() grpc.ClientConnInterface {
+	if r.cc != nil {
+		return r.cc
+	}
+	return r.cfg.Conn
 }
 
 // Ready returns a channel that receives a value when settled calls are waiting for Tick. A

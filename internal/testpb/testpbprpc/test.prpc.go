@@ -108,7 +108,8 @@ func TestServiceMethods() []calls.Descriptor {
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
 // Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
-// another Config.Conn, set retries on that connection instead.
+// another Config.Conn, dial it with the service config that reactor.Config.ServiceConfigJSON
+// returns and set Config.ConnServiceConfig to it.
 func TestServicePolicies() []reactor.MethodPolicy {
 	return nil
 }

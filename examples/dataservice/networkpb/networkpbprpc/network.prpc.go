@@ -122,7 +122,8 @@ func DataServiceMethods() []calls.Descriptor {
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
 // Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
-// another Config.Conn, set retries on that connection instead.
+// another Config.Conn, dial it with the service config that reactor.Config.ServiceConfigJSON
+// returns and set Config.ConnServiceConfig to it.
 func DataServicePolicies() []reactor.MethodPolicy {
 	return []reactor.MethodPolicy{
 		{Method: DataService_GetPlayer, Idempotent: true},      // NO_SIDE_EFFECTS

@@ -141,7 +141,8 @@ func LobbyMethods() []calls.Descriptor {
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
 // Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
-// another Config.Conn, set retries on that connection instead.
+// another Config.Conn, dial it with the service config that reactor.Config.ServiceConfigJSON
+// returns and set Config.ConnServiceConfig to it.
 func LobbyPolicies() []reactor.MethodPolicy {
 	return []reactor.MethodPolicy{
 		{Method: Lobby_Ping, Idempotent: true},  // NO_SIDE_EFFECTS
@@ -329,7 +330,8 @@ func LegacyMethods() []calls.Descriptor {
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
 // Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
-// another Config.Conn, set retries on that connection instead.
+// another Config.Conn, dial it with the service config that reactor.Config.ServiceConfigJSON
+// returns and set Config.ConnServiceConfig to it.
 //
 // Deprecated: golden.multi.Legacy is marked deprecated in multi/multi.proto.
 func LegacyPolicies() []reactor.MethodPolicy {
@@ -433,7 +435,8 @@ func FooMethods() []calls.Descriptor {
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
 // Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
-// another Config.Conn, set retries on that connection instead.
+// another Config.Conn, dial it with the service config that reactor.Config.ServiceConfigJSON
+// returns and set Config.ConnServiceConfig to it.
 func FooPolicies() []reactor.MethodPolicy {
 	return nil
 }
@@ -502,7 +505,8 @@ func FooBarMethods() []calls.Descriptor {
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
 // Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
-// another Config.Conn, set retries on that connection instead.
+// another Config.Conn, dial it with the service config that reactor.Config.ServiceConfigJSON
+// returns and set Config.ConnServiceConfig to it.
 func FooBarPolicies() []reactor.MethodPolicy {
 	return nil
 }
@@ -579,7 +583,8 @@ func SelectMethods() []calls.Descriptor {
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
 // Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC would; with
-// another Config.Conn, set retries on that connection instead.
+// another Config.Conn, dial it with the service config that reactor.Config.ServiceConfigJSON
+// returns and set Config.ConnServiceConfig to it.
 func SelectPolicies() []reactor.MethodPolicy {
 	return nil
 }
