@@ -131,6 +131,12 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 		r.admitted.Add(-1)
 		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
+	if r.owned != nil {
+		if err := r.own(ops, req, &extra); err != nil {
+			r.admitted.Add(-1)
+			return err
+		}
+	}
 	var flags submitFlags
 	if (opts.WaitForReady || policy.waitForReady) && !opts.FailFast {
 		flags |= submitWaitForReady
@@ -142,6 +148,9 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	s, at, ok := r.subs.reserve()
 	if !ok {
 		r.admitted.Add(-1)
+		if r.owned != nil {
+			r.disown(req, extra)
+		}
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
 	}
 	if pos != nil {
@@ -152,6 +161,9 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	if !r.subs.publish(s, at) {
 		// The reactor goroutine exited between admission and now (Close won the race).
 		r.admitted.Add(-1)
+		if r.owned != nil {
+			r.disown(req, extra)
+		}
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
 	}
 	return nil

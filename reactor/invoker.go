@@ -38,7 +38,14 @@ func (r *Reactor) lane(inv int) {
 		if ctx == nil {
 			continue // the reactor settled it while it waited
 		}
-		value, err := r.invoke(w.c, ctx, l.options(w.c))
+		var value proto.Message
+		var err error
+		if r.owned != nil {
+			err = l.checkRequest(w.c)
+		}
+		if err == nil {
+			value, err = r.invoke(w.c, ctx, l.options(w.c))
+		}
 		l.finish(w, ctx, value, err)
 	}
 }
@@ -54,6 +61,7 @@ type laneState struct {
 	// The call options: the peer is always asked for, for Stats' per-backend counts; the
 	// header and trailer unless the method's policy says nobody reads them.
 	bare, withMetadata []grpc.CallOption
+	checkBuf           []byte // with Config.CheckRequestOwnership, for checkRequest
 }
 
 func (r *Reactor) newLane(inv int) *laneState {
@@ -208,11 +216,15 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 }
 
 // laneError turns the error of a transport call into the call's *calls.Error. A request that
-// the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument.
-// A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
-// parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
-// handshake failure gets it as its cause (a *calls.HandshakeError).
+// the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument;
+// one that the lane's ownership check found modified (errRequestModified), with
+// ErrInvalidArgument. A call whose parent context was cancelled fails with ErrCancelled, or
+// with ErrTimeout if the parent's deadline passed (it applies to the call). An Unavailable
+// call failed by a recorded handshake failure gets it as its cause (a *calls.HandshakeError).
 func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error) error {
+	if err == errRequestModified { // the lane's check (ownership.go): never sent
+		return localError(callerr.InvalidArgument, c.Ops.Path, msgRequestModified, nil)
+	}
 	if encodeErr != nil {
 		var se *limits.SizeError
 		if errors.As(encodeErr, &se) {
