@@ -19,10 +19,11 @@ import (
 // Call takes ownership of req until the call settles: the invoker lane that runs the call
 // encodes it, inside gRPC's call, so the caller must not modify it meanwhile, as grpc-go says
 // of a message given to ClientStream.SendMsg; the race detector reports a request modified
-// while its call is in flight. Several calls may share a request that nobody modifies. A
-// request over Limits.MaxRequestBytes, or one that does not encode (a string field with
-// invalid UTF-8, a missing required field), is never sent: the call fails with ErrTooLarge or
-// ErrInvalidArgument at a later Tick, like any failure.
+// while its call is in flight, and Config.CheckRequestOwnership (on in reactortest.NewReactor)
+// catches it without the race detector. Several calls may share a request that nobody
+// modifies. A request over Limits.MaxRequestBytes, or one that does not encode (a string
+// field with invalid UTF-8, a missing required field), is never sent: the call fails with
+// ErrTooLarge or ErrInvalidArgument at a later Tick, like any failure.
 //
 // Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods),
 // metadata over its limit, overload (MaxOutstanding reached) and a closed reactor fail the
