@@ -22,8 +22,10 @@ import (
 // purchase request and sets a new idempotency key each time may send every purchase with the
 // last key. The caller must not modify req meanwhile, as grpc-go says of a message given to
 // ClientStream.SendMsg; the race detector reports a request modified while its call is in
-// flight. Several calls may share a request that nobody modifies. A request over Limits.MaxRequestBytes, or one that does not encode (a string field with
-// invalid UTF-8, a missing required field), is never sent: the call fails with ErrTooLarge or
+// flight, and Config.CheckRequestOwnership (on in reactortest.NewReactor) catches it without
+// the race detector. Several calls may share a request that nobody modifies. A request over
+// Limits.MaxRequestBytes, or one that does not encode (a string field with invalid UTF-8, a
+// missing required field), is never sent: the call fails with ErrTooLarge or
 // ErrInvalidArgument at a later Tick, like any failure.
 //
 // Invalid input (a nil request, a bad timeout or metadata, a method outside Config.Methods),
@@ -135,6 +137,12 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 		r.admitted.Add(-1)
 		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
+	if r.owned != nil {
+		if err := r.own(ops, req, &extra); err != nil {
+			r.admitted.Add(-1)
+			return err
+		}
+	}
 	var flags submitFlags
 	if (opts.WaitForReady || policy.waitForReady) && !opts.FailFast {
 		flags |= submitWaitForReady
@@ -149,6 +157,9 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	s, at, ok := r.subs.reserve()
 	if !ok {
 		r.admitted.Add(-1)
+		if r.owned != nil {
+			r.disown(req, extra)
+		}
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
 	}
 	if pos != nil {
@@ -159,6 +170,9 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	if !r.subs.publish(s, at) {
 		// The reactor goroutine exited between admission and now (Close won the race).
 		r.admitted.Add(-1)
+		if r.owned != nil {
+			r.disown(req, extra)
+		}
 		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
 	}
 	return nil

@@ -208,6 +208,23 @@ type Config struct {
 	// Clock is the source of time for deadlines, Tick budgets and latencies. Default: the
 	// system clock. Tests may pass a manual clock (see package reactortest).
 	Clock Clock
+
+	// CheckRequestOwnership, for tests and development, checks that no request is modified
+	// while a call owns it: Call and Go own their request until the call settles (its lane
+	// encodes it, as grpc-go's SendMsg does), so a request reused for the next call before
+	// the earlier one settled is sent with whatever it holds when the lane reads it, and
+	// without the race detector nothing says so. With the check on, a call whose request an
+	// unsettled call of this reactor owns, and which was modified since that call was made,
+	// fails at once with ErrInvalidArgument; and a call whose request was modified after it
+	// was submitted fails with ErrInvalidArgument just before its lane would send it. Both
+	// errors name the contract, and neither call is sent. Calls that share a request nobody
+	// modifies pass; a request that does not encode is not checked (it fails on its lane).
+	//
+	// Its cost when on: each Call and Go encodes its request once more, deterministically,
+	// and takes a lock to record it until the call is delivered; each lane encodes it once
+	// more before sending it. Off by default, and then it costs nothing: not one allocation
+	// or lock on the calling goroutine or the lanes. reactortest.NewReactor turns it on.
+	CheckRequestOwnership bool
 }
 
 // Backoff is the reconnect backoff of a connection, as in the gRPC connection backoff

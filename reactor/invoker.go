@@ -39,7 +39,14 @@ func (r *Reactor) lane(inv int) {
 		if ctx == nil {
 			continue // the reactor settled it while it waited
 		}
-		value, err := r.invoke(w.c, ctx, l.options(w.c))
+		var value proto.Message
+		var err error
+		if r.owned != nil {
+			err = l.checkRequest(w.c)
+		}
+		if err == nil {
+			value, err = r.invoke(w.c, ctx, l.options(w.c))
+		}
 		l.finish(w, ctx, value, err)
 	}
 }
@@ -55,6 +62,7 @@ type laneState struct {
 	// The call options: the peer is always asked for, for Stats' per-backend counts; the
 	// header and trailer unless the method's policy says nobody reads them.
 	bare, withMetadata []grpc.CallOption
+	checkBuf           []byte // with Config.CheckRequestOwnership, for checkRequest
 }
 
 func (r *Reactor) newLane(inv int) *laneState {
@@ -211,8 +219,9 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 }
 
 // laneError turns the error of a transport call into the call's *calls.Error. A request that
-// the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument.
-// A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
+// the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument;
+// one that the lane's ownership check found modified (errRequestModified), with
+// ErrInvalidArgument. A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
 // parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
 // handshake failure gets it as its cause (a *calls.HandshakeError); one that a plaintext
 // connection failed before the server's HTTP/2 preface says the server may require TLS. The
@@ -220,7 +229,7 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 // stream (streamed is false) where that tells (unsentKnown).
 func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error, streamed bool) *calls.Error {
 	e := r.transportError(c, err, trailer, encodeErr)
-	if encodeErr != nil || !streamed && r.unsentKnown(c) {
+	if encodeErr != nil || err == errRequestModified || !streamed && r.unsentKnown(c) {
 		markNotSent(e)
 	}
 	return e
@@ -237,6 +246,9 @@ func (r *Reactor) unsentKnown(c *callcore.Call) bool {
 
 // transportError is laneError but for NotSent.
 func (r *Reactor) transportError(c *callcore.Call, err error, trailer metadata.MD, encodeErr error) *calls.Error {
+	if err == errRequestModified { // the lane's check (ownership.go): never sent
+		return localError(callerr.InvalidArgument, c.Ops.Path, msgRequestModified, nil)
+	}
 	if encodeErr != nil {
 		var se *limits.SizeError
 		if errors.As(encodeErr, &se) {

@@ -106,6 +106,10 @@ type Reactor struct {
 	// The last failed security handshake, for Stats and failed calls (see handshake.go).
 	handshakes handshakeLog
 
+	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
+	// (see ownership.go).
+	owned *ownedRequests
+
 	// Reactor goroutine and lanes.
 	lanes sync.WaitGroup
 	done  chan struct{} // closed when the reactor goroutine has exited
@@ -180,6 +184,9 @@ func newReactor(cfg Config) (*Reactor, error) {
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
 	r.counts.failed = make(map[codes.Code]uint64)
+	if cfg.CheckRequestOwnership {
+		r.owned = newOwnedRequests()
+	}
 	if len(cfg.Methods) > 0 {
 		r.allow = make(map[string]bool, len(cfg.Methods))
 		for _, m := range cfg.Methods {

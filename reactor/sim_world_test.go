@@ -199,6 +199,10 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 		MaxTimeout:      time.Second,
 		OnCallbackPanic: func(p any) { w.fail("a callback panicked: %v", p) },
 		Policies:        []MethodPolicy{{Method: simSave, Critical: w.rng.IntN(2) == 0}},
+		// Every other seed checks request ownership, which must see every call leave the
+		// owned set however it settles; taken from the seed, so that the draws stay as they
+		// were.
+		CheckRequestOwnership: seed%2 == 0,
 	}
 	if cfg.MaxOutstanding >= 10 {
 		cfg.CriticalReserve = w.rng.IntN(cfg.MaxOutstanding / 4)
@@ -374,6 +378,10 @@ func (w *simWorld) laneStep(sl *simLane) {
 		c.starts++
 		if c.starts > 1 {
 			w.fail("call %d: started by a lane %d times", c.id, c.starts)
+		}
+		// The ownership check, as the lane runs it; the game never modifies a request.
+		if err := sl.l.checkRequest(wk.c); err != nil {
+			w.fail("call %d: its request, which nobody modified, failed the ownership check", c.id)
 		}
 		// gRPC encodes the request with the lane's codec before it sends anything.
 		if _, err := sl.l.codec.Marshal(wk.c.Req); err != nil {
@@ -593,6 +601,11 @@ func (w *simWorld) check() {
 	if sub != ok+failed+uint64(pending) || pending < 0 {
 		w.fail("Stats: Submitted %d ≠ Succeeded %d + Failed %d + Pending %d", sub, ok, failed, pending)
 	}
+	if r.owned != nil {
+		if n, admitted := r.owned.len(), r.admitted.Load(); int64(n) > admitted {
+			w.fail("%d requests owned by calls, but only %d calls admitted", n, admitted)
+		}
+	}
 }
 
 // checkClosed verifies that nothing is left once Close has returned.
@@ -605,6 +618,9 @@ func (w *simWorld) checkClosed() {
 	}
 	if n := r.admitted.Load(); n != 0 {
 		w.fail("after Close, %d calls still hold an admission slot", n)
+	}
+	if r.owned != nil && r.owned.len() != 0 {
+		w.fail("after Close, %d requests are still owned by calls", r.owned.len())
 	}
 	if !r.hostq.idle() || r.out.n.Load() != 0 || r.head != len(r.delivery) {
 		w.fail("after Close, callbacks still wait for a Tick")
@@ -629,8 +645,8 @@ func (w *simWorld) checkClosed() {
 // String describes the world's configuration.
 func (w *simWorld) String() string {
 	c := w.r.cfg
-	return fmt.Sprintf("Workers %d × BatchSize %d, MaxOutstanding %d (CriticalReserve %d), DefaultTimeout %v",
-		c.Workers, c.BatchSize, c.MaxOutstanding, c.CriticalReserve, c.DefaultTimeout)
+	return fmt.Sprintf("Workers %d × BatchSize %d, MaxOutstanding %d (CriticalReserve %d), DefaultTimeout %v, CheckRequestOwnership %v",
+		c.Workers, c.BatchSize, c.MaxOutstanding, c.CriticalReserve, c.DefaultTimeout, c.CheckRequestOwnership)
 }
 
 // log returns the last n events, or all of them.

@@ -144,6 +144,9 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 // runs its callbacks, each isolated from the others' panics (Recover).
 func (r *Reactor) deliver(c *callcore.Call, now int64) {
 	r.deliveredAt = now
+	if r.owned != nil {
+		r.disown(c.Req, c.Extra) // before the outcome is visible: the request is the caller's again
+	}
 	c.Target.Deliver(&r.host, c)
 }
 

@@ -155,7 +155,7 @@ type Call struct {
 	Req          proto.Message // the request, which the lane encodes; the caller's until settled
 	Submitted    int64         // when Call ran
 	Deadline     int64         // Submitted plus the call's timeout
-	Extra        *Extra        // nil unless the call has metadata, a parent context or call options
+	Extra        *Extra        // nil unless the call has metadata, a parent context, call options or a snapshot
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
 
@@ -196,6 +196,11 @@ type Extra struct {
 	Parent     context.Context   // calls.Options.Context
 	CallOpts   []grpc.CallOption // calls.Options.CallOptions
 	StopParent func() bool       // stops the watch on Parent; nil when none
+	// Snapshot is the request's deterministic encoding when it was submitted, kept only
+	// when the owner checks that requests are not modified while their calls own them; the
+	// lane compares it with the request's encoding before it sends the call. nil otherwise,
+	// and for a request that does not encode.
+	Snapshot []byte
 }
 
 func pack(gen, claim uint32) uint64 { return uint64(gen)<<32 | uint64(claim) }

@@ -14,7 +14,8 @@
 // The Config production runs with works with a Backend: idempotent policies are honoured,
 // with retries as gRPC makes them except that they do not wait out the backoff, and the
 // settings of the transport (Credentials, DialOptions, Keepalive, …) are ignored; NewReactor
-// clears Target and Targets. Backend's documentation has the details.
+// clears Target and Targets, and turns on Config.CheckRequestOwnership, so that a request
+// modified while its call owns it fails the test. Backend's documentation has the details.
 //
 // A ManualClock is a reactor.Clock whose time moves only when the test says so: passed as
 // Config.Clock, it makes call deadlines and Tick budgets deterministic, with no real time

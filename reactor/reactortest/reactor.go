@@ -18,9 +18,17 @@ const FlushTimeout = 10 * time.Second
 // with can be passed as it is: its idempotent policies are honoured and its transport
 // settings ignored (see Backend). A bad cfg fails the test at once. Set cfg.Clock to a
 // *ManualClock to control deadlines.
+//
+// NewReactor also turns on cfg.CheckRequestOwnership, so that game code that modifies a
+// request while a call owns it (reusing one request for the next call before the last one
+// settled) fails its test with an error naming the contract, with or without the race
+// detector, instead of sending the wrong request. Calls that share a request nobody modifies
+// pass. The check costs each call two more encodings of its request; a test that measures
+// what calls cost passes b as cfg.Conn to reactor.New instead.
 func NewReactor(t testing.TB, b *Backend, cfg reactor.Config) *reactor.Reactor {
 	t.Helper()
 	cfg.Conn, cfg.Target, cfg.Targets = b, "", nil
+	cfg.CheckRequestOwnership = true
 	r, err := reactor.New(cfg)
 	if err != nil {
 		t.Fatalf("reactortest: %v", err)
