@@ -18,6 +18,7 @@ import (
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -183,6 +184,9 @@ func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOpt
 	var ctx context.Context = callCtx
 	if md != nil {
 		ctx = metadata.NewOutgoingContext(ctx, md)
+	}
+	if !r.system { // for a connection in memory: the deadline on the clock that times the call out
+		ctx = memconn.WithDeadline(ctx, memconn.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
 	}
 	if err = r.conn.Invoke(ctx, c.Ops.Path, c.Req, resp, opts...); err != nil {
 		return nil, err

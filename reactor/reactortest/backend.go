@@ -2,6 +2,7 @@ package reactortest
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -40,6 +41,13 @@ import (
 // logs it, with its stack, through Config.Logger (a grpc.Server, which does not recover,
 // would crash); the call is not retried. A Backend is safe for concurrent use; handlers may
 // be registered at any time.
+//
+// With a ManualClock as the reactor's Config.Clock, a handler's deadline is on that clock, as
+// a server's is on the server's: its context's Deadline reports the call's deadline on the
+// clock, and Advance or Set end the context, with context.DeadlineExceeded, as soon as they
+// reach it (see ManualClock). A handler that returns after its deadline does not complete
+// its call: the reactor times the call out, as a client's deadline fires when a server cuts
+// the call off. A call whose deadline has passed before its handler starts does not run it.
 //
 // # A production Config
 //
@@ -190,9 +198,16 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 	if err := ctx.Err(); err != nil {
 		return attempt{err: status.FromContextError(err).Err()}
 	}
+	base, deadline, release := handlerBase(ctx)
+	if deadline != nil && deadline.Err() != nil {
+		// A server aborts a call whose deadline has passed before its handler starts; here
+		// the reactor that times it out on the same clock cuts it off.
+		release()
+		return cutOff(ctx)
+	}
 	md, _ := metadata.FromOutgoingContext(ctx)
 	stream := &serverStream{method: method}
-	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(ctx, md), stream)
+	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(base, md), stream)
 	// The handler runs on a goroutine of its own, as on a server: a call whose context ends
 	// returns at once, as it would over a network, whether or not the handler heeds the
 	// context.
@@ -201,6 +216,8 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 		var res handled
 		defer func() {
 			res.panicValue = recover()
+			res.late = deadline != nil && errors.Is(deadline.Err(), context.DeadlineExceeded)
+			release()
 			done <- res
 		}()
 		res.resp, res.err = h(hctx, req)
@@ -214,17 +231,49 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 	if res.panicValue != nil {
 		panic(res.panicValue) // on the caller's goroutine: a reactor's invoker recovers it
 	}
+	if res.late {
+		return cutOff(ctx) // a server would have cut the call off at its deadline
+	}
 	var a attempt
 	a.header, a.trailer, a.committed = stream.finish(res.err == nil)
 	a.err = respond(ctx, res.resp, res.err, out, opts)
 	return a
 }
 
+// handlerBase returns the context a handler's context derives from, for a call whose
+// context is ctx. For a call of a reactor whose clock is a ManualClock, it is a child of
+// deadline, which ends at the call's deadline on that clock, and release ends it and
+// detaches deadline, once the handler has returned. For other calls, it is ctx, whose
+// deadline is on the system clock, with a nil deadline.
+func handlerBase(ctx context.Context) (base context.Context, deadline *clockContext, release func()) {
+	if d, ok := memconn.DeadlineOf(ctx); ok {
+		if clock, ok := d.Clock.(*ManualClock); ok {
+			deadline, detach := clock.handlerContext(ctx, d.At)
+			base, cancel := context.WithCancel(deadline) // context.Cause finds the error in it
+			return base, deadline, func() {
+				cancel()
+				detach()
+			}
+		}
+	}
+	return ctx, nil, func() {}
+}
+
+// cutOff waits until ctx, the context of a call whose deadline has passed on its reactor's
+// ManualClock, ends, and returns DeadlineExceeded. The reactor times the call out at that
+// deadline, as a client's own deadline fires when a server cuts a call off at it: the call
+// fails as it would over a network, and always with the reactor's timeout.
+func cutOff(ctx context.Context) attempt {
+	<-ctx.Done()
+	return attempt{err: status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())}
+}
+
 // handled is what a handler did: its response and error, or its panic.
 type handled struct {
 	resp       proto.Message
 	err        error
-	panicValue any // recover's value, never nil for a panic
+	panicValue any  // recover's value, never nil for a panic
+	late       bool // the handler returned after its deadline on a ManualClock had passed
 }
 
 // respond returns the error of an attempt whose handler returned resp and err, after
