@@ -3,6 +3,7 @@ package reactortest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -26,9 +27,11 @@ import (
 // when the call's context ends (timeout, Promise.Cancel, Close) the lane returns at once, as
 // it would over a network, whether or not the handler heeds the context, and what the handler
 // returns later is dropped. Its context carries the call's deadline, is cancelled when the call
-// is, and has the call's metadata as incoming metadata
-// (metadata.FromIncomingContext), as on a gRPC server. In it grpc-go's server functions work
-// as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
+// is, and has the call's metadata as incoming metadata (metadata.FromIncomingContext), with
+// the keys a grpc.Server's handler finds there too: :authority (Authority), content-type
+// ("application/grpc+proto" for a reactor's call) and user-agent ("grpc-go/" and grpc-go's
+// version; a grpc.WithUserAgent among Config.DialOptions is ignored). In it grpc-go's server
+// functions work as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
 // set more than once), grpc.SendHeader sends the header (once, and not after a response:
 // later calls return an error, as in gRPC), and grpc.Method returns the method's path. A
 // call gets the header and trailer when it asks for them (calls.Options.ResponseMetadata or
@@ -205,9 +208,8 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 		release()
 		return cutOff(ctx)
 	}
-	md, _ := metadata.FromOutgoingContext(ctx)
 	stream := &serverStream{method: method}
-	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(base, md), stream)
+	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(base, incoming(ctx, opts)), stream)
 	// The handler runs on a goroutine of its own, as on a server: a call whose context ends
 	// returns at once, as it would over a network, whether or not the handler heeds the
 	// context.
@@ -266,6 +268,56 @@ func handlerBase(ctx context.Context) (base context.Context, deadline *clockCont
 func cutOff(ctx context.Context) attempt {
 	<-ctx.Done()
 	return attempt{err: status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())}
+}
+
+// Authority is the :authority in a Backend handler's incoming metadata. A grpc.Server's
+// handler sees there the authority of the target its client dialled ("host:port" for a
+// Config.Target "host:port"); a Backend is dialled at no target (NewReactor clears
+// Config.Target), so its handlers see this fixed name, which names no host.
+const Authority = "reactortest.backend"
+
+// userAgent is the user-agent grpc-go's client sends when its dial sets none
+// (grpc.WithUserAgent, which a Backend cannot see among Config.DialOptions, prefixes it).
+const userAgent = "grpc-go/" + grpc.Version
+
+// incoming returns the incoming metadata of the handler of a call whose context is ctx and
+// options opts: the call's metadata, and the keys a grpc.Server adds from the request's
+// headers, as grpc-go's client sends them: :authority (Authority), content-type and
+// user-agent.
+func incoming(ctx context.Context, opts []grpc.CallOption) metadata.MD {
+	md, ok := metadata.FromOutgoingContext(ctx) // a copy
+	if !ok {
+		md = make(metadata.MD, 3)
+	}
+	md[":authority"] = []string{Authority}
+	md["content-type"] = []string{contentType(opts)}
+	md["user-agent"] = []string{userAgent}
+	return md
+}
+
+// contentType returns the content-type grpc-go's client sends for a call with opts:
+// "application/grpc", with "+" and the content subtype if the call has one: the one it sets
+// (grpc.CallContentSubtype), or else the name of the codec it forces, in lower case (a
+// reactor's lanes force their codec, "proto").
+func contentType(opts []grpc.CallOption) string {
+	subtype, codec := "", ""
+	for _, o := range opts { // in order: the last of each wins
+		switch o := o.(type) {
+		case grpc.ContentSubtypeCallOption:
+			subtype = o.ContentSubtype
+		case grpc.ForceCodecV2CallOption:
+			codec = o.CodecV2.Name()
+		case grpc.ForceCodecCallOption:
+			codec = o.Codec.Name()
+		}
+	}
+	if subtype == "" {
+		subtype = strings.ToLower(codec)
+	}
+	if subtype == "" {
+		return "application/grpc"
+	}
+	return "application/grpc+" + subtype
 }
 
 // handled is what a handler did: its response and error, or its panic.

@@ -2,17 +2,23 @@ package reactortest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	encproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -156,4 +162,76 @@ func TestBackendDeadlinePassedBeforeHandler(t *testing.T) {
 	cancel() // the reactor cuts the call off
 	require.Equal(t, codes.DeadlineExceeded, status.Code(<-result))
 	require.Empty(t, ran, "the handler ran")
+}
+
+// TestBackendIncomingMetadataAsGRPCServer compares what a Backend handler and a grpc.Server
+// handler on 127.0.0.1 see in their incoming metadata for the same call from a reactor:
+// content-type and user-agent alike, :authority the dialled target's for the server and
+// reactortest.Authority for the Backend; the caller's metadata in both.
+func TestBackendIncomingMetadataAsGRPCServer(t *testing.T) {
+	opts := &calls.Options{Metadata: metadata.Pairs("x-player", "42")}
+	srv := testserver.Start(t)
+	remote, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, remote.Close(ctx))
+	})
+	p := reactor.Call(remote, echo, &testpb.EchoRequest{}, opts)
+	reactortest.Flush(t, remote)
+	require.NoError(t, p.Err())
+	server := srv.LastMetadata()
+
+	b := reactortest.NewBackend()
+	var backend metadata.MD
+	reactortest.Handle(b, echo, func(ctx context.Context, _ *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		md, ok := metadata.FromIncomingContext(ctx)
+		if !ok {
+			return nil, errors.New("no incoming metadata")
+		}
+		backend = md
+		return &testpb.EchoResponse{}, nil
+	})
+	r := reactortest.NewReactor(t, b, reactor.Config{})
+	p = reactor.Call(r, echo, &testpb.EchoRequest{}, opts)
+	reactortest.Flush(t, r)
+	require.NoError(t, p.Err())
+
+	for _, key := range []string{"content-type", "user-agent", "x-player"} {
+		require.NotEmpty(t, server.Get(key), key)
+		require.Equal(t, server.Get(key), backend.Get(key), key)
+	}
+	require.Equal(t, []string{srv.Addr()}, server.Get(":authority"))
+	require.Equal(t, []string{reactortest.Authority}, backend.Get(":authority"))
+}
+
+// TestBackendContentType checks the content-type a handler sees for the call options a
+// Backend may be called with, as grpc-go's client sets it: a content subtype the call sets
+// wins, lower-cased; else the forced codec's name; else none.
+func TestBackendContentType(t *testing.T) {
+	codec := encoding.GetCodecV2(encproto.Name)
+	tests := []struct {
+		name string
+		opts []grpc.CallOption
+		want string
+	}{
+		{"no codec, no subtype", nil, "application/grpc"},
+		{"forced codec", []grpc.CallOption{grpc.ForceCodecV2(codec)}, "application/grpc+proto"},
+		{"subtype", []grpc.CallOption{grpc.CallContentSubtype("Proto")}, "application/grpc+proto"},
+		{"subtype wins over the codec", []grpc.CallOption{grpc.CallContentSubtype("custom"), grpc.ForceCodecV2(codec)}, "application/grpc+custom"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := reactortest.NewBackend()
+			var got []string
+			reactortest.Handle(b, echo, func(ctx context.Context, _ *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+				md, _ := metadata.FromIncomingContext(ctx)
+				got = md.Get("content-type")
+				return &testpb.EchoResponse{}, nil
+			})
+			require.NoError(t, b.Invoke(context.Background(), echo.Path(), &testpb.EchoRequest{}, &testpb.EchoResponse{}, tc.opts...))
+			require.Equal(t, []string{tc.want}, got)
+		})
+	}
 }
