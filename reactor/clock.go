@@ -7,7 +7,8 @@ import "time"
 // reactortest has a manual one for deterministic tests.
 //
 // With a manual clock, the deadline sent to the server is still computed on the system clock
-// from the time a call has left, so gRPC's own deadline fires only after that much real time.
+// from the time a call has left, so gRPC's own deadline fires only after that much real time
+// (a reactortest.Backend keeps it on the manual clock for its handlers).
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time

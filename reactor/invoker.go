@@ -19,6 +19,7 @@ import (
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -154,16 +155,18 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 		deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
 	}
 	// The request metadata is a value of the parent, so that gRPC gets the call's own context,
-	// to which the contexts it derives attach without a goroutine.
+	// to which the contexts it derives attach without a goroutine; and so, with a clock other
+	// than the system's, is the deadline on that clock, for a connection in memory
+	// (reactortest.Backend) to time its handler out by.
 	var parent context.Context
 	if x := c.Extra; x != nil {
 		parent = x.Parent
 		if x.MD != nil {
-			if parent == nil {
-				parent = context.Background()
-			}
-			parent = metadata.NewOutgoingContext(parent, x.MD)
+			parent = metadata.NewOutgoingContext(orBackground(parent), x.MD)
 		}
+	}
+	if !r.system {
+		parent = memconn.WithDeadline(orBackground(parent), memconn.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
 	}
 	ctx := newCallCtx(parent, deadline)
 	if c.SetCancel(gen, &ctx.cancel) {
@@ -275,4 +278,12 @@ func (r *Reactor) transportError(c *callcore.Call, err error, trailer metadata.M
 		requestBytes = proto.Size(c.Req)
 	}
 	return statusError(c.Ops.Path, err, trailer, r.cfg.Limits.MaxResponseBytes, requestBytes)
+}
+
+// orBackground returns ctx, or context.Background if it is nil.
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }

@@ -9,11 +9,18 @@
 // ignores. Only a type that embeds Tag is one: an unexported method keeps the contract out of
 // reactortest's API.
 //
+// With a clock other than the system clock, a reactor passes each call's deadline on that
+// clock in the call's context (WithDeadline, DeadlineOf), for the Backend to expire its
+// handlers' contexts on it.
+//
 // Encode and Decode treat a call's messages as gRPC's unary path does, for connections that
 // run calls in memory: the Backend, and the fake connections of package reactor's tests.
 package memconn
 
 import (
+	"context"
+	"time"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
@@ -75,4 +82,35 @@ func Reactor(c grpc.ClientConnInterface, r Retry) grpc.ClientConnInterface {
 		return t.forReactor(r)
 	}
 	return c
+}
+
+// Clock is what Deadline keeps of a reactor's Config.Clock (a reactor.Clock, which this
+// package cannot name).
+type Clock interface {
+	Now() time.Time
+}
+
+// Deadline is a call's deadline on its reactor's clock. A reactor whose clock is not the
+// system clock passes it in the context of each call (WithDeadline): that context's own
+// Deadline is on the system clock, the time the call has left from now, for gRPC to send,
+// while a connection that runs calls in memory expires the handler's context on the
+// reactor's clock, where the reactor times the call out.
+type Deadline struct {
+	Clock Clock     // the reactor's Config.Clock
+	At    time.Time // on Clock: the instant the reactor times the call out
+}
+
+// DeadlineKey is the context key of a call's Deadline. A context derived for a handler may
+// answer nil for it, so that calls the handler makes do not inherit its caller's deadline.
+type DeadlineKey struct{}
+
+// WithDeadline returns ctx carrying d as the call's deadline on its reactor's clock.
+func WithDeadline(ctx context.Context, d Deadline) context.Context {
+	return context.WithValue(ctx, DeadlineKey{}, d)
+}
+
+// DeadlineOf returns the call's deadline on its reactor's clock that ctx carries, if any.
+func DeadlineOf(ctx context.Context) (Deadline, bool) {
+	d, ok := ctx.Value(DeadlineKey{}).(Deadline)
+	return d, ok
 }

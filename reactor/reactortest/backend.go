@@ -2,6 +2,8 @@ package reactortest
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -25,9 +27,11 @@ import (
 // when the call's context ends (timeout, Promise.Cancel, Close) the lane returns at once, as
 // it would over a network, whether or not the handler heeds the context, and what the handler
 // returns later is dropped. Its context carries the call's deadline, is cancelled when the call
-// is, and has the call's metadata as incoming metadata
-// (metadata.FromIncomingContext), as on a gRPC server. In it grpc-go's server functions work
-// as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
+// is, and has the call's metadata as incoming metadata (metadata.FromIncomingContext), with
+// the keys a grpc.Server's handler finds there too: :authority (Authority), content-type
+// ("application/grpc+proto" for a reactor's call) and user-agent ("grpc-go/" and grpc-go's
+// version; a grpc.WithUserAgent among Config.DialOptions is ignored). In it grpc-go's server
+// functions work as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
 // set more than once), grpc.SendHeader sends the header (once, and not after a response:
 // later calls return an error, as in gRPC), and grpc.Method returns the method's path. A
 // call gets the header and trailer when it asks for them (calls.Options.ResponseMetadata or
@@ -40,6 +44,13 @@ import (
 // logs it, with its stack, through Config.Logger (a grpc.Server, which does not recover,
 // would crash); the call is not retried. A Backend is safe for concurrent use; handlers may
 // be registered at any time.
+//
+// With a ManualClock as the reactor's Config.Clock, a handler's deadline is on that clock, as
+// a server's is on the server's: its context's Deadline reports the call's deadline on the
+// clock, and Advance or Set end the context, with context.DeadlineExceeded, as soon as they
+// reach it (see ManualClock). A handler that returns after its deadline does not complete
+// its call: the reactor times the call out, as a client's deadline fires when a server cuts
+// the call off. A call whose deadline has passed before its handler starts does not run it.
 //
 // # A production Config
 //
@@ -190,9 +201,15 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 	if err := ctx.Err(); err != nil {
 		return attempt{err: status.FromContextError(err).Err()}
 	}
-	md, _ := metadata.FromOutgoingContext(ctx)
+	base, deadline, release := handlerBase(ctx)
+	if deadline != nil && deadline.Err() != nil {
+		// A server aborts a call whose deadline has passed before its handler starts; here
+		// the reactor that times it out on the same clock cuts it off.
+		release()
+		return cutOff(ctx)
+	}
 	stream := &serverStream{method: method}
-	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(ctx, md), stream)
+	hctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(base, incoming(ctx, opts)), stream)
 	// The handler runs on a goroutine of its own, as on a server: a call whose context ends
 	// returns at once, as it would over a network, whether or not the handler heeds the
 	// context.
@@ -201,6 +218,8 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 		var res handled
 		defer func() {
 			res.panicValue = recover()
+			res.late = deadline != nil && errors.Is(deadline.Err(), context.DeadlineExceeded)
+			release()
 			done <- res
 		}()
 		res.resp, res.err = h(hctx, req)
@@ -214,17 +233,99 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 	if res.panicValue != nil {
 		panic(res.panicValue) // on the caller's goroutine: a reactor's invoker recovers it
 	}
+	if res.late {
+		return cutOff(ctx) // a server would have cut the call off at its deadline
+	}
 	var a attempt
 	a.header, a.trailer, a.committed = stream.finish(res.err == nil)
 	a.err = respond(ctx, res.resp, res.err, out, opts)
 	return a
 }
 
+// handlerBase returns the context a handler's context derives from, for a call whose
+// context is ctx. For a call of a reactor whose clock is a ManualClock, it is a child of
+// deadline, which ends at the call's deadline on that clock, and release ends it and
+// detaches deadline, once the handler has returned. For other calls, it is ctx, whose
+// deadline is on the system clock, with a nil deadline.
+func handlerBase(ctx context.Context) (base context.Context, deadline *clockContext, release func()) {
+	if d, ok := memconn.DeadlineOf(ctx); ok {
+		if clock, ok := d.Clock.(*ManualClock); ok {
+			deadline, detach := clock.handlerContext(ctx, d.At)
+			base, cancel := context.WithCancel(deadline) // context.Cause finds the error in it
+			return base, deadline, func() {
+				cancel()
+				detach()
+			}
+		}
+	}
+	return ctx, nil, func() {}
+}
+
+// cutOff waits until ctx, the context of a call whose deadline has passed on its reactor's
+// ManualClock, ends, and returns DeadlineExceeded. The reactor times the call out at that
+// deadline, as a client's own deadline fires when a server cuts a call off at it: the call
+// fails as it would over a network, and always with the reactor's timeout.
+func cutOff(ctx context.Context) attempt {
+	<-ctx.Done()
+	return attempt{err: status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())}
+}
+
+// Authority is the :authority in a Backend handler's incoming metadata. A grpc.Server's
+// handler sees there the authority of the target its client dialled ("host:port" for a
+// Config.Target "host:port"); a Backend is dialled at no target (NewReactor clears
+// Config.Target), so its handlers see this fixed name, which names no host.
+const Authority = "reactortest.backend"
+
+// userAgent is the user-agent grpc-go's client sends when its dial sets none
+// (grpc.WithUserAgent, which a Backend cannot see among Config.DialOptions, prefixes it).
+const userAgent = "grpc-go/" + grpc.Version
+
+// incoming returns the incoming metadata of the handler of a call whose context is ctx and
+// options opts: the call's metadata, and the keys a grpc.Server adds from the request's
+// headers, as grpc-go's client sends them: :authority (Authority), content-type and
+// user-agent.
+func incoming(ctx context.Context, opts []grpc.CallOption) metadata.MD {
+	md, ok := metadata.FromOutgoingContext(ctx) // a copy
+	if !ok {
+		md = make(metadata.MD, 3)
+	}
+	md[":authority"] = []string{Authority}
+	md["content-type"] = []string{contentType(opts)}
+	md["user-agent"] = []string{userAgent}
+	return md
+}
+
+// contentType returns the content-type grpc-go's client sends for a call with opts:
+// "application/grpc", with "+" and the content subtype if the call has one: the one it sets
+// (grpc.CallContentSubtype), or else the name of the codec it forces, in lower case (a
+// reactor's lanes force their codec, "proto").
+func contentType(opts []grpc.CallOption) string {
+	subtype, codec := "", ""
+	for _, o := range opts { // in order: the last of each wins
+		switch o := o.(type) {
+		case grpc.ContentSubtypeCallOption:
+			subtype = o.ContentSubtype
+		case grpc.ForceCodecV2CallOption:
+			codec = o.CodecV2.Name()
+		case grpc.ForceCodecCallOption:
+			codec = o.Codec.Name()
+		}
+	}
+	if subtype == "" {
+		subtype = strings.ToLower(codec)
+	}
+	if subtype == "" {
+		return "application/grpc"
+	}
+	return "application/grpc+" + subtype
+}
+
 // handled is what a handler did: its response and error, or its panic.
 type handled struct {
 	resp       proto.Message
 	err        error
-	panicValue any // recover's value, never nil for a panic
+	panicValue any  // recover's value, never nil for a panic
+	late       bool // the handler returned after its deadline on a ManualClock had passed
 }
 
 // respond returns the error of an attempt whose handler returned resp and err, after

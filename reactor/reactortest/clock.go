@@ -46,6 +46,11 @@ import (
 // other users of the clock (a second reactor, a loop.Loop) count too: give each reactor under
 // test a clock of its own.
 //
+// A Backend handler's context keeps its call's deadline on the clock, as a server's does on
+// the server's: Advance and Set end it, with context.DeadlineExceeded, as soon as they reach
+// that deadline, before they fire any timer. It is not a timer: Timers, WaitTimers and
+// WaitTimerBy do not count it, so the reactor's one timer stays the one they see.
+//
 // Time never goes backwards: Advance with a negative duration and Set with an earlier time
 // panic. The zero value is not usable; make one with NewManualClock. All methods are safe for
 // concurrent use.
@@ -55,6 +60,8 @@ type ManualClock struct {
 	active  []*manualTimer // active timers, in no particular order; each knows its index
 	seq     uint64         // arming order, to fire timers with equal deadlines in that order
 	changed chan struct{}  // closed and replaced whenever the active timers change or time moves
+
+	expiring map[*clockContext]struct{} // contexts of Backend handlers, ended at their deadline; not timers
 }
 
 var _ reactor.Clock = (*ManualClock)(nil)
@@ -81,9 +88,10 @@ func (c *ManualClock) NewTimer(d time.Duration) reactor.Timer {
 	return t
 }
 
-// Advance moves the clock forward by d and fires, in deadline order (timers with equal
-// deadlines in the order they were armed), every timer whose deadline is at or before the
-// new time. Each fired timer receives its own deadline on its channel, without blocking
+// Advance moves the clock forward by d, ends the context of every Backend handler whose
+// call's deadline is at or before the new time (see ManualClock), then fires, in deadline
+// order (timers with equal deadlines in the order they were armed), every timer whose
+// deadline is at or before the new time. Each fired timer receives its own deadline on its channel, without blocking
 // Advance. Advance(0) fires nothing new; a negative d panics.
 func (c *ManualClock) Advance(d time.Duration) {
 	if d < 0 {
@@ -177,9 +185,10 @@ func (c *ManualClock) earliestLocked() (time.Time, int) {
 	return earliest, len(c.active)
 }
 
-// advanceLocked moves the clock to target, fires the timers due by then and wakes the waiters
-// if time moved.
+// advanceLocked moves the clock to target, ends the Backend handler contexts and fires the
+// timers due by then, and wakes the waiters if time moved.
 func (c *ManualClock) advanceLocked(target time.Time) {
+	c.expireLocked(target) // first: a handler sees its deadline pass before the reactor can act on it
 	for _, t := range c.dueLocked(target) {
 		c.removeLocked(t)
 		send(t.ch, t.when)

@@ -19,6 +19,7 @@
 //
 // A ManualClock is a reactor.Clock whose time moves only when the test says so: passed as
 // Config.Clock, it makes call deadlines and Tick budgets deterministic, with no real time
-// passing. WaitTimerBy lets a test wait, without polling, until the reactor has set its one
-// timer for a deadline before it advances the clock past it.
+// passing; a Backend handler's context ends at its deadline on that clock, as on a server.
+// WaitTimerBy lets a test wait, without polling, until the reactor has set its one timer for
+// a deadline before it advances the clock past it.
 package reactortest

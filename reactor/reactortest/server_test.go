@@ -1,0 +1,237 @@
+package reactortest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	encproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/reactor"
+	"github.com/trixnew/prpc/reactor/reactortest"
+)
+
+// TestBackendHandlerDeadlineOnManualClock checks that a handler's context keeps the context
+// contract on a ManualClock, as a server's handler context does on the server's clock: its
+// Deadline is the call's deadline on the clock, it is not done a nanosecond before it, and
+// as soon as Advance reaches it (before Advance returns) it is done with
+// context.DeadlineExceeded, as are the contexts derived from it. Meanwhile the reactor's
+// timer stays the clock's only timer. A handler that returns after its deadline does not
+// complete the call. A cancelled call cancels the context; no goroutine is left behind.
+func TestBackendHandlerDeadlineOnManualClock(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const timeout = 2 * time.Second
+	tests := []struct {
+		name string
+		// act runs in the handler once the test has checked its context: it moves the clock
+		// or cancels the call (p), and returns what the handler returns.
+		act     func(ctx context.Context, clock *reactortest.ManualClock, cancel func()) (*testpb.EchoResponse, error)
+		wantErr error // the context's error once act has run
+		callErr error // the call's
+		// async: the context ends on another goroutine (the call's cancellation), so the
+		// contexts derived from it may end a moment after it; the handler waits for them.
+		async bool
+	}{
+		{
+			name: "the clock reaches the deadline",
+			act: func(ctx context.Context, clock *reactortest.ManualClock, _ func()) (*testpb.EchoResponse, error) {
+				clock.Advance(timeout - time.Nanosecond)
+				if err := ctx.Err(); err != nil {
+					return nil, status.Errorf(codes.Internal, "done a nanosecond early: %v", err)
+				}
+				clock.Advance(time.Nanosecond)
+				return nil, ctx.Err()
+			},
+			wantErr: context.DeadlineExceeded,
+			callErr: calls.ErrTimeout,
+		},
+		{
+			name: "a response after the deadline",
+			act: func(_ context.Context, clock *reactortest.ManualClock, _ func()) (*testpb.EchoResponse, error) {
+				clock.Advance(timeout + time.Second) // slow work: a server would cut the call off
+				return &testpb.EchoResponse{Message: "too late"}, nil
+			},
+			wantErr: context.DeadlineExceeded,
+			callErr: calls.ErrTimeout,
+		},
+		{
+			name: "the call is cancelled",
+			act: func(ctx context.Context, _ *reactortest.ManualClock, cancel func()) (*testpb.EchoResponse, error) {
+				cancel()
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+			wantErr: context.Canceled,
+			callErr: calls.ErrCancelled,
+			async:   true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+			clock := reactortest.NewManualClock(start)
+			type seen struct {
+				deadline      time.Time
+				hasDeadline   bool
+				errBefore     error
+				timersBefore  int
+				err, childErr error
+				cause         error
+				doneClosed    bool
+			}
+			got := make(chan seen, 1)
+			cancelCall := make(chan func(), 1)
+			b := reactortest.NewBackend()
+			reactortest.Handle(b, echo, func(ctx context.Context, _ *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+				var s seen
+				s.deadline, s.hasDeadline = ctx.Deadline()
+				s.errBefore = ctx.Err()
+				// Once the reactor's timer is set for the deadline, it is the only timer: the
+				// handler's deadline is none.
+				wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := clock.WaitTimerBy(wctx, start.Add(timeout)); err != nil {
+					return nil, err
+				}
+				s.timersBefore = clock.Timers()
+				child, cancelChild := context.WithCancel(ctx)
+				defer cancelChild()
+				resp, err := tc.act(ctx, clock, <-cancelCall)
+				if tc.async {
+					<-child.Done()
+				}
+				s.err, s.childErr, s.cause = ctx.Err(), child.Err(), context.Cause(ctx)
+				select {
+				case <-ctx.Done():
+					s.doneClosed = true
+				default:
+				}
+				got <- s
+				return resp, err
+			})
+			r := reactortest.NewReactor(t, b, reactor.Config{Clock: clock})
+			p := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: timeout})
+			cancelCall <- p.Cancel
+			reactortest.Flush(t, r)
+			s := <-got
+			require.True(t, s.hasDeadline)
+			require.Equal(t, start.Add(timeout), s.deadline, "the deadline is on the manual clock")
+			require.NoError(t, s.errBefore)
+			require.Equal(t, 1, s.timersBefore, "the reactor's timer only")
+			require.ErrorIs(t, s.err, tc.wantErr)
+			require.ErrorIs(t, s.childErr, tc.wantErr, "a derived context")
+			require.ErrorIs(t, s.cause, tc.wantErr)
+			require.True(t, s.doneClosed, "Done is closed once Err is set")
+			require.ErrorIs(t, p.Err(), tc.callErr)
+			require.Zero(t, clock.Timers())
+		})
+	}
+}
+
+// TestBackendDeadlinePassedBeforeHandler checks that a call whose deadline on a ManualClock
+// has passed when it reaches the Backend fails with DeadlineExceeded without running its
+// handler, as grpc-go's server aborts it, once the call's context (which the reactor cuts
+// off at that deadline) ends. The call's context is built as a reactor's lane builds it.
+func TestBackendDeadlinePassedBeforeHandler(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := reactortest.NewManualClock(start)
+	b := reactortest.NewBackend()
+	ran := make(chan struct{}, 1)
+	reactortest.Handle(b, echo, func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		ran <- struct{}{}
+		return &testpb.EchoResponse{}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = memconn.WithDeadline(ctx, memconn.Deadline{Clock: clock, At: start.Add(-time.Nanosecond)})
+	result := make(chan error, 1)
+	go func() { result <- b.Invoke(ctx, echo.Path(), &testpb.EchoRequest{}, &testpb.EchoResponse{}) }()
+	require.Eventually(t, func() bool { return b.Calls(echo.Path()) == 1 }, 10*time.Second, time.Millisecond)
+	cancel() // the reactor cuts the call off
+	require.Equal(t, codes.DeadlineExceeded, status.Code(<-result))
+	require.Empty(t, ran, "the handler ran")
+}
+
+// TestBackendIncomingMetadataAsGRPCServer compares what a Backend handler and a grpc.Server
+// handler on 127.0.0.1 see in their incoming metadata for the same call from a reactor:
+// content-type and user-agent alike, :authority the dialled target's for the server and
+// reactortest.Authority for the Backend; the caller's metadata in both.
+func TestBackendIncomingMetadataAsGRPCServer(t *testing.T) {
+	opts := &calls.Options{Metadata: metadata.Pairs("x-player", "42")}
+	srv := testserver.Start(t)
+	remote, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, remote.Close(ctx))
+	})
+	p := reactor.Call(remote, echo, &testpb.EchoRequest{}, opts)
+	reactortest.Flush(t, remote)
+	require.NoError(t, p.Err())
+	server := srv.LastMetadata()
+
+	b := reactortest.NewBackend()
+	var backend metadata.MD
+	reactortest.Handle(b, echo, func(ctx context.Context, _ *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		md, ok := metadata.FromIncomingContext(ctx)
+		if !ok {
+			return nil, errors.New("no incoming metadata")
+		}
+		backend = md
+		return &testpb.EchoResponse{}, nil
+	})
+	r := reactortest.NewReactor(t, b, reactor.Config{})
+	p = reactor.Call(r, echo, &testpb.EchoRequest{}, opts)
+	reactortest.Flush(t, r)
+	require.NoError(t, p.Err())
+
+	for _, key := range []string{"content-type", "user-agent", "x-player"} {
+		require.NotEmpty(t, server.Get(key), key)
+		require.Equal(t, server.Get(key), backend.Get(key), key)
+	}
+	require.Equal(t, []string{srv.Addr()}, server.Get(":authority"))
+	require.Equal(t, []string{reactortest.Authority}, backend.Get(":authority"))
+}
+
+// TestBackendContentType checks the content-type a handler sees for the call options a
+// Backend may be called with, as grpc-go's client sets it: a content subtype the call sets
+// wins, lower-cased; else the forced codec's name; else none.
+func TestBackendContentType(t *testing.T) {
+	codec := encoding.GetCodecV2(encproto.Name)
+	tests := []struct {
+		name string
+		opts []grpc.CallOption
+		want string
+	}{
+		{"no codec, no subtype", nil, "application/grpc"},
+		{"forced codec", []grpc.CallOption{grpc.ForceCodecV2(codec)}, "application/grpc+proto"},
+		{"subtype", []grpc.CallOption{grpc.CallContentSubtype("Proto")}, "application/grpc+proto"},
+		{"subtype wins over the codec", []grpc.CallOption{grpc.CallContentSubtype("custom"), grpc.ForceCodecV2(codec)}, "application/grpc+custom"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := reactortest.NewBackend()
+			var got []string
+			reactortest.Handle(b, echo, func(ctx context.Context, _ *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+				md, _ := metadata.FromIncomingContext(ctx)
+				got = md.Get("content-type")
+				return &testpb.EchoResponse{}, nil
+			})
+			require.NoError(t, b.Invoke(context.Background(), echo.Path(), &testpb.EchoRequest{}, &testpb.EchoResponse{}, tc.opts...))
+			require.Equal(t, []string{tc.want}, got)
+		})
+	}
+}
