@@ -191,6 +191,7 @@ func (e *engine) countOne(m *methodEntry) {
 // lane reads its request any more.
 func (e *engine) laneDone(d completion) {
 	e.finished[d.inv]++
+	d.c.Settled = e.nowNs // its outcome goes to Tick now: the lane's transport call is over
 	e.settled = append(e.settled, d.c)
 }
 
@@ -367,6 +368,8 @@ func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason, sen
 	c.Err = err
 	c.Reason = reason
 	if !sent || mutation == "deliver-cut" {
+		// A call accepted in this turn may have been submitted after the turn read the clock.
+		c.Settled = max(e.nowNs, c.Submitted)
 		e.settled = append(e.settled, c)
 	}
 }
@@ -435,6 +438,7 @@ func (e *engine) finish() {
 	r := e.r
 	e.timer.Stop()
 	_, done := r.in.close()
+	e.nowNs = r.now() // the settle time of the calls below
 	// The lanes' last reports: calls they finished with after the reactor cut them.
 	for _, d := range done {
 		e.laneDone(d)

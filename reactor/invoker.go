@@ -123,6 +123,7 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 	if err != nil {
 		c.Reason = reasonOf(err)
 	}
+	c.Settled = r.now() // the end of Stats.Transport's phase, the start of TickWait's
 	r.out.push(c)
 	r.wakeHost()
 }
@@ -132,11 +133,13 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 // record is read only once claimed: until then it may be freed and reused. The context's
 // cancel function is published after the claim; if the reactor cut the call in between,
 // claim cancels the context itself. A claimed call moves from the Queued gauge to InFlight
-// and its invoker's load.
+// and its invoker's load. The claim's time ends the call's Stats.QueueWait.
 func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callCtx {
 	if !c.Move(gen, callcore.Unclaimed, callcore.Running) {
 		return nil
 	}
+	now := r.now()
+	c.Claimed = now
 	load.Add(1)
 	r.inFlight.Add(1)
 	r.queued.Add(-1)
@@ -147,7 +150,7 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 	// The native deadline is on the system clock; with a manual clock it is the time left.
 	deadline := r.timeAt(c.Deadline)
 	if !r.system {
-		deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
+		deadline = time.Now().Add(time.Duration(c.Deadline - now))
 	}
 	ctx := newCallCtx(parent, deadline)
 	if c.SetCancel(gen, &ctx.cancel) {

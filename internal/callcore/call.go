@@ -174,6 +174,10 @@ type Call struct {
 	// claims the call, read by the reactor once it has moved the call from Running to Cut.
 	// Whichever of the two sees the other's step second calls it.
 	cancel atomic.Pointer[context.CancelFunc]
+	// Claimed is when a lane claimed the use (moved it to Running), on the owner's clock:
+	// written by that lane right after the claim, read once the call is delivered. Zero if no
+	// lane claimed it.
+	Claimed int64
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message // the response; nil on failure
@@ -181,6 +185,7 @@ type Call struct {
 	Header  metadata.MD   // the response header, if asked for and kept
 	Trailer metadata.MD   // the response trailer, if asked for and kept
 	Reason  Reason        // how the call ended, for statistics
+	Settled int64         // when the outcome was queued for delivery, on the owner's clock
 }
 
 // Extra holds the request fields that most calls do not use, written with the request fields.
@@ -220,7 +225,7 @@ func (c *Call) Unsettled(gen uint32) bool {
 func (c *Call) Recycle() {
 	gen := c.Gen() + 1
 	c.Ops, c.Target, c.Req, c.Extra = nil, nil, nil, nil
-	c.Submitted, c.Deadline = 0, 0
+	c.Submitted, c.Deadline, c.Claimed, c.Settled = 0, 0, 0, 0
 	c.WaitForReady, c.Metadata, c.Queued, c.InHeap = false, false, false, false
 	c.Value, c.Err, c.Header, c.Trailer, c.Reason = nil, nil, nil, nil, ReasonNone
 	c.cancel.Store(nil)
