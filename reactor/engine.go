@@ -191,7 +191,7 @@ func (e *engine) countOne(m *methodEntry) {
 // lane reads its request any more.
 func (e *engine) laneDone(d completion) {
 	e.finished[d.inv]++
-	d.c.Settled = e.nowNs // its outcome goes to Tick now: the lane's transport call is over
+	d.c.Settled = d.c.Since(e.nowNs) // its outcome goes to Tick now: the lane's transport call is over
 	e.settled = append(e.settled, d.c)
 }
 
@@ -368,8 +368,9 @@ func (e *engine) settle(c *callcore.Call, err error, reason callcore.Reason, sen
 	c.Err = err
 	c.Reason = reason
 	if !sent || mutation == "deliver-cut" {
-		// A call accepted in this turn may have been submitted after the turn read the clock.
-		c.Settled = max(e.nowNs, c.Submitted)
+		// A call accepted in this turn may have been submitted after the turn read the clock:
+		// Since counts that as no time.
+		c.Settled = c.Since(e.nowNs)
 		e.settled = append(e.settled, c)
 	}
 }

@@ -123,7 +123,7 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 	if err != nil {
 		c.Reason = reasonOf(err)
 	}
-	c.Settled = r.now() // the end of Stats.Transport's phase, the start of TickWait's
+	c.Settled = c.Since(r.now()) // the end of Stats.Transport's phase, the start of TickWait's
 	r.out.push(c)
 	r.wakeHost()
 }
@@ -139,7 +139,7 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 		return nil
 	}
 	now := r.now()
-	c.Claimed = now
+	c.Claimed = c.Since(now)
 	load.Add(1)
 	r.inFlight.Add(1)
 	r.queued.Add(-1)

@@ -186,7 +186,7 @@ func (q *outbox) push(cs ...*callcore.Call) {
 		k := min(len(cs), outboxChunk)
 		q.mu.Lock()
 		if len(q.calls) == 0 {
-			q.first.set(cs[0].Settled)
+			q.first.set(cs[0].At(cs[0].Settled))
 		}
 		q.calls = append(q.calls, cs[:k]...)
 		q.n.Store(int32(len(q.calls)))

@@ -81,7 +81,7 @@ type Stats struct {
 	// calls (up to 1024 of them). It includes the wait for Tick. QueueWait, Transport and
 	// TickWait split each of these calls' latency in three, one after the other, so that a
 	// slow backend (Transport) can be told from busy lanes (QueueWait) and from a host that
-	// ticks too rarely (TickWait).
+	// ticks too rarely (TickWait). The split falls on the microsecond.
 	Latency Latency
 	// QueueWait is the time from submission until a lane took the call, or until prpc
 	// settled it if no lane did (a deadline, a cancel or Close while it waited).
@@ -257,16 +257,21 @@ type phases struct{ queue, transport, tickWait time.Duration }
 // phasesOf returns the phases of c, an admitted call delivered at at, and whether a lane
 // claimed it, that is, whether it reached gRPC: a call the reactor settled while no lane had
 // claimed it (callcore.Dropped) never did.
+//
+// The record keeps the claim and settle times to the microsecond (callcore.Call.Since), so
+// the phases split the latency at those times rounded down; they add up to it exactly.
 func phasesOf(c *callcore.Call, at int64) (p phases, sent bool) {
+	settled := c.At(c.Settled)
 	// Tick's clock reading for a delivery may precede, by a hair, the settling of a call a
 	// lane queued while Tick started: the call waited for nothing, not for less than that.
-	at = max(at, c.Settled)
-	p.tickWait = time.Duration(at - c.Settled)
+	at = max(at, settled)
+	p.tickWait = time.Duration(at - settled)
 	if claim, _ := c.Claim(c.Gen()); claim == callcore.Dropped {
-		p.queue, p.transport = time.Duration(c.Settled-c.Submitted), -1
+		p.queue, p.transport = time.Duration(settled-c.Submitted), -1
 		return p, false
 	}
-	p.queue, p.transport = time.Duration(c.Claimed-c.Submitted), time.Duration(c.Settled-c.Claimed)
+	claimed := c.At(c.Claimed)
+	p.queue, p.transport = time.Duration(claimed-c.Submitted), time.Duration(settled-claimed)
 	return p, true
 }
 

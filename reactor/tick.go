@@ -132,7 +132,8 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 		r.delivery, r.head = r.delivery[:0], 0
 		r.out.taken.clear()
 	} else {
-		r.out.taken.set(r.delivery[r.head].Settled)
+		c := r.delivery[r.head]
+		r.out.taken.set(c.At(c.Settled))
 	}
 	// Leftovers need a wake-up, unless a completion during this Tick already sent one (that
 	// one stands for the leftovers too, so OnReady still runs at most once between drains),

@@ -25,6 +25,7 @@ package callcore
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -159,9 +160,13 @@ type Call struct {
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
 
-	// Scheduling fields: owned by the reactor goroutine, but for the claim and Ctx.
+	// Scheduling fields: owned by the reactor goroutine, but for the claim, Claimed and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
 	InHeap bool // counted among the owner's unsettled calls in its deadline heap
+	// Claimed is when a lane claimed the use (moved it to Running), as Since counts it:
+	// written by that lane right after the claim, read once the call is delivered; zero if
+	// no lane claimed it (the claim tells that apart). It fills what would be padding.
+	Claimed uint32
 	// state holds the generation of the use in its upper 32 bits and the claim in its lower
 	// ones. The claim says who owns the transport side of the use, and who settled it. It
 	// starts Unclaimed. An invoker lane that takes the call from the ready queue moves it to
@@ -174,10 +179,6 @@ type Call struct {
 	// claims the call, read by the reactor once it has moved the call from Running to Cut.
 	// Whichever of the two sees the other's step second calls it.
 	cancel atomic.Pointer[context.CancelFunc]
-	// Claimed is when a lane claimed the use (moved it to Running), on the owner's clock:
-	// written by that lane right after the claim, read once the call is delivered. Zero if no
-	// lane claimed it.
-	Claimed int64
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message // the response; nil on failure
@@ -185,8 +186,19 @@ type Call struct {
 	Header  metadata.MD   // the response header, if asked for and kept
 	Trailer metadata.MD   // the response trailer, if asked for and kept
 	Reason  Reason        // how the call ended, for statistics
-	Settled int64         // when the outcome was queued for delivery, on the owner's clock
+	Settled uint32        // when the outcome was queued for delivery, as Since counts it
 }
+
+// Since returns t, a time on the owner's clock, as Claimed and Settled hold it: in whole
+// microseconds after Submitted, which is within 32 bits for any call's timeout (up to an hour
+// and more). It saturates: zero for a time before Submitted, about 71 minutes at most.
+func (c *Call) Since(t int64) uint32 {
+	return uint32(min(max(t-c.Submitted, 0)/1e3, math.MaxUint32))
+}
+
+// At returns the time on the owner's clock of us, a Claimed or Settled value: t rounded down
+// to the microsecond after Submitted, for the t that Since was given.
+func (c *Call) At(us uint32) int64 { return c.Submitted + int64(us)*1e3 }
 
 // Extra holds the request fields that most calls do not use, written with the request fields.
 // StopParent is a scheduling field, owned by the reactor goroutine.
