@@ -219,7 +219,7 @@ func (r *Reactor) reject(ops *callcore.Ops, kind callerr.Kind, msg string, cause
 	method := r.method(ops)
 	r.mu.Lock()
 	r.counts.submit(method.counters, 1)
-	r.counts.fail(method.counters, err.Code(), reason, -1)
+	r.counts.reject(method.counters, err.Code(), reason)
 	r.mu.Unlock()
 	return err
 }

@@ -113,12 +113,3 @@ func (c *callCtx) cancelWith(err error) {
 		}
 	}
 }
-
-// cutError is the error a transport context reports once the reactor has cut its call: for a
-// deadline, or for another reason.
-func cutError(deadline bool) error {
-	if deadline {
-		return context.DeadlineExceeded
-	}
-	return context.Canceled
-}

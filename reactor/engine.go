@@ -195,6 +195,7 @@ func (e *engine) countOne(m *methodEntry) {
 // lane reads its request any more.
 func (e *engine) laneDone(d completion) {
 	e.finished[d.inv]++
+	d.c.Settled = d.c.Since(e.nowNs) // its outcome goes to Tick now: the lane's transport call is over
 	e.settled = append(e.settled, d.c)
 }
 
@@ -344,18 +345,17 @@ func (e *engine) take(c *callcore.Call, gen uint32, forDeadline bool) (taken, se
 	if e.drop(c, gen) {
 		return true, false
 	}
-	cause := cutError(forDeadline)
 	if mutation == "skip-claim-cas" && c.Unsettled(gen) {
 		// The bug: the reactor takes a running call without its compare-and-swap, so the
 		// lane may settle it too.
-		c.CancelTransport(cause)
+		c.CancelTransport(forDeadline)
 		return true, true
 	}
-	if !c.Cut(gen, forDeadline) {
+	if !c.Move(gen, callcore.Running, callcore.Cut) {
 		return false, false // settled already, by a lane or by the reactor, or a later use
 	}
 	if mutation != "no-cancel-transport" {
-		c.CancelTransport(cause)
+		c.CancelTransport(forDeadline)
 	}
 	return true, true
 }
@@ -376,6 +376,9 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 	c.Err = err
 	c.Reason = reason
 	if !sent || mutation == "deliver-cut" {
+		// A call accepted in this turn may have been submitted after the turn read the clock:
+		// Since counts that as no time.
+		c.Settled = c.Since(e.nowNs)
 		e.settled = append(e.settled, c)
 	}
 }
@@ -444,6 +447,7 @@ func (e *engine) finish() {
 	r := e.r
 	e.timer.Stop()
 	_, done := r.in.close()
+	e.nowNs = r.now() // the settle time of the calls below
 	// The lanes' last reports: calls they finished with after the reactor cut them.
 	for _, d := range done {
 		e.laneDone(d)

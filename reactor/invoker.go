@@ -132,6 +132,7 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 	if err != nil {
 		c.Reason = reasonOf(err)
 	}
+	c.Settled = c.Since(r.now()) // the end of Stats.Transport's phase, the start of TickWait's
 	r.out.push(c)
 	r.wakeHost()
 }
@@ -141,18 +142,20 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 // record is read only once claimed: until then it may be freed and reused. The context's
 // cancel function is published after the claim; if the reactor cut the call in between,
 // claim cancels the context itself. A claimed call moves from the Queued gauge to InFlight
-// and its invoker's load.
+// and its invoker's load. The claim's time ends the call's Stats.QueueWait.
 func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callCtx {
 	if !c.Move(gen, callcore.Unclaimed, callcore.Running) {
 		return nil
 	}
+	now := r.now()
+	c.Claimed = c.Since(now)
 	load.Add(1)
 	r.inFlight.Add(1)
 	r.queued.Add(-1)
 	// The native deadline is on the system clock; with a manual clock it is the time left.
 	deadline := r.timeAt(c.Deadline)
 	if !r.system {
-		deadline = time.Now().Add(deadline.Sub(r.clock.Now()))
+		deadline = time.Now().Add(time.Duration(c.Deadline - now))
 	}
 	// The request metadata is a value of the parent, so that gRPC gets the call's own context,
 	// to which the contexts it derives attach without a goroutine; and so, with a clock other
@@ -169,8 +172,8 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 		parent = memconn.WithDeadline(orBackground(parent), memconn.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
 	}
 	ctx := newCallCtx(parent, deadline)
-	if c.SetCancel(gen, &ctx.cancel) {
-		ctx.cancel(cutError(c.CutForDeadline()))
+	if err := c.SetCancel(&ctx.cancel); err != nil { // cut meanwhile
+		ctx.cancel(err)
 	}
 	return ctx
 }

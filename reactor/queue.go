@@ -124,10 +124,45 @@ func (q *inbox) close() ([]event, []completion) {
 
 // outbox is the queue of settled calls waiting for Tick. Every push is followed by a wake-up
 // of the host (wakeHost, or Ready directly at shutdown).
+//
+// For Stats.OldestUndelivered it keeps, readable from any goroutine, the settle time of the
+// first call in calls (first) and of the first call not yet delivered of the batch Tick took
+// (taken). A push writes first only into an empty queue, swap moves it to taken, and Tick
+// updates taken once at its end: none of them pays more than one atomic store for it.
 type outbox struct {
 	mu    sync.Mutex
 	calls []*callcore.Call
 	n     atomic.Int32 // len(calls), readable without the lock
+	first waitingSince // calls[0].Settled, written under mu
+	taken waitingSince // written by swap and by the Tick goroutine
+}
+
+// waitingSince holds the settle time of a call waiting for Tick, or nothing (its zero value).
+type waitingSince struct{ v atomic.Int64 } // the settle time plus one; zero for nothing
+
+func (w *waitingSince) set(settled int64) { w.v.Store(settled + 1) }
+func (w *waitingSince) clear()            { w.v.Store(0) }
+
+// get returns the settle time held, and false if none is.
+func (w *waitingSince) get() (int64, bool) {
+	v := w.v.Load()
+	return v - 1, v != 0
+}
+
+// oldest returns the settle time of the oldest call waiting for Tick, in the queue or in the
+// batch Tick took from it, and false if none waits. Safe from any goroutine. It reads first
+// before taken, the order in which swap moves the time from one to the other, so that a swap
+// in between cannot hide a call from it.
+func (q *outbox) oldest() (int64, bool) {
+	f, okf := q.first.get()
+	t, okt := q.taken.get()
+	switch {
+	case okf && okt:
+		return min(f, t), true
+	case okt:
+		return t, true
+	}
+	return f, okf
 }
 
 // tryLock takes the lock if it can within a few attempts: an append holds it only for one
@@ -150,6 +185,9 @@ func (q *outbox) push(cs ...*callcore.Call) {
 	for len(cs) > 0 {
 		k := min(len(cs), outboxChunk)
 		q.mu.Lock()
+		if len(q.calls) == 0 {
+			q.first.set(cs[0].At(cs[0].Settled))
+		}
 		q.calls = append(q.calls, cs[:k]...)
 		q.n.Store(int32(len(q.calls)))
 		q.mu.Unlock()
@@ -170,6 +208,8 @@ func (q *outbox) swap(spare []*callcore.Call, wait bool) ([]*callcore.Call, bool
 	out := q.calls
 	q.calls = spare[:0]
 	q.n.Store(0)
+	q.taken.v.Store(q.first.v.Load()) // before first is cleared: see oldest
+	q.first.clear()
 	q.mu.Unlock()
 	return out, true
 }

@@ -597,6 +597,10 @@ func (w *simWorld) check() {
 	}
 	r.mu.Lock()
 	sub, ok, failed, pending := r.counts.submitted, r.counts.succeeded, r.counts.failedTotal, r.counts.pending
+	neverSent, last := r.counts.neverSent, phases{}
+	if n := r.latency.n; n > 0 {
+		last = r.latency.ring[(r.latency.next+latencyWindowSize-1)%latencyWindowSize]
+	}
 	r.mu.Unlock()
 	if sub != ok+failed+uint64(pending) || pending < 0 {
 		w.fail("Stats: Submitted %d ≠ Succeeded %d + Failed %d + Pending %d", sub, ok, failed, pending)
@@ -605,6 +609,18 @@ func (w *simWorld) check() {
 		if n, admitted := r.owned.len(), r.admitted.Load(); int64(n) > admitted {
 			w.fail("%d requests owned by calls, but only %d calls admitted", n, admitted)
 		}
+	}
+	if neverSent > failed {
+		w.fail("Stats: NeverSent %d > Failed %d", neverSent, failed)
+	}
+	if last.queue < 0 || last.tickWait < 0 || last.transport < -1 {
+		w.fail("the latest delivery's phases are negative: %+v", last)
+	}
+	// Between steps no Tick is in progress: the gauge holds a time exactly when a settled
+	// call waits for Tick, in the outbox or in the batch in hand.
+	_, gauge := r.out.oldest()
+	if waiting := r.out.n.Load() > 0 || r.head < len(r.delivery); gauge != waiting {
+		w.fail("OldestUndelivered: a settled call waits for Tick: %v; the gauge holds a time: %v", waiting, gauge)
 	}
 }
 
@@ -634,6 +650,15 @@ func (w *simWorld) checkClosed() {
 	}
 	if s.Submitted != uint64(len(w.calls)) {
 		w.fail("after Close, Stats counts %d calls submitted, the game submitted %d", s.Submitted, len(w.calls))
+	}
+	var neverStarted uint64
+	for _, c := range w.calls {
+		if c.starts == 0 {
+			neverStarted++
+		}
+	}
+	if s.NeverSent != neverStarted {
+		w.fail("after Close, Stats counts %d calls never sent, no lane started %d", s.NeverSent, neverStarted)
 	}
 	for _, sl := range w.lanes {
 		if sl.busy {

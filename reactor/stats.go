@@ -13,7 +13,7 @@ import (
 )
 
 // Stats is a snapshot of a reactor. Submitted = Succeeded + Σ Failed + Pending holds in
-// every snapshot; TimedOut, Overloaded, Cancelled and Closed count parts of Failed.
+// every snapshot; TimedOut, Overloaded, Cancelled, Closed and NeverSent count parts of Failed.
 //
 // An admitted call counts in Submitted and Pending once the reactor goroutine has taken it,
 // in the turn after Call returns (microseconds later, unless that goroutine waits for a
@@ -62,6 +62,12 @@ type Stats struct {
 	Cancelled uint64
 	// Closed counts failures with ErrClosed.
 	Closed uint64
+	// NeverSent counts the failed calls that never reached gRPC, so that gRPC's stats
+	// handlers and interceptors never saw them: calls rejected at submission (overloaded,
+	// invalid, too large, reactor closed), and calls prpc settled before any lane took them
+	// (their deadline passed, or they were cancelled or cut off by Close, while they waited
+	// for a lane). A call a lane took counts as sent, even if encoding its request failed.
+	NeverSent uint64
 
 	// Drained counts the calls whose callbacks Shutdown ran while it drained the reactor,
 	// before closing it. A host that drains by ticking until Idle (package loop does) counts
@@ -72,8 +78,24 @@ type Stats struct {
 	CutOff uint64
 
 	// Latency is the time from submission to delivery by Tick of the most recent admitted
-	// calls (up to 1024 of them). It includes the wait for Tick.
+	// calls (up to 1024 of them). It includes the wait for Tick. QueueWait, Transport and
+	// TickWait split each of these calls' latency in three, one after the other, so that a
+	// slow backend (Transport) can be told from busy lanes (QueueWait) and from a host that
+	// ticks too rarely (TickWait). The split falls on the microsecond.
 	Latency Latency
+	// QueueWait is the time from submission until a lane took the call, or until prpc
+	// settled it if no lane did (a deadline, a cancel or Close while it waited).
+	QueueWait Latency
+	// Transport is the time from a lane taking the call until its outcome was queued for
+	// Tick: the transport call, or, for a call timed out or cancelled meanwhile, until the
+	// lane's transport call returned. Calls no lane took have no sample here.
+	Transport Latency
+	// TickWait is the time from the outcome's queuing for Tick until Tick delivered it.
+	TickWait Latency
+	// OldestUndelivered is how long the oldest admitted call whose outcome waits for Tick
+	// has waited, at the snapshot: zero when none waits. It grows while the host does not
+	// tick; the calls a Tick in progress delivers count as waiting until it returns.
+	OldestUndelivered time.Duration
 
 	// Methods breaks the counters and latencies down by method path.
 	Methods map[string]MethodStats
@@ -105,8 +127,12 @@ type MethodStats struct {
 	Succeeded uint64
 	// Failed counts the method's failed calls by gRPC code, as Stats.Failed does.
 	Failed map[codes.Code]uint64
-	// Latency covers the method's most recent admitted calls, up to 1024.
-	Latency Latency
+	// NeverSent counts the method's failed calls that never reached gRPC, as
+	// Stats.NeverSent does.
+	NeverSent uint64
+	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
+	// Transport and TickWait split it as Stats' do.
+	Latency, QueueWait, Transport, TickWait Latency
 }
 
 // InvokerStats describes one invoker.
@@ -144,7 +170,7 @@ func (s InvokerState) String() string {
 	return "invalid"
 }
 
-// latencyWindowSize is the number of recent calls Stats.Latency covers.
+// latencyWindowSize is the number of recent calls Stats.Latency and its parts cover.
 const latencyWindowSize = 1024
 
 // Latency holds percentiles of recent latencies, by nearest rank: Pq is the smallest sample
@@ -164,13 +190,14 @@ type counters struct {
 	failed                                       map[codes.Code]uint64
 	failedTotal                                  uint64 // the sum of failed
 	timedOut, overloaded, cancelled, closedCalls uint64
+	neverSent                                    uint64
 }
 
 // methodCounters are the counters of one method.
 type methodCounters struct {
-	submitted, succeeded uint64
-	failed               map[codes.Code]uint64
-	latency              latencyWindow
+	submitted, succeeded, neverSent uint64
+	failed                          map[codes.Code]uint64
+	latency                         latencyWindow
 }
 
 func newMethodCounters() *methodCounters {
@@ -184,19 +211,27 @@ func (c *counters) submit(m *methodCounters, n uint64) {
 }
 
 // succeed counts a delivered success of the method whose counters are m.
-func (c *counters) succeed(m *methodCounters, latency time.Duration) {
+func (c *counters) succeed(m *methodCounters) {
 	c.succeeded++
 	m.succeeded++
-	m.latency.add(latency)
 }
 
-// fail counts a failure of the method whose counters are m: at rejection, or at delivery
-// (with its latency, which rejections do not have: pass a negative one).
-func (c *counters) fail(m *methodCounters, code codes.Code, reason callcore.Reason, latency time.Duration) {
+// reject counts a call of the method whose counters are m rejected at submission: a failure
+// that never reached gRPC.
+func (c *counters) reject(m *methodCounters, code codes.Code, reason callcore.Reason) {
+	c.fail(m, code, reason)
+	c.notSent(m)
+}
+
+// notSent counts a failed call of the method whose counters are m that never reached gRPC.
+func (c *counters) notSent(m *methodCounters) {
+	c.neverSent++
+	m.neverSent++
+}
+
+// fail counts a failure of the method whose counters are m, at rejection or at delivery.
+func (c *counters) fail(m *methodCounters, code codes.Code, reason callcore.Reason) {
 	m.failed[code]++
-	if latency >= 0 {
-		m.latency.add(latency)
-	}
 	c.failed[code]++
 	c.failedTotal++
 	switch reason {
@@ -213,19 +248,68 @@ func (c *counters) fail(m *methodCounters, code codes.Code, reason callcore.Reas
 
 func errCode(err error) codes.Code { return status.Code(err) }
 
-// latencyWindow is a ring of the most recent latencies.
+// phases are the parts of one delivered call's latency, which add up to it: queue, from
+// submission until a lane claimed the call, or until it settled if none did; transport, from
+// the claim until the outcome was queued for Tick, or negative if no lane claimed the call;
+// tickWait, from then until Tick delivered it.
+type phases struct{ queue, transport, tickWait time.Duration }
+
+// phasesOf returns the phases of c, an admitted call delivered at at, and whether a lane
+// claimed it, that is, whether it reached gRPC: a call the reactor settled while no lane had
+// claimed it (callcore.Dropped) never did.
+//
+// The record keeps the claim and settle times to the microsecond (callcore.Call.Since), so
+// the phases split the latency at those times rounded down; they add up to it exactly.
+func phasesOf(c *callcore.Call, at int64) (p phases, sent bool) {
+	settled := c.At(c.Settled)
+	// Tick's clock reading for a delivery may precede, by a hair, the settling of a call a
+	// lane queued while Tick started: the call waited for nothing, not for less than that.
+	at = max(at, settled)
+	p.tickWait = time.Duration(at - settled)
+	if claim, _ := c.Claim(c.Gen()); claim == callcore.Dropped {
+		p.queue, p.transport = time.Duration(settled-c.Submitted), -1
+		return p, false
+	}
+	claimed := c.At(c.Claimed)
+	p.queue, p.transport = time.Duration(claimed-c.Submitted), time.Duration(settled-claimed)
+	return p, true
+}
+
+// total returns the call's latency, from submission to delivery.
+func (p phases) total() time.Duration { return p.queue + max(p.transport, 0) + p.tickWait }
+
+// latencyWindow is a ring of the phases of the most recent delivered calls: each costs 24
+// bytes, so a window takes 24 KiB.
 type latencyWindow struct {
-	ring [latencyWindowSize]time.Duration
+	ring [latencyWindowSize]phases
 	n    int // samples written, saturating at latencyWindowSize
 	next int
 }
 
-func (w *latencyWindow) add(d time.Duration) {
+func (w *latencyWindow) add(d phases) {
 	w.ring[w.next] = d
 	w.next = (w.next + 1) % latencyWindowSize
 	if w.n < latencyWindowSize {
 		w.n++
 	}
+}
+
+// latencies are the summaries of a window of phases: the whole latency and its three parts.
+type latencies struct{ whole, queue, transport, tickWait Latency }
+
+// summarizePhases summarizes the phases of a window.
+func summarizePhases(ps []phases) latencies {
+	whole := make([]time.Duration, len(ps))
+	queue := make([]time.Duration, len(ps))
+	tickWait := make([]time.Duration, len(ps))
+	transport := make([]time.Duration, 0, len(ps))
+	for i, p := range ps {
+		whole[i], queue[i], tickWait[i] = p.total(), p.queue, p.tickWait
+		if p.transport >= 0 {
+			transport = append(transport, p.transport)
+		}
+	}
+	return latencies{summarize(whole), summarize(queue), summarize(transport), summarize(tickWait)}
 }
 
 // summarize returns the percentiles of samples, sorting them in place.
@@ -241,9 +325,9 @@ func summarize(s []time.Duration) Latency {
 // Stats returns a snapshot. It is safe from any goroutine and never waits for the reactor
 // goroutine or the lanes. It copies the counters and latency windows under the lock that
 // counts calls (taken by the reactor goroutine once a turn, by Tick for each delivery and by
-// Call for a rejection), then sorts the windows outside it: a snapshot sorts up to
-// 1024 latencies for the reactor and as many for each method, and allocates, so it suits
-// monitoring, not a per-call path.
+// Call for a rejection), then sorts the windows outside it: a snapshot sorts four times up to
+// 1024 latencies (the whole and its three parts) for the reactor and as many for each method,
+// and allocates, so it suits monitoring, not a per-call path.
 func (r *Reactor) Stats() Stats {
 	r.mu.Lock()
 	s := Stats{
@@ -255,6 +339,7 @@ func (r *Reactor) Stats() Stats {
 		Overloaded: r.counts.overloaded,
 		Cancelled:  r.counts.cancelled,
 		Closed:     r.counts.closedCalls,
+		NeverSent:  r.counts.neverSent,
 		Drained:    r.drained.Load(),
 		CutOff:     r.cutOff.Load(),
 	}
@@ -264,13 +349,13 @@ func (r *Reactor) Stats() Stats {
 	}
 	type methodSamples struct {
 		path    string
-		samples []time.Duration
+		samples []phases
 	}
 	perMethod := make([]methodSamples, 0, len(r.byPath))
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
 	for path, e := range r.byPath {
 		m := e.counters
-		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, Failed: make(map[codes.Code]uint64, len(m.failed))}
+		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Failed: make(map[codes.Code]uint64, len(m.failed))}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
 		}
@@ -278,11 +363,16 @@ func (r *Reactor) Stats() Stats {
 		perMethod = append(perMethod, methodSamples{path, slices.Clone(m.latency.ring[:m.latency.n])})
 	}
 	r.mu.Unlock()
-	s.Latency = summarize(samples)
+	l := summarizePhases(samples)
+	s.Latency, s.QueueWait, s.Transport, s.TickWait = l.whole, l.queue, l.transport, l.tickWait
 	for _, m := range perMethod {
 		ms := s.Methods[m.path]
-		ms.Latency = summarize(m.samples)
+		l := summarizePhases(m.samples)
+		ms.Latency, ms.QueueWait, ms.Transport, ms.TickWait = l.whole, l.queue, l.transport, l.tickWait
 		s.Methods[m.path] = ms
+	}
+	if settled, ok := r.out.oldest(); ok {
+		s.OldestUndelivered = max(time.Duration(r.now()-settled), 0)
 	}
 	var states map[string]connectivity.State
 	if r.subconns != nil {

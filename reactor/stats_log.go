@@ -15,13 +15,16 @@ var _ slog.LogValuer = Stats{}
 //
 //	stats.pending=3 stats.queued=0 stats.in_flight=3 stats.submitted=120 stats.succeeded=110
 //	stats.failed.total=7 stats.failed.DeadlineExceeded=2 stats.failed.Unavailable=5
-//	stats.timed_out=2 stats.overloaded=0 stats.cancelled=0 stats.closed=0
-//	stats.latency.p50=1.2ms stats.latency.p99=8ms stats.state=READY
+//	stats.timed_out=2 stats.overloaded=0 stats.cancelled=0 stats.closed=0 stats.never_sent=0
+//	stats.latency.p50=1.2ms stats.latency.p99=8ms stats.latency.queue_wait_p99=0s
+//	stats.latency.transport_p99=7ms stats.latency.tick_wait_p99=1ms
+//	stats.oldest_undelivered=0s stats.state=READY
 //
 // failed holds the total of Failed and, for each code with failures, its count under the
-// code's name (codes.Code.String), in code order. state is the connectivity state, left out
+// code's name (codes.Code.String), in code order. latency holds Latency's P50 and P99 and the
+// P99 of QueueWait, Transport and TickWait. state is the connectivity state, left out
 // when StateKnown is false. drained and cut_off, the shutdown's figures, follow only when they
-// are not zero. The breakdowns by invoker, method and backend, Latency's other
+// are not zero. The breakdowns by invoker, method and backend, the percentiles' other
 // figures and LastConnError are not logged: log those fields where they are wanted.
 func (s Stats) LogValue() slog.Value {
 	failing := make([]codes.Code, 0, len(s.Failed))
@@ -49,7 +52,11 @@ func (s Stats) LogValue() slog.Value {
 		slog.Uint64("overloaded", s.Overloaded),
 		slog.Uint64("cancelled", s.Cancelled),
 		slog.Uint64("closed", s.Closed),
-		slog.Group("latency", slog.Duration("p50", s.Latency.P50), slog.Duration("p99", s.Latency.P99)),
+		slog.Uint64("never_sent", s.NeverSent),
+		slog.Group("latency", slog.Duration("p50", s.Latency.P50), slog.Duration("p99", s.Latency.P99),
+			slog.Duration("queue_wait_p99", s.QueueWait.P99), slog.Duration("transport_p99", s.Transport.P99),
+			slog.Duration("tick_wait_p99", s.TickWait.P99)),
+		slog.Duration("oldest_undelivered", s.OldestUndelivered),
 	}
 	if s.StateKnown {
 		attrs = append(attrs, slog.String("state", s.State.String()))

@@ -130,6 +130,10 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	remaining := end - r.head + fresh + r.hostq.waiting()
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
+		r.out.taken.clear()
+	} else {
+		c := r.delivery[r.head]
+		r.out.taken.set(c.At(c.Settled))
 	}
 	// Leftovers need a wake-up, unless a completion during this Tick already sent one (that
 	// one stands for the leftovers too, so OnReady still runs at most once between drains),
@@ -164,15 +168,19 @@ func (h *host) Delivered(c *callcore.Call) {
 	}
 	r := h.r
 	method := r.method(c.Ops)
-	latency := time.Duration(r.deliveredAt - c.Submitted)
+	p, sent := phasesOf(c, r.deliveredAt)
 	r.mu.Lock()
 	r.counts.pending--
 	if c.Err == nil {
-		r.counts.succeed(method.counters, latency)
+		r.counts.succeed(method.counters)
 	} else {
-		r.counts.fail(method.counters, errCode(c.Err), c.Reason, latency)
+		r.counts.fail(method.counters, errCode(c.Err), c.Reason)
+		if !sent {
+			r.counts.notSent(method.counters)
+		}
 	}
-	r.latency.add(latency)
+	method.counters.latency.add(p)
+	r.latency.add(p)
 	r.mu.Unlock()
 	if mutation != "leak-admission" || c.Err == nil {
 		r.admitted.Add(-1)

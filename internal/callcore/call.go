@@ -25,6 +25,7 @@ package callcore
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -159,13 +160,13 @@ type Call struct {
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
 
-	// Scheduling fields: owned by the reactor goroutine, but for the claim and Ctx.
+	// Scheduling fields: owned by the reactor goroutine, but for the claim, Claimed and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
 	InHeap bool // counted among the owner's unsettled calls in its deadline heap
-	// cutForDeadline says that the reactor cut the call for its deadline, or its parent
-	// context's: written by the reactor goroutine just before it moves the call to Cut, read
-	// once the call is Cut. (Beside the bools above, it takes no room of its own.)
-	cutForDeadline atomic.Bool
+	// Claimed is when a lane claimed the use (moved it to Running), as Since counts it:
+	// written by that lane right after the claim, read once the call is delivered; zero if
+	// no lane claimed it (the claim tells that apart). It fills what would be padding.
+	Claimed uint32
 	// state holds the generation of the use in its upper 32 bits and the claim in its lower
 	// ones. The claim says who owns the transport side of the use, and who settled it. It
 	// starts Unclaimed. An invoker lane that takes the call from the ready queue moves it to
@@ -174,11 +175,11 @@ type Call struct {
 	// Running). Each step is a compare-and-swap and the first wins, so a use is sent at most
 	// once, never after it settled, and settled exactly once.
 	state atomic.Uint64
-	// cancel cancels the context of the transport call with the error it then reports:
-	// published by the lane after it claims the call, read by the reactor once it has moved
-	// the call from Running to Cut. Whichever of the two sees the other's step second calls
-	// it, with context.DeadlineExceeded if cutForDeadline is set and context.Canceled
-	// otherwise.
+	// cancel cancels the context of the transport call with the error it then reports: the
+	// lane that claimed the call publishes it (SetCancel), and the reactor calls it once it
+	// has cut the call (CancelTransport). If the reactor cuts the call first, it leaves a mark
+	// here instead (deadlineMark or cancelMark), which tells the lane to cancel the call
+	// itself, and with which error.
 	cancel atomic.Pointer[func(error)]
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
@@ -187,7 +188,19 @@ type Call struct {
 	Header  metadata.MD   // the response header, if asked for and kept
 	Trailer metadata.MD   // the response trailer, if asked for and kept
 	Reason  Reason        // how the call ended, for statistics
+	Settled uint32        // when the outcome was queued for delivery, as Since counts it
 }
+
+// Since returns t, a time on the owner's clock, as Claimed and Settled hold it: in whole
+// microseconds after Submitted, which is within 32 bits for any call's timeout (up to an hour
+// and more). It saturates: zero for a time before Submitted, about 71 minutes at most.
+func (c *Call) Since(t int64) uint32 {
+	return uint32(min(max(t-c.Submitted, 0)/1e3, math.MaxUint32))
+}
+
+// At returns the time on the owner's clock of us, a Claimed or Settled value: t rounded down
+// to the microsecond after Submitted, for the t that Since was given.
+func (c *Call) At(us uint32) int64 { return c.Submitted + int64(us)*1e3 }
 
 // Extra holds the request fields that most calls do not use, written with the request fields.
 // StopParent is a scheduling field, owned by the reactor goroutine.
@@ -231,41 +244,54 @@ func (c *Call) Unsettled(gen uint32) bool {
 func (c *Call) Recycle() {
 	gen := c.Gen() + 1
 	c.Ops, c.Target, c.Req, c.Extra = nil, nil, nil, nil
-	c.Submitted, c.Deadline = 0, 0
+	c.Submitted, c.Deadline, c.Claimed, c.Settled = 0, 0, 0, 0
 	c.WaitForReady, c.Metadata, c.Queued, c.InHeap = false, false, false, false
 	c.Value, c.Err, c.Header, c.Trailer, c.Reason = nil, nil, nil, nil, ReasonNone
 	c.cancel.Store(nil)
-	c.cutForDeadline.Store(false)
 	c.state.Store(pack(gen, Unclaimed)) // last: whoever sees the new generation sees a clean record
 }
 
-// Cut moves a Running use gen to Cut for the reactor, recording whether it was cut for a
-// deadline (its own or its parent context's), and reports whether it did.
-func (c *Call) Cut(gen uint32, forDeadline bool) bool {
-	// Written before the move, so that whoever sees Cut sees it. A move that fails leaves
-	// it for the next cut, which writes it again first.
-	c.cutForDeadline.Store(forDeadline)
-	return c.Move(gen, Running, Cut)
-}
-
-// CutForDeadline reports whether the reactor cut the use for a deadline; it is meaningful
-// once the use is Cut.
-func (c *Call) CutForDeadline() bool { return c.cutForDeadline.Load() }
-
-// SetCancel publishes the cancel function of the transport call of a use a lane has claimed,
-// and reports whether the use was cut meanwhile, in which case the lane cancels it itself.
-func (c *Call) SetCancel(gen uint32, cancel *func(error)) (cut bool) {
-	c.cancel.Store(cancel)
-	claim, _ := c.Claim(gen)
-	return claim == Cut
-}
-
-// CancelTransport cancels the transport call of a use the reactor has cut with err, if its
-// lane has published its cancel function; otherwise the lane cancels it on publishing.
-func (c *Call) CancelTransport(err error) {
-	if f := c.cancel.Load(); f != nil {
-		(*f)(err)
+// SetCancel publishes the cancel function of the transport call of a use a lane has claimed.
+// If the reactor cut the use first, it publishes nothing and returns the error to cancel the
+// call with (CutError); otherwise it returns nil.
+func (c *Call) SetCancel(cancel *func(error)) (cutErr error) {
+	if c.cancel.CompareAndSwap(nil, cancel) {
+		return nil
 	}
+	return CutError(c.cancel.Load() == &deadlineMark)
+}
+
+// CancelTransport cancels the transport call of a use the reactor has cut, with CutError of
+// forDeadline, if its lane has published its cancel function; otherwise it leaves a mark for
+// the lane, which cancels the call itself on publishing.
+func (c *Call) CancelTransport(forDeadline bool) {
+	mark := &cancelMark
+	if forDeadline {
+		mark = &deadlineMark
+	}
+	for {
+		if f := c.cancel.Load(); f != nil {
+			(*f)(CutError(forDeadline))
+			return
+		}
+		if c.cancel.CompareAndSwap(nil, mark) {
+			return
+		}
+	}
+}
+
+// The marks CancelTransport leaves for a lane that has not published its cancel function:
+// never called, only compared.
+var deadlineMark, cancelMark func(error)
+
+// CutError is the error a transport call's context reports once the reactor has cut the
+// call: context.DeadlineExceeded for the call's deadline or its parent context's
+// (forDeadline), context.Canceled for anything else.
+func CutError(forDeadline bool) error {
+	if forDeadline {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
 }
 
 // Parent returns the call's parent context, or nil.
