@@ -29,7 +29,7 @@ import (
 // goroutine is the one that delivers. Close never waits on a hook of the host: if OnReady is
 // still running (blocked, say, on a host queue that only the goroutine now inside Close
 // drains), Close waits for it only until ctx is done (for a ctx without deadline, at most
-// MaxTimeout) and then returns an error matching ErrOnReadyBlocked; the goroutine that called
+// MaxTimeout) and then returns an error matching ErrHookBlocked; the goroutine that called
 // OnReady exits as soon as OnReady returns, and is the only one left behind.
 //
 // Close returns nil, or an error that wraps ctx.Err() and says how many calls it cut off
@@ -103,7 +103,7 @@ func (r *Reactor) drainAll() {
 }
 
 // closeError is Close's error when it cut calls off or OnReady was still running when it
-// returned: it wraps the context's error, and matches ErrOnReadyBlocked in the second case.
+// returned: it wraps the context's error, and matches ErrHookBlocked in the second case.
 type closeError struct {
 	cutOff         uint64
 	onReadyBlocked bool
@@ -132,5 +132,5 @@ func (e *closeError) Error() string {
 
 func (e *closeError) Unwrap() error { return e.ctxErr }
 
-// Is matches ErrOnReadyBlocked if OnReady was still running.
-func (e *closeError) Is(target error) bool { return target == ErrOnReadyBlocked && e.onReadyBlocked }
+// Is matches ErrHookBlocked if a hook of the host was still running.
+func (e *closeError) Is(target error) bool { return target == ErrHookBlocked && e.onReadyBlocked }

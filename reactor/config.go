@@ -192,7 +192,7 @@ type Config struct {
 	// after it, never a call: lanes, deadlines and cancels go on without it. Once Shutdown or
 	// Close has begun, OnReady is no longer called, since they tick the reactor themselves,
 	// and both return by their context's deadline even if OnReady is stuck (their error then
-	// matches ErrOnReadyBlocked).
+	// matches ErrHookBlocked).
 	OnReady func()
 
 	// OnCallbackPanic, if set, receives the value of every panic raised by a promise

@@ -85,7 +85,7 @@ func TestCloseReturnsWhileOnReadyBlocks(t *testing.T) {
 				t.Fatalf("%s did not return within %v with OnReady blocked (its context's deadline: %v)", name, bound, timeout)
 			}
 			require.GreaterOrEqual(t, time.Since(begin), timeout, "returned before its context's deadline, with OnReady still running")
-			require.ErrorIs(t, err, reactor.ErrOnReadyBlocked)
+			require.ErrorIs(t, err, reactor.ErrHookBlocked)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.ErrorContains(t, err, "Config.OnReady had not returned")
 			if name == "Shutdown" {

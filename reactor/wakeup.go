@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// ErrOnReadyBlocked is matched (errors.Is) by the error of a Shutdown or Close that returned
-// while Config.OnReady was still running: the hook had not returned when the context was done
-// (or, for a context without a deadline, within MaxTimeout). Every call had settled and every
-// other goroutine of the reactor had exited; the one goroutine that called OnReady exits as
-// soon as OnReady returns, and calls it no more.
-var ErrOnReadyBlocked = errors.New("prpc: Config.OnReady had not returned when the reactor closed; the goroutine that called it exits once it returns")
+// ErrHookBlocked is matched (errors.Is) by the error of a Shutdown or Close that returned
+// while a goroutine of the reactor was still inside a hook of the host that had not returned
+// when the context was done (or, for a context without a deadline, within MaxTimeout):
+// Config.OnReady. Every call had settled and every other goroutine of the reactor had exited;
+// the goroutine left behind exits as soon as the hook returns, and calls no hook again. The
+// error's message names the hook.
+var ErrHookBlocked = errors.New("prpc: a hook of the host had not returned when the reactor closed")
 
 // wakeHost tells the host that settled calls are waiting for Tick, once until the next Tick
 // drains them: a value on Ready, and a call of OnReady by the notifier goroutine. It never
