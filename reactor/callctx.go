@@ -2,8 +2,9 @@ package reactor
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/trixnew/prpc/internal/donectx"
 )
 
 // callCtx is the context of one transport call: it carries the call's deadline for gRPC to
@@ -21,18 +22,14 @@ import (
 // parent's cancellation does not reach it directly: the reactor watches the parent (admit)
 // and cuts the call, with the parent's error, so that a call is cut in one place.
 //
-// Contexts gRPC derives from it attach through its AfterFunc method, without a goroutine, as
-// they would to a context of package context.
+// Contexts gRPC derives from it attach through its AfterFunc method (donectx.State), without
+// a goroutine, as they would to a context of package context.
 type callCtx struct {
+	donectx.State
 	parent   context.Context
 	deadline time.Time
 	picked   string
-	done     chan struct{}
-	cancel   func(error) // cancelWith, bound once: published to the call record
-
-	mu    sync.Mutex
-	err   error
-	after []func() // functions to run once done; a stopped one is nil
+	cancel   func(error) // State.End, bound once: published to the call record
 }
 
 // newCallCtx returns the context of a transport call with the given deadline, or the
@@ -43,23 +40,17 @@ func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
 	} else if d, ok := parent.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	c := &callCtx{parent: parent, deadline: deadline, done: make(chan struct{})}
-	c.cancel = c.cancelWith
+	c := &callCtx{parent: parent, deadline: deadline}
+	c.Init()
+	c.cancel = c.end
 	return c
 }
 
+// end ends c with err.
+func (c *callCtx) end(err error) { c.End(err) }
+
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-
-// Done returns a channel closed when the reactor cuts the call.
-func (c *callCtx) Done() <-chan struct{} { return c.done }
-
-// Err returns nil until the call is cut, then context.DeadlineExceeded or context.Canceled.
-func (c *callCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
 
 // Value returns the picked-backend slot for pickedKey, and the parent's values otherwise.
 func (c *callCtx) Value(key any) any {
@@ -67,49 +58,4 @@ func (c *callCtx) Value(key any) any {
 		return &c.picked
 	}
 	return c.parent.Value(key)
-}
-
-// AfterFunc arranges for f to run once c is done, as context.AfterFunc does; package context
-// calls it for every context derived from c, which so needs no goroutine. f runs on the
-// goroutine that cuts the call, or on a goroutine of its own if c is done already. stop
-// reports whether it stopped f from running.
-func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		go f()
-		return func() bool { return false }
-	}
-	i := len(c.after)
-	c.after = append(c.after, f)
-	c.mu.Unlock()
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.err != nil || c.after[i] == nil {
-			return false
-		}
-		c.after[i] = nil
-		return true
-	}
-}
-
-// cancelWith makes c done with err, unless it is done already, and runs the functions of
-// AfterFunc.
-func (c *callCtx) cancelWith(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.err = err
-	close(c.done)
-	after := c.after
-	c.after = nil
-	c.mu.Unlock()
-	for _, f := range after {
-		if f != nil {
-			f()
-		}
-	}
 }

@@ -2,9 +2,9 @@ package reactortest
 
 import (
 	"context"
-	"sync"
 	"time"
 
+	"github.com/trixnew/prpc/internal/donectx"
 	"github.com/trixnew/prpc/internal/memconn"
 )
 
@@ -19,29 +19,23 @@ import (
 // without a goroutine of their own, and they end with it, with its error. A handler gets a
 // context.WithCancel child of it, so that context.Cause finds the error too.
 type clockContext struct {
+	donectx.State
 	parent     context.Context
 	clock      *ManualClock
 	at         time.Time
-	done       chan struct{}
 	stopParent func() bool // the context.AfterFunc on parent; nil if at had passed already
-
-	mu     sync.Mutex
-	err    error
-	afters map[*afterFunc]struct{} // registered by AfterFunc and not run or stopped yet
 }
-
-// afterFunc is a func registered by clockContext.AfterFunc; a pointer tells it apart.
-type afterFunc struct{ f func() }
 
 // handlerContext returns the context of a handler whose call's deadline is at on c, derived
 // from parent, and a func that detaches it from c and from parent, to call once the handler
 // has returned. A context whose deadline is not after Now is done already.
 func (c *ManualClock) handlerContext(parent context.Context, at time.Time) (*clockContext, func()) {
-	x := &clockContext{parent: parent, clock: c, at: at, done: make(chan struct{})}
+	x := &clockContext{parent: parent, clock: c, at: at}
+	x.Init()
 	c.mu.Lock()
 	if !at.After(c.now) {
 		c.mu.Unlock()
-		x.finish(context.DeadlineExceeded)
+		x.End(context.DeadlineExceeded)
 		return x, func() {}
 	}
 	if c.expiring == nil {
@@ -64,54 +58,25 @@ func (c *ManualClock) forget(x *clockContext) {
 }
 
 // expireLocked ends, with context.DeadlineExceeded, every handler context whose deadline is
-// at or before target. The funcs they run (see clockContext.AfterFunc) are package context's
+// at or before target. The funcs they run (see donectx.State.AfterFunc) are package context's
 // cancellations, which never call the clock, so it holds the clock's mutex while they run.
 func (c *ManualClock) expireLocked(target time.Time) {
 	for x := range c.expiring {
 		if !x.at.After(target) {
 			delete(c.expiring, x)
-			x.finish(context.DeadlineExceeded)
+			x.End(context.DeadlineExceeded)
 		}
 	}
 }
 
 // cancel ends x with err, its parent's error, unless it has ended already.
 func (x *clockContext) cancel(err error) {
-	x.clock.forget(x) // first, without x.mu: the clock takes x.mu under its own mutex
-	x.finish(err)
-}
-
-// finish ends x with err unless it has ended already, and runs the funcs registered by
-// AfterFunc, on the calling goroutine and without x.mu (they call Err).
-func (x *clockContext) finish(err error) {
-	x.mu.Lock()
-	if x.err != nil {
-		x.mu.Unlock()
-		return
-	}
-	x.err = err
-	close(x.done)
-	afters := x.afters
-	x.afters = nil
-	x.mu.Unlock()
-	for a := range afters {
-		a.f()
-	}
+	x.clock.forget(x) // first: the clock ends x under its own mutex
+	x.End(err)
 }
 
 // Deadline returns the call's deadline on the ManualClock.
 func (x *clockContext) Deadline() (time.Time, bool) { return x.at, true }
-
-// Done returns a channel closed when x ends.
-func (x *clockContext) Done() <-chan struct{} { return x.done }
-
-// Err returns nil until x ends, then context.DeadlineExceeded if the clock reached the
-// deadline first, or the parent's error.
-func (x *clockContext) Err() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.err
-}
 
 // Value returns the parent's values, except the call's deadline on the reactor's clock,
 // which is not the deadline of calls the handler makes.
@@ -120,31 +85,6 @@ func (x *clockContext) Value(key any) any {
 		return nil
 	}
 	return x.parent.Value(key)
-}
-
-// AfterFunc arranges for f to run once x ends, and returns a func that stops it, reporting
-// whether it did. It is the method by which package context attaches a context derived from
-// x without a goroutine: f runs on the goroutine that ends x, or on a goroutine of its own if
-// x has ended already (package context calls AfterFunc with a mutex held that f takes).
-func (x *clockContext) AfterFunc(f func()) func() bool {
-	a := &afterFunc{f: f}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.err != nil {
-		go f()
-		return func() bool { return false }
-	}
-	if x.afters == nil {
-		x.afters = make(map[*afterFunc]struct{})
-	}
-	x.afters[a] = struct{}{}
-	return func() bool {
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		_, pending := x.afters[a]
-		delete(x.afters, a)
-		return pending
-	}
 }
 
 // String describes x, as package context's contexts describe themselves.
