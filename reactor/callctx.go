@@ -41,7 +41,6 @@ func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
 		deadline = d
 	}
 	c := &callCtx{parent: parent, deadline: deadline}
-	c.Init()
 	c.cancel = c.end
 	return c
 }

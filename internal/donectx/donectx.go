@@ -7,22 +7,45 @@
 // they end with its error.
 package donectx
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
-// State is the done half of a context. Its zero value is not ready: use Init.
+// State is the done half of a context. Its zero value is ready: not done. It allocates its
+// Done channel only when Done is first called, and nothing for the first function
+// registered with AfterFunc, as package context's own contexts.
 type State struct {
-	done chan struct{}
+	done atomic.Pointer[chan struct{}] // made by the first Done, or closedChan by End
 
-	mu    sync.Mutex
-	err   error
-	after []func() // run once done; a stopped one is nil
+	mu        sync.Mutex
+	err       error
+	first     func()   // the first function of AfterFunc, until stopped or run
+	firstUsed bool     // first has been given out: later functions go to more
+	more      []func() // the others; a stopped one is nil
 }
 
-// Init makes s ready: not done.
-func (s *State) Init() { s.done = make(chan struct{}) }
+// closedChan is the Done channel of a State that ended before anyone asked for it.
+var closedChan = func() *chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return &c
+}()
 
 // Done returns a channel closed when s ends.
-func (s *State) Done() <-chan struct{} { return s.done }
+func (s *State) Done() <-chan struct{} {
+	if d := s.done.Load(); d != nil {
+		return *d
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.done.Load(); d != nil {
+		return *d
+	}
+	d := make(chan struct{})
+	s.done.Store(&d)
+	return d
+}
 
 // Err returns nil until s ends, then the error it ended with.
 func (s *State) Err() error {
@@ -37,21 +60,32 @@ func (s *State) Err() error {
 // mutex held that f takes). stop reports whether it stopped f from running.
 func (s *State) AfterFunc(f func()) (stop func() bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.err != nil {
-		s.mu.Unlock()
 		go f()
 		return func() bool { return false }
 	}
-	i := len(s.after)
-	s.after = append(s.after, f)
-	s.mu.Unlock()
+	i := -1 // the first slot
+	if s.firstUsed {
+		s.more = append(s.more, f)
+		i = len(s.more) - 1
+	} else {
+		s.first, s.firstUsed = f, true
+	}
 	return func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.err != nil || s.after[i] == nil {
-			return false
+		if s.err != nil {
+			return false // it ran
 		}
-		s.after[i] = nil
+		slot := &s.first
+		if i >= 0 {
+			slot = &s.more[i]
+		}
+		if *slot == nil {
+			return false // stopped already
+		}
+		*slot = nil
 		return true
 	}
 }
@@ -66,11 +100,18 @@ func (s *State) End(err error) bool {
 		return false
 	}
 	s.err = err
-	close(s.done)
-	after := s.after
-	s.after = nil
+	if d := s.done.Load(); d != nil {
+		close(*d)
+	} else {
+		s.done.Store(closedChan)
+	}
+	first, more := s.first, s.more
+	s.first, s.more = nil, nil
 	s.mu.Unlock()
-	for _, f := range after {
+	if first != nil {
+		first()
+	}
+	for _, f := range more {
 		if f != nil {
 			f()
 		}

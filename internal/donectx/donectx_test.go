@@ -19,11 +19,7 @@ type ctx struct {
 func (*ctx) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (*ctx) Value(any) any               { return nil }
 
-func newCtx() *ctx {
-	c := &ctx{}
-	c.Init()
-	return c
-}
+func newCtx() *ctx { return &ctx{} }
 
 func TestEndReachesDerivedContexts(t *testing.T) {
 	for _, err := range []error{context.DeadlineExceeded, context.Canceled, errors.New("other")} {
@@ -69,4 +65,22 @@ func TestAfterFuncWhenEnded(t *testing.T) {
 	stop := c.AfterFunc(func() { close(ran) })
 	<-ran // on a goroutine of its own
 	require.False(t, stop())
+}
+
+// TestManyAfterFuncs checks the functions beyond the first, stopped or not.
+func TestManyAfterFuncs(t *testing.T) {
+	c := newCtx()
+	var ran []int
+	var stops []func() bool
+	for i := range 4 {
+		stops = append(stops, c.AfterFunc(func() { ran = append(ran, i) }))
+	}
+	require.True(t, stops[0]())
+	require.True(t, stops[2]())
+	c.AfterFunc(func() { ran = append(ran, 4) }) // after a stop: a slot of its own
+	c.End(context.Canceled)
+	require.Equal(t, []int{1, 3, 4}, ran)
+	for _, stop := range stops {
+		require.False(t, stop())
+	}
 }

@@ -31,7 +31,6 @@ type clockContext struct {
 // has returned. A context whose deadline is not after Now is done already.
 func (c *ManualClock) handlerContext(parent context.Context, at time.Time) (*clockContext, func()) {
 	x := &clockContext{parent: parent, clock: c, at: at}
-	x.Init()
 	c.mu.Lock()
 	if !at.After(c.now) {
 		c.mu.Unlock()
