@@ -597,10 +597,8 @@ func (w *simWorld) check() {
 	}
 	r.mu.Lock()
 	sub, ok, failed, pending := r.counts.submitted, r.counts.succeeded, r.counts.failedTotal, r.counts.pending
-	neverSent, last := r.counts.neverSent, phases{}
-	if n := r.latency.n; n > 0 {
-		last = r.latency.ring[(r.latency.next+latencyWindowSize-1)%latencyWindowSize]
-	}
+	neverSent := r.counts.neverSent
+	last, _ := r.latency.last()
 	r.mu.Unlock()
 	if sub != ok+failed+uint64(pending) || pending < 0 {
 		w.fail("Stats: Submitted %d ≠ Succeeded %d + Failed %d + Pending %d", sub, ok, failed, pending)

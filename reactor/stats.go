@@ -278,20 +278,32 @@ func phasesOf(c *callcore.Call, at int64) (p phases, sent bool) {
 // total returns the call's latency, from submission to delivery.
 func (p phases) total() time.Duration { return p.queue + max(p.transport, 0) + p.tickWait }
 
-// latencyWindow is a ring of the phases of the most recent delivered calls: each costs 24
-// bytes, so a window takes 24 KiB.
+// latencyWindow is a ring of the phases of the most recent delivered calls, each 24 bytes: it
+// grows with the calls delivered, up to latencyWindowSize of them (24 KiB), so that a method
+// called a few times holds a few samples, not a full window.
 type latencyWindow struct {
-	ring [latencyWindowSize]phases
-	n    int // samples written, saturating at latencyWindowSize
-	next int
+	ring []phases // the samples, len ≤ latencyWindowSize
+	next int      // where the next sample goes, once ring is full
 }
 
 func (w *latencyWindow) add(d phases) {
+	if len(w.ring) < latencyWindowSize {
+		w.ring = append(w.ring, d)
+		return
+	}
 	w.ring[w.next] = d
 	w.next = (w.next + 1) % latencyWindowSize
-	if w.n < latencyWindowSize {
-		w.n++
+}
+
+// last returns the latest sample, if any.
+func (w *latencyWindow) last() (phases, bool) {
+	switch n := len(w.ring); {
+	case n == 0:
+		return phases{}, false
+	case n < latencyWindowSize:
+		return w.ring[n-1], true
 	}
+	return w.ring[(w.next+latencyWindowSize-1)%latencyWindowSize], true
 }
 
 // latencies are the summaries of a window of phases: the whole latency and its three parts.
@@ -343,7 +355,7 @@ func (r *Reactor) Stats() Stats {
 		Drained:    r.drained.Load(),
 		CutOff:     r.cutOff.Load(),
 	}
-	samples := slices.Clone(r.latency.ring[:r.latency.n])
+	samples := slices.Clone(r.latency.ring)
 	for code, n := range r.counts.failed {
 		s.Failed[code] = n
 	}
@@ -360,7 +372,7 @@ func (r *Reactor) Stats() Stats {
 			ms.Failed[code] = n
 		}
 		s.Methods[path] = ms
-		perMethod = append(perMethod, methodSamples{path, slices.Clone(m.latency.ring[:m.latency.n])})
+		perMethod = append(perMethod, methodSamples{path, slices.Clone(m.latency.ring)})
 	}
 	r.mu.Unlock()
 	l := summarizePhases(samples)
