@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
@@ -48,24 +49,46 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 	r.beginClose()
 	ctxDone := ctx.Done()
 	var ctxErr error
+	// giveUp fires when Close stops waiting for lanes a hook of the host holds: laneGrace
+	// after ctx is done, or, for a context without deadline, after MaxTimeout (by then every
+	// call has timed out) and laneGrace.
+	var giveUp <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.NewTimer(r.cfg.MaxTimeout + laneGrace)
+		defer t.Stop()
+		giveUp = t.C
+	}
 	for {
 		select {
 		case <-r.done:
 			r.drainAll()
 			blocked := r.notify != nil && !r.notify.join(ctx, r.cfg.MaxTimeout)
-			if blocked && ctxErr == nil {
+			if (blocked || r.stuckLanes > 0) && ctxErr == nil {
 				ctxErr = ctx.Err()
 			}
-			return r.closeResult(ctxErr, blocked)
+			return r.closeResult(ctxErr, blocked, r.stuckLanes)
 		case <-ctxDone:
 			ctxErr = ctx.Err()
 			ctxDone = nil
 			r.in.pushAbort(ctxErr)
+			t := time.NewTimer(laneGrace)
+			defer t.Stop()
+			giveUp = t.C
+		case <-giveUp:
+			giveUp = nil
+			close(r.abandon)
 		case <-r.ready:
 			r.tick(0, true)
 		}
 	}
 }
+
+// laneGrace is how long Close waits for the invoker lanes once every call has settled and its
+// context is done (or MaxTimeout has passed): a lane still running holds a call the reactor
+// cut, whose transport call returns as soon as its context is cancelled, unless a hook of the
+// host on the lane ignores the context. After it, Close delivers the calls such lanes hold
+// and leaves them behind.
+const laneGrace = 500 * time.Millisecond
 
 // beginClose stops admitting calls and asks the reactor goroutine to exit once every call
 // has settled.
@@ -83,11 +106,11 @@ func (r *Reactor) silenceHost() {
 }
 
 // closeResult is Close's result once the reactor goroutine is done: nil, or, if it cut calls
-// off or OnReady was still running (onReadyBlocked), an error that wraps ctxErr, the error of
-// the context Close gave up on.
-func (r *Reactor) closeResult(ctxErr error, onReadyBlocked bool) error {
-	if n := r.cutOff.Load(); n > 0 || onReadyBlocked {
-		return &closeError{cutOff: n, onReadyBlocked: onReadyBlocked, ctxErr: ctxErr}
+// off, OnReady was still running (onReadyBlocked) or lanes were left inside a hook of the host
+// (stuckLanes), an error that wraps ctxErr, the error of the context Close gave up on.
+func (r *Reactor) closeResult(ctxErr error, onReadyBlocked bool, stuckLanes int) error {
+	if n := r.cutOff.Load(); n > 0 || onReadyBlocked || stuckLanes > 0 {
+		return &closeError{cutOff: n, onReadyBlocked: onReadyBlocked, stuckLanes: stuckLanes, ctxErr: ctxErr}
 	}
 	return nil
 }
@@ -102,11 +125,13 @@ func (r *Reactor) drainAll() {
 	}
 }
 
-// closeError is Close's error when it cut calls off or OnReady was still running when it
-// returned: it wraps the context's error, and matches ErrHookBlocked in the second case.
+// closeError is Close's error when it cut calls off, or OnReady was still running or invoker
+// lanes had not returned from gRPC when it returned: it wraps the context's error, and matches
+// ErrHookBlocked in the last two cases.
 type closeError struct {
 	cutOff         uint64
 	onReadyBlocked bool
+	stuckLanes     int
 	ctxErr         error
 }
 
@@ -123,6 +148,15 @@ func (e *closeError) Error() string {
 		parts = append(parts, "Config.OnReady had not returned when Close did (a hook must not block); "+
 			"the goroutine that called it exits once it returns")
 	}
+	if e.stuckLanes > 0 {
+		lanes, rest := "lanes", "their calls were delivered, and each lane exits once its hook returns"
+		if e.stuckLanes == 1 {
+			lanes, rest = "lane", "its call was delivered, and the lane exits once the hook returns"
+		}
+		parts = append(parts, fmt.Sprintf("%d invoker %s had not returned from gRPC when Close did "+
+			"(an interceptor, stats handler or per-RPC credentials in Config.DialOptions, or Config.Conn, "+
+			"ignores the call's context); %s", e.stuckLanes, lanes, rest))
+	}
 	msg := "prpc: " + strings.Join(parts, "; ")
 	if e.ctxErr != nil {
 		msg += ": " + e.ctxErr.Error()
@@ -133,4 +167,6 @@ func (e *closeError) Error() string {
 func (e *closeError) Unwrap() error { return e.ctxErr }
 
 // Is matches ErrHookBlocked if a hook of the host was still running.
-func (e *closeError) Is(target error) bool { return target == ErrHookBlocked && e.onReadyBlocked }
+func (e *closeError) Is(target error) bool {
+	return target == ErrHookBlocked && (e.onReadyBlocked || e.stuckLanes > 0)
+}

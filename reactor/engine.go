@@ -48,7 +48,6 @@ func (r *Reactor) start() {
 	e := newEngine(r)
 	for inv := range r.cfg.Workers {
 		for range r.cfg.BatchSize {
-			r.lanes.Add(1)
 			go r.lane(inv)
 		}
 	}
@@ -72,11 +71,27 @@ func (e *engine) run() {
 		e.wait()
 		if e.turn() {
 			e.r.work.close() // every call left in it was dropped, its request released
-			e.r.lanes.Wait()
-			e.finish()
+			e.finish(e.waitLanes())
 			return
 		}
 	}
+}
+
+// waitLanes waits for every lane to exit, and returns 0; or, if Close gives up on them first
+// (abandon), returns how many had not exited. Every call is settled by then, so a lane that
+// runs one runs a call the reactor cut, whose context is cancelled: it returns at once, unless
+// a hook of the host on the lane ignores the context.
+func (e *engine) waitLanes() int {
+	r := e.r
+	left := r.cfg.Workers * r.cfg.BatchSize
+	for ; left > 0; left-- {
+		select {
+		case <-r.laneExit:
+		case <-r.abandon:
+			return left
+		}
+	}
+	return 0
 }
 
 // wait blocks until a submission is published, an inbox event or a lane's report arrives, or
@@ -192,9 +207,11 @@ func (e *engine) countOne(m *methodEntry) {
 
 // laneDone handles a lane's report that it has finished with d.c, which the reactor cut while
 // the lane ran it: the call's outcome, recorded when it was cut, now goes to Tick, since no
-// lane reads its request any more.
+// lane reads its request any more. It clears Queued, which dispatch set, so that a cut call
+// still Queued is one a lane has not reported (abandonLanes).
 func (e *engine) laneDone(d completion) {
 	e.finished[d.inv]++
+	d.c.Queued = false
 	d.c.Settled = d.c.Since(e.nowNs) // its outcome goes to Tick now: the lane's transport call is over
 	e.settled = append(e.settled, d.c)
 }
@@ -442,8 +459,10 @@ func (e *engine) arm() {
 }
 
 // finish, once the lanes have stopped, closes an owned connection, settles whatever raced with
-// Close, and signals that the reactor goroutine is done.
-func (e *engine) finish() {
+// Close, and signals that the reactor goroutine is done. left is how many lanes had not
+// exited when Close gave up on them (waitLanes): finish delivers the calls that those still
+// hold and waits only for the others, which hold none.
+func (e *engine) finish(left int) {
 	r := e.r
 	e.timer.Stop()
 	_, done := r.in.close()
@@ -453,6 +472,15 @@ func (e *engine) finish() {
 		e.laneDone(d)
 	}
 	e.release()
+	if left > 0 {
+		stuck := e.abandonLanes()
+		// The other lanes hold no call: they exit at once. A stuck lane whose hook returns
+		// meanwhile may exit in the place of one of them, which then exits a moment later.
+		for ; left > stuck; left-- {
+			<-r.laneExit
+		}
+		r.stuckLanes = stuck
+	}
 	// Calls admitted before Close whose submission was published after the last turn; the
 	// producers of later ones take them back and fail them themselves.
 	r.subs.close(func(pos uint64, s *submission) {
@@ -476,4 +504,56 @@ func (e *engine) finish() {
 	}
 	r.recordsMade = e.records.made
 	close(r.done)
+}
+
+// abandonLanes delivers the calls held by lanes that Close gave up on, once their reports can
+// no longer arrive (the inbox is closed): calls the reactor cut while a lane ran them (Cut)
+// whose lane never reported (still Queued: laneDone clears it). Their outcome was recorded
+// when they were cut. Each is delivered through a stand-in record (standIn), and taken off
+// the InFlight and load gauges; it returns how many there were, one per stuck lane. It scans
+// byPos, which holds every call not yet delivered, so it costs nothing until Close gives up.
+func (e *engine) abandonLanes() int {
+	r := e.r
+	// A lane counts its call in InFlight after it has written the record's Claimed, which
+	// standIn reads: this load orders the two.
+	r.inFlight.Load()
+	n := 0
+	for _, ent := range e.byPos {
+		c := ent.c
+		if c == nil {
+			continue
+		}
+		if claim, ok := c.Claim(ent.gen); !ok || claim != callcore.Cut || !c.Queued {
+			continue
+		}
+		c.Queued = false
+		e.settled = append(e.settled, e.standIn(c))
+		n++
+	}
+	if n > 0 {
+		r.inFlight.Add(-int32(n))
+		// Every other lane has taken its calls off its invoker's load; the stuck lanes never
+		// will (their report is refused), and which invoker each belongs to is not recorded.
+		for i := range r.loads {
+			r.loads[i].Store(0)
+		}
+	}
+	return n
+}
+
+// standIn returns the record through which a call that a stuck lane still holds is delivered:
+// a free one, settled (Cut), with c's request, target and outcome. c itself is never
+// delivered, so never freed and reused: the stuck lane, whose hook may still read the
+// request, reads c once its transport call returns, and nothing writes c any more.
+func (e *engine) standIn(c *callcore.Call) *callcore.Call {
+	s := e.records.get()
+	gen := s.Gen()
+	s.Ops, s.Target, s.Req, s.Extra = c.Ops, c.Target, c.Req, c.Extra
+	s.Submitted, s.Deadline, s.WaitForReady, s.Metadata = c.Submitted, c.Deadline, c.WaitForReady, c.Metadata
+	s.Claimed = c.Claimed
+	s.Value, s.Err, s.Header, s.Trailer, s.Reason = c.Value, c.Err, c.Header, c.Trailer, c.Reason
+	s.Settled = s.Since(e.nowNs)
+	s.Move(gen, callcore.Unclaimed, callcore.Running)
+	s.Move(gen, callcore.Running, callcore.Cut)
+	return s
 }

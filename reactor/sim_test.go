@@ -332,7 +332,7 @@ func (w *simWorld) closeReturns() {
 	w.inTick = true
 	r.drainAll()
 	w.inTick = false
-	w.closeErr = r.closeResult(context.DeadlineExceeded, false)
+	w.closeErr = r.closeResult(context.DeadlineExceeded, false, r.stuckLanes)
 	w.host = hostClosed
 	w.note("Close returns %v", w.closeErr)
 	w.readOutbox()

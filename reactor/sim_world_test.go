@@ -527,7 +527,7 @@ func (w *simWorld) turnStep() {
 		if w.busyLanes() > 0 || w.workQueued() {
 			return
 		}
-		e.finish()
+		e.finish(0)
 		w.engineDone = true
 		w.note("the reactor goroutine exits")
 	}
