@@ -1,9 +1,11 @@
 package reactor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/trixnew/prpc/calls"
@@ -33,14 +35,20 @@ type engine struct {
 	// settled calls are queued for Tick, so that a Stats reader who sees a call gone from
 	// InFlight can Tick and get it.
 	finished []int32
-	settled  []*callcore.Call
-	events   []event
-	done     []completion
-	timer    Timer
-	armed    bool  // the timer is set and has not been seen to fire
-	armedAt  int64 // the deadline the timer is set for, while armed
-	closing  bool
-	nowNs    int64 // r.now(), read once per turn
+	// held holds the calls the reactor cut while a lane ran them and whose lane has not
+	// reported yet (laneDone), each with the order it was cut in: their delivery waits for
+	// that report, unless Close gives up on the lanes (abandonLanes). A lane runs one call at
+	// a time, so it holds at most one call per lane.
+	held    map[*callcore.Call]uint64
+	cuts    uint64 // calls cut while a lane ran them, for held's order
+	settled []*callcore.Call
+	events  []event
+	done    []completion
+	timer   Timer
+	armed   bool  // the timer is set and has not been seen to fire
+	armedAt int64 // the deadline the timer is set for, while armed
+	closing bool
+	nowNs   int64 // r.now(), read once per turn
 }
 
 // start launches the reactor goroutine and the invoker lanes.
@@ -59,7 +67,8 @@ func (r *Reactor) start() {
 
 // newEngine returns the reactor goroutine's state, its timer stopped.
 func newEngine(r *Reactor) *engine {
-	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
+	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers),
+		held: make(map[*callcore.Call]uint64)}
 	e.records.freed = &r.freed
 	e.byPos = make([]posEntry, len(r.subs.slots))
 	e.timer.Stop()
@@ -207,11 +216,10 @@ func (e *engine) countOne(m *methodEntry) {
 
 // laneDone handles a lane's report that it has finished with d.c, which the reactor cut while
 // the lane ran it: the call's outcome, recorded when it was cut, now goes to Tick, since no
-// lane reads its request any more. It clears Queued, which dispatch set, so that a cut call
-// still Queued is one a lane has not reported (abandonLanes).
+// lane reads its request any more.
 func (e *engine) laneDone(d completion) {
 	e.finished[d.inv]++
-	d.c.Queued = false
+	delete(e.held, d.c)
 	d.c.Settled = d.c.Since(e.nowNs) // its outcome goes to Tick now: the lane's transport call is over
 	e.settled = append(e.settled, d.c)
 }
@@ -392,6 +400,10 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 	}
 	c.Err = err
 	c.Reason = reason
+	if sent {
+		e.cuts++
+		e.held[c] = e.cuts
+	}
 	if !sent || mutation == "deliver-cut" {
 		// A call accepted in this turn may have been submitted after the turn read the clock:
 		// Since counts that as no time.
@@ -507,36 +519,33 @@ func (e *engine) finish(left int) {
 }
 
 // abandonLanes delivers the calls held by lanes that Close gave up on, once their reports can
-// no longer arrive (the inbox is closed): calls the reactor cut while a lane ran them (Cut)
-// whose lane never reported (still Queued: laneDone clears it). Their outcome was recorded
-// when they were cut. Each is delivered through a stand-in record (standIn), and taken off
-// the InFlight and load gauges; it returns how many there were, one per stuck lane. It scans
-// byPos, which holds every call not yet delivered, so it costs nothing until Close gives up.
+// no longer arrive (the inbox is closed): the calls the reactor cut while a lane ran them
+// whose lane never reported (held), in the order they were cut. Their outcome was recorded
+// when they were cut. Each is delivered through a stand-in record (standIn) and taken off the
+// InFlight and load gauges. It returns how many there were, one per stuck lane.
 func (e *engine) abandonLanes() int {
+	n := len(e.held)
+	if n == 0 {
+		return 0
+	}
 	r := e.r
 	// A lane counts its call in InFlight after it has written the record's Claimed, which
 	// standIn reads: this load orders the two.
 	r.inFlight.Load()
-	n := 0
-	for _, ent := range e.byPos {
-		c := ent.c
-		if c == nil {
-			continue
-		}
-		if claim, ok := c.Claim(ent.gen); !ok || claim != callcore.Cut || !c.Queued {
-			continue
-		}
-		c.Queued = false
-		e.settled = append(e.settled, e.standIn(c))
-		n++
+	cut := make([]*callcore.Call, 0, n)
+	for c := range e.held {
+		cut = append(cut, c)
 	}
-	if n > 0 {
-		r.inFlight.Add(-int32(n))
-		// Every other lane has taken its calls off its invoker's load; the stuck lanes never
-		// will (their report is refused), and which invoker each belongs to is not recorded.
-		for i := range r.loads {
-			r.loads[i].Store(0)
-		}
+	slices.SortFunc(cut, func(a, b *callcore.Call) int { return cmp.Compare(e.held[a], e.held[b]) })
+	for _, c := range cut {
+		e.settled = append(e.settled, e.standIn(c))
+	}
+	clear(e.held)
+	r.inFlight.Add(-int32(n))
+	// Every other lane has taken its calls off its invoker's load; the stuck lanes never will
+	// (their reports are refused), and which invoker each belongs to is not recorded.
+	for i := range r.loads {
+		r.loads[i].Store(0)
 	}
 	return n
 }
