@@ -17,10 +17,11 @@ import (
 // until ctx is done, then cuts off the rest: they fail with ErrClosed wrapping ctx.Err() and
 // their transport calls are cancelled. Meanwhile it runs callbacks on the calling goroutine as
 // calls settle, and before it returns every pending callback has run, every goroutine the
-// reactor started has exited and a connection it dialled is closed. Since every call has a
-// deadline, Close with a context without deadline returns within MaxTimeout. Calls and
-// streams the program made itself through Conn are not waited for: closing a connection New
-// dialled ends those still running with codes.Canceled.
+// reactor started has exited (but one that a hook of the host holds: see below) and a
+// connection it dialled is closed. Since every call has a deadline, Close with a context
+// without deadline returns within MaxTimeout (plus the lanes' grace, if a hook holds a lane).
+// Calls and streams the program made itself through Conn are not waited for: closing a
+// connection New dialled ends those still running with codes.Canceled.
 //
 // Calls that callbacks submit while Close runs fail with ErrClosed: a final save chained from
 // the callback of a save still in flight is lost. To serve such calls, shut down with Shutdown,
@@ -31,11 +32,25 @@ import (
 // still running (blocked, say, on a host queue that only the goroutine now inside Close
 // drains), Close waits for it only until ctx is done (for a ctx without deadline, at most
 // MaxTimeout) and then returns an error matching ErrHookBlocked; the goroutine that called
-// OnReady exits as soon as OnReady returns, and is the only one left behind.
+// OnReady exits as soon as OnReady returns.
+//
+// Nor does Close wait long for a hook of the host that runs on an invoker lane and ignores
+// the call's context (an interceptor, stats handler or per-RPC credentials in
+// Config.DialOptions, or Config.Conn's Invoke). Once every call has settled and ctx is done,
+// a lane still running holds a call that Close (or its deadline) cut off, whose transport call
+// returns as soon as its context is cancelled: Close waits for such lanes half a second more
+// (for a ctx without deadline, until MaxTimeout and half a second have passed since it began).
+// It then leaves behind the lanes still inside a hook, delivers the calls they hold (with the
+// outcome they were cut off with: ErrClosed, or ErrTimeout or ErrCancelled if their deadline
+// or a cancel cut them first) and returns an error matching ErrHookBlocked that says how many lanes it left. Each exits
+// once its hook returns, and delivers nothing. Such a call is the one exception to the rule
+// that Call owns the request until the call settles: the hook may still read the request
+// after the callback has run, so the host must not modify it. Without a hook that blocks,
+// Close waits for the lanes at no extra cost.
 //
 // Close returns nil, or an error that wraps ctx.Err() and says how many calls it cut off
-// (Stats().CutOff counts them), and whether OnReady was still running. Later calls return the
-// same result (after running any callbacks queued since).
+// (Stats().CutOff counts them), whether OnReady was still running and how many lanes a hook
+// held. Later calls return the same result (after running any callbacks queued since).
 func (r *Reactor) Close(ctx context.Context) error {
 	r.enterHost("Close")
 	defer r.ticking.Store(false)

@@ -64,7 +64,9 @@ func (c *stuckConn) Invoke(ctx context.Context, method string, args, reply any, 
 // the host that ignores its context (a unary interceptor in Config.DialOptions, or
 // Config.Conn's Invoke): every call's callback runs exactly once, the stuck call's with
 // ErrClosed, the error matches ErrHookBlocked and the context's error and names the lane,
-// and once the hook returns, the lane exits without delivering anything again.
+// and once the hook returns, the lane exits without delivering anything again. With a
+// context without deadline, Close gives up on the lane after MaxTimeout and the grace, and
+// the stuck call, which timed out, gets ErrTimeout.
 func TestCloseReturnsWhileALaneIsStuckInAHook(t *testing.T) {
 	hooks := []struct {
 		name   string
@@ -81,14 +83,29 @@ func TestCloseReturnsWhileALaneIsStuckInAHook(t *testing.T) {
 			return nil, reactor.Config{Conn: &stuckConn{hook: hook}}
 		}},
 	}
-	for _, closer := range []string{"Shutdown", "Close"} {
+	closers := []struct {
+		name       string
+		noDeadline bool // Close with context.Background(), the calls' timeouts timeout
+	}{{"Shutdown", false}, {"Close", false}, {"Close without deadline", true}}
+	// The context's deadline (MaxTimeout, without one) is far above the time six calls take
+	// on the other lane, even under -race on a busy machine. Close may take its grace for the
+	// lanes on top of it, and slack for a loaded machine: slack is hundreds of times what a
+	// turn of the reactor and a wake-up take.
+	const timeout, slack = time.Second, 5 * time.Second
+	for _, cl := range closers {
+		closer := cl.name
 		for _, hk := range hooks {
 			t.Run(closer+"/"+hk.name, func(t *testing.T) {
 				leakCheck(t)
 				hook := newStuckHook()
 				srv, cfg := hk.config(t, hook)
 				cfg.Workers, cfg.BatchSize = 1, 2
-				r := newReactor(t, srv, longTimeouts(cfg))
+				if cl.noDeadline {
+					cfg.DefaultTimeout, cfg.MaxTimeout = timeout, timeout
+				} else {
+					cfg = longTimeouts(cfg)
+				}
+				r := newReactor(t, srv, cfg)
 				// Registered after the reactor, so that it runs before the reactor's Close:
 				// without the fix, that Close would wait for the stuck lane forever.
 				t.Cleanup(hook.unblock)
@@ -99,18 +116,16 @@ func TestCloseReturnsWhileALaneIsStuckInAHook(t *testing.T) {
 				for i := range 6 {
 					cs = append(cs, h.submit(echo, echoReq("call "+strconv.Itoa(i)), nil))
 				}
-				if closer == "Close" {
+				if closer != "Shutdown" {
 					h.settle(cs...) // served by the other lane; Close then has only the stuck call to cut
 				}
 
-				// The context's deadline is far above the time six calls take on the other lane,
-				// even under -race on a busy machine. Close may take its grace for the lanes on
-				// top of it, and slack for a loaded machine: slack is hundreds of times what a
-				// turn of the reactor and a wake-up take.
-				const timeout, slack = time.Second, 5 * time.Second
 				limit := timeout + reactor.LaneGrace + slack
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
+				if cl.noDeadline {
+					ctx = context.Background()
+				}
 				begin := time.Now()
 				errc := make(chan error, 1)
 				go func() {
@@ -130,20 +145,25 @@ func TestCloseReturnsWhileALaneIsStuckInAHook(t *testing.T) {
 				}
 				require.GreaterOrEqual(t, time.Since(begin), timeout, "returned before its context's deadline")
 				require.ErrorIs(t, err, reactor.ErrHookBlocked)
-				require.ErrorIs(t, err, context.DeadlineExceeded)
-				require.ErrorContains(t, err, "cut off 1 call")
 				require.ErrorContains(t, err, "1 invoker lane had not returned")
 				require.ErrorContains(t, err, "Config.DialOptions")
 				require.ErrorContains(t, err, "Config.Conn")
-
 				requireEchoed(t, cs)
 				require.True(t, stuck.settledOnce(), "the stuck call: %v", stuck)
-				require.ErrorIs(t, stuck.err, calls.ErrClosed)
-				require.ErrorIs(t, stuck.err, context.DeadlineExceeded)
 				s := r.Stats()
 				require.Zero(t, s.InFlight, "Stats.InFlight after Close")
 				require.Zero(t, s.Pending, "Stats.Pending after Close")
-				require.Equal(t, uint64(1), s.CutOff)
+				if cl.noDeadline { // the stuck call timed out: nothing was left to cut off
+					require.NotContains(t, err.Error(), "cut off")
+					require.ErrorIs(t, stuck.err, calls.ErrTimeout)
+					require.Zero(t, s.CutOff)
+				} else {
+					require.ErrorIs(t, err, context.DeadlineExceeded)
+					require.ErrorContains(t, err, "cut off 1 call")
+					require.ErrorIs(t, stuck.err, calls.ErrClosed)
+					require.ErrorIs(t, stuck.err, context.DeadlineExceeded)
+					require.Equal(t, uint64(1), s.CutOff)
+				}
 
 				// The hook returns: the lane finishes with the call, which is delivered already,
 				// and exits (leakCheck); nothing is delivered again, and Close's result stands.
