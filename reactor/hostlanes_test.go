@@ -141,7 +141,7 @@ func TestCloseReturnsWhileALaneIsStuckInAHook(t *testing.T) {
 				case <-time.After(limit):
 					hook.unblock() // so that it returns, and the test fails rather than hangs
 					recv(t, errc, closer+" once the hook returned")
-					t.Fatalf("%s did not return within %v with a lane stuck in the hook (its context's deadline: %v)", closer, limit, timeout)
+					t.Fatalf("%s did not return within %v with a lane stuck in the hook (its context's deadline, or MaxTimeout: %v)", closer, limit, timeout)
 				}
 				require.GreaterOrEqual(t, time.Since(begin), timeout, "returned before its context's deadline")
 				require.ErrorIs(t, err, reactor.ErrHookBlocked)
