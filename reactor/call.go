@@ -23,7 +23,9 @@ import (
 // last key. The caller must not modify req meanwhile, as grpc-go says of a message given to
 // ClientStream.SendMsg; the race detector reports a request modified while its call is in
 // flight, and Config.CheckRequestOwnership (on in reactortest.NewReactor) catches it without
-// the race detector. Several calls may share a request that nobody modifies. A request over
+// the race detector. Several calls may share a request that nobody modifies. (The one
+// exception: a call whose lane a hook of the host holds past Close is delivered while the hook
+// may still read the request; see Close.) A request over
 // Limits.MaxRequestBytes, or one that does not encode (a string field with invalid UTF-8, a
 // missing required field), is never sent: the call fails with ErrTooLarge or
 // ErrInvalidArgument at a later Tick, like any failure.

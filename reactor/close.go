@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
@@ -16,10 +17,11 @@ import (
 // until ctx is done, then cuts off the rest: they fail with ErrClosed wrapping ctx.Err() and
 // their transport calls are cancelled. Meanwhile it runs callbacks on the calling goroutine as
 // calls settle, and before it returns every pending callback has run, every goroutine the
-// reactor started has exited and a connection it dialled is closed. Since every call has a
-// deadline, Close with a context without deadline returns within MaxTimeout. Calls and
-// streams the program made itself through Conn are not waited for: closing a connection New
-// dialled ends those still running with codes.Canceled.
+// reactor started has exited (but one that a hook of the host holds: see below) and a
+// connection it dialled is closed. Since every call has a deadline, Close with a context
+// without deadline returns within MaxTimeout (plus the lanes' grace, if a hook holds a lane).
+// Calls and streams the program made itself through Conn are not waited for: closing a
+// connection New dialled ends those still running with codes.Canceled.
 //
 // Calls that callbacks submit while Close runs fail with ErrClosed: a final save chained from
 // the callback of a save still in flight is lost. To serve such calls, shut down with Shutdown,
@@ -30,11 +32,25 @@ import (
 // still running (blocked, say, on a host queue that only the goroutine now inside Close
 // drains), Close waits for it only until ctx is done (for a ctx without deadline, at most
 // MaxTimeout) and then returns an error matching ErrHookBlocked; the goroutine that called
-// OnReady exits as soon as OnReady returns, and is the only one left behind.
+// OnReady exits as soon as OnReady returns.
+//
+// Nor does Close wait long for a hook of the host that runs on an invoker lane and ignores
+// the call's context (an interceptor, stats handler or per-RPC credentials in
+// Config.DialOptions, or Config.Conn's Invoke). Once every call has settled and ctx is done,
+// a lane still running holds a call that Close (or its deadline) cut off, whose transport call
+// returns as soon as its context is cancelled: Close waits for such lanes half a second more
+// (for a ctx without deadline, until MaxTimeout and half a second have passed since it began).
+// It then leaves behind the lanes still inside a hook, delivers the calls they hold (with the
+// outcome they were cut off with: ErrClosed, or ErrTimeout or ErrCancelled if their deadline
+// or a cancel cut them first) and returns an error matching ErrHookBlocked that says how many lanes it left. Each exits
+// once its hook returns, and delivers nothing. Such a call is the one exception to the rule
+// that Call owns the request until the call settles: the hook may still read the request
+// after the callback has run, so the host must not modify it. Without a hook that blocks,
+// Close waits for the lanes at no extra cost.
 //
 // Close returns nil, or an error that wraps ctx.Err() and says how many calls it cut off
-// (Stats().CutOff counts them), and whether OnReady was still running. Later calls return the
-// same result (after running any callbacks queued since).
+// (Stats().CutOff counts them), whether OnReady was still running and how many lanes a hook
+// held. Later calls return the same result (after running any callbacks queued since).
 func (r *Reactor) Close(ctx context.Context) error {
 	r.enterHost("Close")
 	defer r.ticking.Store(false)
@@ -48,24 +64,46 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 	r.beginClose()
 	ctxDone := ctx.Done()
 	var ctxErr error
+	// giveUp fires when Close stops waiting for lanes a hook of the host holds: laneGrace
+	// after ctx is done, or, for a context without deadline, after MaxTimeout (by then every
+	// call has timed out) and laneGrace.
+	var giveUp <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.NewTimer(r.cfg.MaxTimeout + laneGrace)
+		defer t.Stop()
+		giveUp = t.C
+	}
 	for {
 		select {
 		case <-r.done:
 			r.drainAll()
 			blocked := r.notify != nil && !r.notify.join(ctx, r.cfg.MaxTimeout)
-			if blocked && ctxErr == nil {
+			if (blocked || r.stuckLanes > 0) && ctxErr == nil {
 				ctxErr = ctx.Err()
 			}
-			return r.closeResult(ctxErr, blocked)
+			return r.closeResult(ctxErr, blocked, r.stuckLanes)
 		case <-ctxDone:
 			ctxErr = ctx.Err()
 			ctxDone = nil
 			r.in.pushAbort(ctxErr)
+			t := time.NewTimer(laneGrace)
+			defer t.Stop()
+			giveUp = t.C
+		case <-giveUp:
+			giveUp = nil
+			close(r.abandon)
 		case <-r.ready:
 			r.tick(0, true)
 		}
 	}
 }
+
+// laneGrace is how long Close waits for the invoker lanes once every call has settled and its
+// context is done (or MaxTimeout has passed): a lane still running holds a call the reactor
+// cut, whose transport call returns as soon as its context is cancelled, unless a hook of the
+// host on the lane ignores the context. After it, Close delivers the calls such lanes hold
+// and leaves them behind.
+const laneGrace = 500 * time.Millisecond
 
 // beginClose stops admitting calls and asks the reactor goroutine to exit once every call
 // has settled.
@@ -83,11 +121,11 @@ func (r *Reactor) silenceHost() {
 }
 
 // closeResult is Close's result once the reactor goroutine is done: nil, or, if it cut calls
-// off or OnReady was still running (onReadyBlocked), an error that wraps ctxErr, the error of
-// the context Close gave up on.
-func (r *Reactor) closeResult(ctxErr error, onReadyBlocked bool) error {
-	if n := r.cutOff.Load(); n > 0 || onReadyBlocked {
-		return &closeError{cutOff: n, onReadyBlocked: onReadyBlocked, ctxErr: ctxErr}
+// off, OnReady was still running (onReadyBlocked) or lanes were left inside a hook of the host
+// (stuckLanes), an error that wraps ctxErr, the error of the context Close gave up on.
+func (r *Reactor) closeResult(ctxErr error, onReadyBlocked bool, stuckLanes int) error {
+	if n := r.cutOff.Load(); n > 0 || onReadyBlocked || stuckLanes > 0 {
+		return &closeError{cutOff: n, onReadyBlocked: onReadyBlocked, stuckLanes: stuckLanes, ctxErr: ctxErr}
 	}
 	return nil
 }
@@ -102,11 +140,13 @@ func (r *Reactor) drainAll() {
 	}
 }
 
-// closeError is Close's error when it cut calls off or OnReady was still running when it
-// returned: it wraps the context's error, and matches ErrHookBlocked in the second case.
+// closeError is Close's error when it cut calls off, or OnReady was still running or invoker
+// lanes had not returned from gRPC when it returned: it wraps the context's error, and matches
+// ErrHookBlocked in the last two cases.
 type closeError struct {
 	cutOff         uint64
 	onReadyBlocked bool
+	stuckLanes     int
 	ctxErr         error
 }
 
@@ -123,6 +163,15 @@ func (e *closeError) Error() string {
 		parts = append(parts, "Config.OnReady had not returned when Close did (a hook must not block); "+
 			"the goroutine that called it exits once it returns")
 	}
+	if e.stuckLanes > 0 {
+		lanes, rest := "lanes", "their calls were delivered, and each lane exits once its hook returns"
+		if e.stuckLanes == 1 {
+			lanes, rest = "lane", "its call was delivered, and the lane exits once the hook returns"
+		}
+		parts = append(parts, fmt.Sprintf("%d invoker %s had not returned from gRPC when Close did "+
+			"(an interceptor, stats handler or per-RPC credentials in Config.DialOptions, or Config.Conn, "+
+			"ignores the call's context); %s", e.stuckLanes, lanes, rest))
+	}
 	msg := "prpc: " + strings.Join(parts, "; ")
 	if e.ctxErr != nil {
 		msg += ": " + e.ctxErr.Error()
@@ -133,4 +182,6 @@ func (e *closeError) Error() string {
 func (e *closeError) Unwrap() error { return e.ctxErr }
 
 // Is matches ErrHookBlocked if a hook of the host was still running.
-func (e *closeError) Is(target error) bool { return target == ErrHookBlocked && e.onReadyBlocked }
+func (e *closeError) Is(target error) bool {
+	return target == ErrHookBlocked && (e.onReadyBlocked || e.stuckLanes > 0)
+}

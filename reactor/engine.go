@@ -1,9 +1,11 @@
 package reactor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/trixnew/prpc/calls"
@@ -33,14 +35,20 @@ type engine struct {
 	// settled calls are queued for Tick, so that a Stats reader who sees a call gone from
 	// InFlight can Tick and get it.
 	finished []int32
-	settled  []*callcore.Call
-	events   []event
-	done     []completion
-	timer    Timer
-	armed    bool  // the timer is set and has not been seen to fire
-	armedAt  int64 // the deadline the timer is set for, while armed
-	closing  bool
-	nowNs    int64 // r.now(), read once per turn
+	// held holds the calls the reactor cut while a lane ran them and whose lane has not
+	// reported yet (laneDone), each with the order it was cut in: their delivery waits for
+	// that report, unless Close gives up on the lanes (abandonLanes). A lane runs one call at
+	// a time, so it holds at most one call per lane.
+	held    map[*callcore.Call]uint64
+	cuts    uint64 // calls cut while a lane ran them, for held's order
+	settled []*callcore.Call
+	events  []event
+	done    []completion
+	timer   Timer
+	armed   bool  // the timer is set and has not been seen to fire
+	armedAt int64 // the deadline the timer is set for, while armed
+	closing bool
+	nowNs   int64 // r.now(), read once per turn
 }
 
 // start launches the reactor goroutine and the invoker lanes.
@@ -48,7 +56,6 @@ func (r *Reactor) start() {
 	e := newEngine(r)
 	for inv := range r.cfg.Workers {
 		for range r.cfg.BatchSize {
-			r.lanes.Add(1)
 			go r.lane(inv)
 		}
 	}
@@ -60,7 +67,8 @@ func (r *Reactor) start() {
 
 // newEngine returns the reactor goroutine's state, its timer stopped.
 func newEngine(r *Reactor) *engine {
-	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers)}
+	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers),
+		held: make(map[*callcore.Call]uint64)}
 	e.records.freed = &r.freed
 	e.byPos = make([]posEntry, len(r.subs.slots))
 	e.timer.Stop()
@@ -72,11 +80,27 @@ func (e *engine) run() {
 		e.wait()
 		if e.turn() {
 			e.r.work.close() // every call left in it was dropped, its request released
-			e.r.lanes.Wait()
-			e.finish()
+			e.finish(e.waitLanes())
 			return
 		}
 	}
+}
+
+// waitLanes waits for every lane to exit, and returns 0; or, if Close gives up on them first
+// (abandon), returns how many had not exited. Every call is settled by then, so a lane that
+// runs one runs a call the reactor cut, whose context is cancelled: it returns at once, unless
+// a hook of the host on the lane ignores the context.
+func (e *engine) waitLanes() int {
+	r := e.r
+	left := r.cfg.Workers * r.cfg.BatchSize
+	for ; left > 0; left-- {
+		select {
+		case <-r.laneExit:
+		case <-r.abandon:
+			return left
+		}
+	}
+	return 0
 }
 
 // wait blocks until a submission is published, an inbox event or a lane's report arrives, or
@@ -195,6 +219,7 @@ func (e *engine) countOne(m *methodEntry) {
 // lane reads its request any more.
 func (e *engine) laneDone(d completion) {
 	e.finished[d.inv]++
+	delete(e.held, d.c)
 	d.c.Settled = d.c.Since(e.nowNs) // its outcome goes to Tick now: the lane's transport call is over
 	e.settled = append(e.settled, d.c)
 }
@@ -375,6 +400,10 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 	}
 	c.Err = err
 	c.Reason = reason
+	if sent {
+		e.cuts++
+		e.held[c] = e.cuts
+	}
 	if !sent || mutation == "deliver-cut" {
 		// A call accepted in this turn may have been submitted after the turn read the clock:
 		// Since counts that as no time.
@@ -442,8 +471,10 @@ func (e *engine) arm() {
 }
 
 // finish, once the lanes have stopped, closes an owned connection, settles whatever raced with
-// Close, and signals that the reactor goroutine is done.
-func (e *engine) finish() {
+// Close, and signals that the reactor goroutine is done. left is how many lanes had not
+// exited when Close gave up on them (waitLanes): finish delivers the calls that those still
+// hold and waits only for the others, which hold none.
+func (e *engine) finish(left int) {
 	r := e.r
 	e.timer.Stop()
 	_, done := r.in.close()
@@ -453,6 +484,15 @@ func (e *engine) finish() {
 		e.laneDone(d)
 	}
 	e.release()
+	if left > 0 {
+		stuck := e.abandonLanes()
+		// The other lanes hold no call: they exit at once. A stuck lane whose hook returns
+		// meanwhile may exit in the place of one of them, which then exits a moment later.
+		for ; left > stuck; left-- {
+			<-r.laneExit
+		}
+		r.stuckLanes = stuck
+	}
 	// Calls admitted before Close whose submission was published after the last turn; the
 	// producers of later ones take them back and fail them themselves.
 	r.subs.close(func(pos uint64, s *submission) {
@@ -476,4 +516,53 @@ func (e *engine) finish() {
 	}
 	r.recordsMade = e.records.made
 	close(r.done)
+}
+
+// abandonLanes delivers the calls held by lanes that Close gave up on, once their reports can
+// no longer arrive (the inbox is closed): the calls the reactor cut while a lane ran them
+// whose lane never reported (held), in the order they were cut. Their outcome was recorded
+// when they were cut. Each is delivered through a stand-in record (standIn) and taken off the
+// InFlight and load gauges. It returns how many there were, one per stuck lane.
+func (e *engine) abandonLanes() int {
+	n := len(e.held)
+	if n == 0 {
+		return 0
+	}
+	r := e.r
+	// A lane counts its call in InFlight after it has written the record's Claimed, which
+	// standIn reads: this load orders the two.
+	r.inFlight.Load()
+	cut := make([]*callcore.Call, 0, n)
+	for c := range e.held {
+		cut = append(cut, c)
+	}
+	slices.SortFunc(cut, func(a, b *callcore.Call) int { return cmp.Compare(e.held[a], e.held[b]) })
+	for _, c := range cut {
+		e.settled = append(e.settled, e.standIn(c))
+	}
+	clear(e.held)
+	r.inFlight.Add(-int32(n))
+	// Every other lane has taken its calls off its invoker's load; the stuck lanes never will
+	// (their reports are refused), and which invoker each belongs to is not recorded.
+	for i := range r.loads {
+		r.loads[i].Store(0)
+	}
+	return n
+}
+
+// standIn returns the record through which a call that a stuck lane still holds is delivered:
+// a free one, settled (Cut), with c's request, target and outcome. c itself is never
+// delivered, so never freed and reused: the stuck lane, whose hook may still read the
+// request, reads c once its transport call returns, and nothing writes c any more.
+func (e *engine) standIn(c *callcore.Call) *callcore.Call {
+	s := e.records.get()
+	gen := s.Gen()
+	s.Ops, s.Target, s.Req, s.Extra = c.Ops, c.Target, c.Req, c.Extra
+	s.Submitted, s.Deadline, s.WaitForReady, s.Metadata = c.Submitted, c.Deadline, c.WaitForReady, c.Metadata
+	s.Claimed = c.Claimed
+	s.Value, s.Err, s.Header, s.Trailer, s.Reason = c.Value, c.Err, c.Header, c.Trailer, c.Reason
+	s.Settled = s.Since(e.nowNs)
+	s.Move(gen, callcore.Unclaimed, callcore.Running)
+	s.Move(gen, callcore.Running, callcore.Cut)
+	return s
 }

@@ -9,3 +9,7 @@ func ServiceConfigOf(cfg Config) (string, error) {
 	}
 	return cfg.serviceConfig(&subconnTable{}), nil
 }
+
+// LaneGrace exposes laneGrace, how long Close waits for invoker lanes once it has cut every
+// call off, for tests.
+const LaneGrace = laneGrace

@@ -29,7 +29,7 @@ import (
 // settles it with the result, unless the reactor settled it first. Its codec encodes each
 // request inside gRPC's call, into a buffer the lane reuses.
 func (r *Reactor) lane(inv int) {
-	defer r.lanes.Done()
+	defer func() { r.laneExit <- struct{}{} }()
 	l := r.newLane(inv)
 	for {
 		w, ok := r.work.take()
@@ -106,7 +106,10 @@ func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error)
 	r.backends.record(l.peer.Addr, ctx.picked, err)
 	if !c.Move(w.gen, callcore.Running, callcore.Completed) {
 		// The reactor cut the call and recorded its outcome; it queues the call for Tick,
-		// and takes it off the gauges, once it has this report.
+		// and takes it off the gauges, once it has this report. If Close gave up on the lane
+		// (a hook of the host held it past Close's context and laneGrace), the report is
+		// refused: the call was delivered without it, through a record of its own, and
+		// nothing writes c any more.
 		r.in.complete(completion{c: c, inv: int32(l.inv)})
 		return
 	}

@@ -81,10 +81,15 @@ func (q *inbox) abortErr() error {
 	return q.abortCause
 }
 
-// complete queues a completion. Lanes finish before the inbox closes, so it is always taken,
-// at the latest by close.
+// complete queues a completion. Lanes finish before the inbox closes, so it is taken, at the
+// latest by close; but for a lane that Close gave up on (engine.abandonLanes), whose call was
+// delivered without its report: after close it is dropped.
 func (q *inbox) complete(c completion) {
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
 	wasEmpty := len(q.events) == 0 && len(q.done) == 0
 	q.done = append(q.done, c)
 	q.mu.Unlock()

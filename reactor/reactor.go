@@ -110,9 +110,14 @@ type Reactor struct {
 	// (see ownership.go).
 	owned *ownedRequests
 
-	// Reactor goroutine and lanes.
-	lanes sync.WaitGroup
-	done  chan struct{} // closed when the reactor goroutine has exited
+	// Reactor goroutine and lanes. Each lane sends on laneExit as it exits, which has room for
+	// all of them. Close closes abandon once it stops waiting for lanes that a hook of the host
+	// holds (see laneGrace); stuckLanes is how many the reactor goroutine left behind, written
+	// before done is closed.
+	laneExit   chan struct{}
+	abandon    chan struct{}
+	stuckLanes int
+	done       chan struct{} // closed when the reactor goroutine has exited
 	// recordsMade is how many call records the reactor goroutine made, for tests; written
 	// before done is closed.
 	recordsMade int
@@ -171,6 +176,9 @@ func newReactor(cfg Config) (*Reactor, error) {
 		work:  newReadyQueue(),
 		loads: make([]atomic.Int32, cfg.Workers),
 		done:  make(chan struct{}),
+		// Every lane's exit fits: a lane never waits to exit.
+		laneExit: make(chan struct{}, cfg.Workers*cfg.BatchSize),
+		abandon:  make(chan struct{}),
 	}
 	r.owner.r = r
 	r.ownerRef.Owner = &r.owner

@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -50,8 +51,8 @@ func TestSimulation(t *testing.T) {
 		t.Error(describeFailure(seed, w))
 	})
 	if sum.failed == 0 {
-		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average",
-			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n)
+		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds",
+			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned)
 	}
 	if b := os.Getenv("PRPC_SIM_BUDGET"); b != "" {
 		budget, err := time.ParseDuration(b)
@@ -62,6 +63,9 @@ func TestSimulation(t *testing.T) {
 			t.Errorf("%d seeds took %v, over PRPC_SIM_BUDGET %v", n, took.Round(time.Millisecond), budget)
 		}
 	}
+	if n >= simSeeds && sum.abandoned == 0 {
+		t.Errorf("in none of %d seeds did Close give up on lanes stuck in a hook", n)
+	}
 	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
 		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
 	}
@@ -70,6 +74,7 @@ func TestSimulation(t *testing.T) {
 // seedsSummary sums up the seeds runSeeds ran.
 type seedsSummary struct {
 	failed             int
+	abandoned          uint64 // seeds in which Close gave up on lanes stuck in a hook
 	calls, steps       uint64 // in all
 	minCalls, minSteps int    // of a seed
 }
@@ -96,6 +101,9 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 				mu.Lock()
 				if err == nil {
 					sum.calls += uint64(len(w.calls))
+					if w.r.stuckLanes > 0 {
+						sum.abandoned++
+					}
 					sum.steps += uint64(w.steps)
 					sum.minCalls, sum.minSteps = min(sum.minCalls, len(w.calls)), min(sum.minSteps, w.steps)
 				}
@@ -332,9 +340,24 @@ func (w *simWorld) closeReturns() {
 	w.inTick = true
 	r.drainAll()
 	w.inTick = false
-	w.closeErr = r.closeResult(context.DeadlineExceeded, false)
+	w.closeErr = r.closeResult(context.DeadlineExceeded, false, r.stuckLanes)
 	w.host = hostClosed
 	w.note("Close returns %v", w.closeErr)
 	w.readOutbox()
+	w.checkClosed()
+	if r.stuckLanes > 0 && !errors.Is(w.closeErr, ErrHookBlocked) {
+		w.fail("Close left %d lanes behind and returned %v, which is not ErrHookBlocked", r.stuckLanes, w.closeErr)
+	}
+	// The hooks that held the lanes Close gave up on return: each lane finishes with its
+	// call, delivered already, and nothing happens.
+	for _, sl := range w.lanes {
+		if sl.busy {
+			w.laneStep(sl)
+		}
+	}
+	w.readOutbox()
+	if r.out.n.Load() != 0 {
+		w.fail("after Close, a lane that Close had given up on queued its call for Tick")
+	}
 	w.checkClosed()
 }

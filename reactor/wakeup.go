@@ -8,11 +8,14 @@ import (
 )
 
 // ErrHookBlocked is matched (errors.Is) by the error of a Shutdown or Close that returned
-// while a goroutine of the reactor was still inside a hook of the host that had not returned
-// when the context was done (or, for a context without a deadline, within MaxTimeout):
-// Config.OnReady. Every call had settled and every other goroutine of the reactor had exited;
-// the goroutine left behind exits as soon as the hook returns, and calls no hook again. The
-// error's message names the hook.
+// while goroutines of the reactor were still inside a hook of the host that had not returned
+// when the context was done (or, for a context without a deadline, within MaxTimeout): the
+// goroutine that calls Config.OnReady; or invoker lanes inside a hook that runs on them and
+// ignores the call's context (an interceptor, stats handler or per-RPC credentials in
+// Config.DialOptions, or Config.Conn's Invoke), which Close waits for half a second more (see
+// Close). Every call had been delivered and every other goroutine of the reactor had exited;
+// each goroutine left behind exits as soon as its hook returns, and calls no hook again and
+// delivers nothing. The error's message names the hooks and says how many lanes were left.
 var ErrHookBlocked = errors.New("prpc: a hook of the host had not returned when the reactor closed")
 
 // wakeHost tells the host that settled calls are waiting for Tick, once until the next Tick
