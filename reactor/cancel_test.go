@@ -2,6 +2,7 @@ package reactor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -137,4 +138,25 @@ func TestCancelAfterSettlementIsNoOp(t *testing.T) {
 	require.Equal(t, []string{"a-then1", "a-always1", "a-then2", "a-always2", "b-then1", "b-always1", "b-then2", "b-always2"}, log.ran)
 	require.Zero(t, r.Stats().Cancelled)
 	require.EqualValues(t, 3, r.Stats().Succeeded)
+}
+
+// TestCancelLongRunningCall checks that Promise.Cancel reaches a call that is still running a
+// lap of the submission ring later: with MaxOutstanding 4, the quick calls submitted after a
+// held one reuse its slot of the ring, and the held call's Cancel must still cut it.
+func TestCancelLongRunningCall(t *testing.T) {
+	_, g, h := startGated(t, reactor.Config{Workers: 1, BatchSize: 2, MaxOutstanding: 4})
+	long := h.submit(echo, held("long"), nil)
+	g.waitEntered(t, 1)
+	for round := range 3 { // three at a time, the room the held call leaves
+		var quick []*call
+		for i := range 3 {
+			quick = append(quick, h.submit(echo, echoReq(fmt.Sprintf("quick%d.%d", round, i)), nil))
+		}
+		h.settle(quick...)
+		requireEchoed(t, quick)
+	}
+	require.False(t, long.done())
+	long.p.Cancel()
+	h.settle(long)
+	require.ErrorIs(t, long.err, calls.ErrCancelled)
 }

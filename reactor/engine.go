@@ -25,9 +25,12 @@ type engine struct {
 	sub     submission // the submission being accepted
 	// byPos names the record of each call accepted, by its submission position modulo the
 	// ring's size, for the cancels of promises, which know only the position. An entry is
-	// overwritten a lap of the ring later, once its call is long delivered: admission bounds
-	// the calls outstanding by the ring's size.
+	// overwritten a lap of the ring later. Admission bounds the calls outstanding by the
+	// ring's size, not their age: a call still unsettled when its entry is overwritten (a
+	// long call among quick ones) keeps it in lapped, by position, until it is cancelled or
+	// a sweep finds it settled.
 	byPos    []posEntry
+	lapped   map[uint32]posEntry
 	accepted []accepted // calls accepted this turn, by method, not counted in Stats yet
 	admitted []work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
@@ -168,8 +171,43 @@ func (e *engine) record(pos uint64, s *submission) (c *callcore.Call, gen uint32
 	clearSubmission(s)
 	e.countOne(e.r.method(c.Ops))
 	gen = c.Gen()
-	e.byPos[pos&e.r.subs.mask] = posEntry{pos: pos, c: c, gen: gen}
+	slot := &e.byPos[pos&e.r.subs.mask]
+	if old := *slot; old.c != nil && old.c.Unsettled(old.gen) {
+		e.keepLapped(old)
+	}
+	*slot = posEntry{pos: pos, c: c, gen: gen}
 	return c, gen
+}
+
+// keepLapped keeps the entry of an unsettled call whose slot of byPos a new call takes. It
+// first sweeps out the entries of settled calls once lapped holds as many entries as byPos:
+// at most that many calls are unsettled, so lapped stays within twice byPos's size, and the
+// sweep's cost is spread over as many insertions.
+func (e *engine) keepLapped(ent posEntry) {
+	if e.lapped == nil {
+		e.lapped = make(map[uint32]posEntry)
+	}
+	if len(e.lapped) >= len(e.byPos) {
+		for pos, old := range e.lapped {
+			if !old.c.Unsettled(old.gen) {
+				delete(e.lapped, pos)
+			}
+		}
+	}
+	e.lapped[uint32(ent.pos)] = ent
+}
+
+// byPosition returns the entry of the call submitted at pos (modulo 2³²), if it may still be
+// unsettled.
+func (e *engine) byPosition(pos uint32) (posEntry, bool) {
+	if ent := e.byPos[uint64(pos)&e.r.subs.mask]; ent.c != nil && uint32(ent.pos) == pos {
+		return ent, true
+	}
+	ent, ok := e.lapped[pos]
+	if ok {
+		delete(e.lapped, pos)
+	}
+	return ent, ok
 }
 
 // posEntry is the record of the call submitted at pos, in its use gen.
@@ -228,8 +266,8 @@ func (e *engine) handle(ev *event) {
 	c, gen := ev.c, ev.gen
 	switch ev.kind {
 	case evCancelPos: // Promise.Cancel
-		ent := e.byPos[uint64(ev.pos)&e.r.subs.mask]
-		if ent.c == nil || uint32(ent.pos) != ev.pos {
+		ent, ok := e.byPosition(ev.pos)
+		if !ok {
 			return // delivered long ago
 		}
 		if taken, sent := e.take(ent.c, ent.gen, false); taken {
