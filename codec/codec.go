@@ -37,12 +37,14 @@ const Name = "proto"
 //
 // Marshal encodes into a buffer the Codec keeps and hands it to gRPC without a copy, so gRPC
 // may read it until its call is over, and after a failed call even later, from its write
-// queue: after a call that failed, call Forget before the next Marshal.
+// queue: after a call that failed, call Forget before the next Marshal. The buffer slice it
+// returns is new for every call: gRPC may still hold it (to free it) after a call that
+// succeeded, when an earlier attempt of the call (a transparent retry, or a retry of a
+// policy) left it queued on a transport that closes later.
 type Codec struct {
 	limits limits.Limits // a zero bound: none of the Codec's own
 
 	buf    []byte   // the encode buffer, reused from one call to the next
-	out    *handoff // what Marshal hands to gRPC, which may read it after a failed call
 	err    error    // the error of the last Marshal, before gRPC wrapped it
 	handed bool     // the last Marshal handed buf to gRPC
 
@@ -54,10 +56,9 @@ type Codec struct {
 
 var _ encoding.CodecV2 = (*Codec)(nil)
 
-// handoff is the buffer slice Marshal returns, kept so that Marshal allocates nothing: a
-// *SliceBuffer in an interface is a pointer, where a SliceBuffer would be boxed. gRPC's
-// transport may read it (to free it) after a failed call returned, so Forget leaves it to gRPC
-// and takes a new one.
+// handoff is the buffer slice Marshal returns, in one allocation: a *SliceBuffer in an
+// interface is a pointer, where a SliceBuffer would be boxed apart from the slice's array.
+// gRPC's transport may read it (to free it) after its call returned, so each call has its own.
 type handoff struct {
 	sb  mem.SliceBuffer
 	one [1]mem.Buffer
@@ -66,7 +67,7 @@ type handoff struct {
 // New returns a Codec that refuses a request over l.MaxRequestBytes and a response over
 // l.MaxResponseBytes; a zero bound means no bound of the Codec's own.
 func New(l limits.Limits) *Codec {
-	return &Codec{limits: l, out: new(handoff)}
+	return &Codec{limits: l}
 }
 
 // Name returns "proto".
@@ -96,10 +97,10 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, err
 	}
 	c.buf = buf
-	c.out.sb = buf
-	c.out.one[0] = &c.out.sb
+	out := &handoff{sb: buf}
+	out.one[0] = &out.sb
 	c.handed = true
-	return c.out.one[:], nil
+	return out.one[:], nil
 }
 
 // Err returns the error of the last Marshal since New or Forget, as Marshal returned it, or
@@ -111,7 +112,7 @@ func (c *Codec) Err() error { return c.err }
 // buffer to gRPC and encodes the next request into a new one.
 func (c *Codec) Forget() {
 	if c.handed {
-		c.buf, c.out = nil, new(handoff)
+		c.buf = nil
 	}
 	c.err, c.handed = nil, false
 }
