@@ -44,9 +44,9 @@ const Name = "proto"
 type Codec struct {
 	limits limits.Limits // a zero bound: none of the Codec's own
 
-	buf    []byte   // the encode buffer, reused from one call to the next
-	err    error    // the error of the last Marshal, before gRPC wrapped it
-	handed bool     // the last Marshal handed buf to gRPC
+	buf    []byte // the encode buffer, reused from one call to the next
+	err    error  // the error of the last Marshal, before gRPC wrapped it
+	handed bool   // the last Marshal handed buf to gRPC
 
 	// The plan of the type encoded last, so that a lane running calls of one method finds
 	// it without a lookup.

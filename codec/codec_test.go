@@ -31,7 +31,8 @@ func TestName(t *testing.T) {
 }
 
 // Marshal writes the bytes proto.Marshal writes, for messages of several types in turn, into
-// a buffer it reuses: once the buffer is large enough, it allocates only the buffer slice it hands to gRPC.
+// a buffer it reuses: once the buffer is large enough, it allocates only the buffer slice it
+// hands to gRPC.
 func TestMarshal(t *testing.T) {
 	msgs := []proto.Message{
 		&testpb.EchoRequest{Message: "héllo", Payload: []byte{1, 2, 3}, DelayMs: 7, Block: true},
