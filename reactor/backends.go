@@ -21,7 +21,8 @@ type BackendStats struct {
 	// State is the connectivity of the backend's connection as gRPC's balancer sees it, if
 	// StateKnown: it is known for the backends of a connection prpc dialled with the service
 	// config it generates (not with Config.ServiceConfig, Config.Conn or a service config from
-	// the resolver), while gRPC keeps a connection to the address.
+	// the resolver, an xDS Target's included: gRPC shows connectivity only to the balancer,
+	// which there is the control plane's), while gRPC keeps a connection to the address.
 	State      connectivity.State
 	StateKnown bool
 	// Calls counts transport calls that got a connection to the backend, including those

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,4 +73,31 @@ func unresolvedSchemeError(target, scheme string) error {
 	return fieldError("Target", strconv.Quote(target), fmt.Sprintf(
 		"no gRPC resolver is registered for its scheme %q (grpc-go's registered: %s); import the package that registers it, or pass its builder in Config.DialOptions with grpc.WithResolvers; a \"host:port\" target needs no scheme",
 		scheme, strings.Join(registered, ", ")))
+}
+
+// resolverConfigSchemes are the resolver schemes whose resolver supplies the service config
+// itself, balancing and retries included, and for which the default service config prpc
+// generates would replace what the resolver says: xds (gRPC's proxyless service mesh, which
+// hands the connection the listener's routes and the clusters' balancers as a service config
+// and a config selector) and google-c2p (Google's direct path, which runs xDS underneath).
+var resolverConfigSchemes = []string{"xds", "google-c2p"}
+
+// resolverConfigScheme returns the scheme of target if its resolver supplies the service
+// config (resolverConfigSchemes), as gRPC parses the target: a URI whose scheme, lowercased,
+// names the resolver. It returns "" for any other target, "host:port" included. That gRPC
+// did resolve the target with that scheme is checked once the connection exists
+// (resolvedWith).
+func resolverConfigScheme(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || !slices.Contains(resolverConfigSchemes, u.Scheme) {
+		return ""
+	}
+	return u.Scheme
+}
+
+// resolvedWith reports whether gRPC resolves a connection whose canonical target
+// (grpc.ClientConn.CanonicalTarget) is canonical with the resolver of scheme, rather than
+// taking the whole target for a DNS name.
+func resolvedWith(canonical, scheme string) bool {
+	return strings.HasPrefix(strings.ToLower(canonical), scheme+":")
 }
