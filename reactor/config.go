@@ -60,8 +60,12 @@ type Config struct {
 	// HealthCheckService (endpoint health, the EDS health status), Retry (the route's
 	// retry_policy) and ServiceConfig. Policies keep their timeouts, WaitForReady, Critical
 	// and ResponseMetadata; Idempotent is accepted (see MethodPolicy.Idempotent).
-	// ServiceConfigLookup is implied. Stats.Backends counts calls per backend address, but
-	// not their connectivity (BackendStats.StateKnown is false).
+	// ServiceConfigLookup is implied. Stats.Backends counts calls per backend address and,
+	// when the resolver is the one registered for the scheme (as the blank import of
+	// google.golang.org/grpc/xds registers it), reports each backend's connectivity: prpc
+	// wraps that resolver so as to watch the subchannels beneath the control plane's
+	// balancer, which it runs unchanged. With a resolver passed in DialOptions, which gRPC
+	// prefers, the states are unknown.
 	Target string
 
 	// Targets, instead of Target, is a static list of backend addresses ("host:port"),

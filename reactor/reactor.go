@@ -249,7 +249,11 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	// the lookup turned off: the config it supplies is the control plane's, and the balancing
 	// and routing of every call depend on it.
 	ownScheme := resolverConfigScheme(cfg.Target) // "" with Targets
-	if ownScheme == "" {
+	if ownScheme != "" {
+		if rb := observingResolver(ownScheme, subconns); rb != nil {
+			opts = append(opts, grpc.WithResolvers(rb)) // after DialOptions, whose resolvers win
+		}
+	} else {
 		sc := cfg.ServiceConfig
 		if sc == "" {
 			sc = cfg.serviceConfig(subconns)

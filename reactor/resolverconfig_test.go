@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/roundrobin"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
@@ -30,7 +31,12 @@ import (
 // configAddrsBalancer is the test balancer: round_robin over the addresses in its config.
 const configAddrsBalancer = "prpc_test_config_addrs"
 
-func init() { balancer.Register(configAddrsBuilder{}) }
+// The test balancer, and a configResolver registered for "google-c2p" (the library's
+// tests do not import gRPC's), which takes its addresses from the target's path.
+func init() {
+	balancer.Register(configAddrsBuilder{})
+	resolver.Register(configResolver{scheme: "google-c2p"})
+}
 
 type configAddrsConfig struct {
 	serviceconfig.LoadBalancingConfig
@@ -64,7 +70,8 @@ func (b *configAddrs) UpdateClientConnState(s balancer.ClientConnState) error {
 }
 
 // configResolver is the test resolver: no addresses, and a service config of
-// configAddrsBalancer over addrs.
+// configAddrsBalancer over addrs, or, if addrs is nil, over the comma-separated addresses
+// of the target's path.
 type configResolver struct {
 	scheme string
 	addrs  []string
@@ -72,7 +79,10 @@ type configResolver struct {
 
 func (b configResolver) Scheme() string { return b.scheme }
 
-func (b configResolver) Build(_ resolver.Target, cc resolver.ClientConn, _ resolver.BuildOptions) (resolver.Resolver, error) {
+func (b configResolver) Build(t resolver.Target, cc resolver.ClientConn, _ resolver.BuildOptions) (resolver.Resolver, error) {
+	if b.addrs == nil {
+		b.addrs = strings.Split(t.Endpoint(), ",")
+	}
 	addrs, err := json.Marshal(b.addrs)
 	if err != nil {
 		return nil, err
@@ -99,7 +109,8 @@ func withConfigResolver(scheme string, addrs ...string) []grpc.DialOption {
 // config (xds, google-c2p, whatever the case of the scheme) works with the default Config:
 // calls are balanced as the resolver's config says (round_robin over three backends, each
 // within ±20% of its fair share), none fails, Stats.Backends counts each backend's calls,
-// and says that their states are unknown (prpc's balancer wrapper does not run).
+// and says that their states are unknown: the resolver comes in DialOptions, which gRPC
+// prefers to the one prpc wraps for the scheme (TestResolverConfigStates).
 func TestResolverSuppliedServiceConfig(t *testing.T) {
 	for _, target := range []string{"xds:///svc", "XDS:///svc", "google-c2p:///svc"} {
 		t.Run(target, func(t *testing.T) {
@@ -137,6 +148,40 @@ func TestResolverSuppliedServiceConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResolverConfigStates checks that under a resolver's service config Stats.Backends
+// knows each backend's connectivity when the resolver is the one registered for the scheme
+// (as gRPC's xds package registers its own): prpc wraps the resolver's balancer and sees the
+// subchannels beneath it. Three backends are Ready and counted; one that stops is no longer
+// Ready. With a resolver passed in DialOptions, which gRPC prefers, the states stay
+// unknown, as TestResolverSuppliedServiceConfig checks.
+func TestResolverConfigStates(t *testing.T) {
+	srvs := []*testserver.Server{testserver.Start(t), testserver.Start(t), testserver.Start(t)}
+	addrs := []string{srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()}
+	r := newReactor(t, nil, reactor.Config{
+		Target:  "google-c2p:///" + strings.Join(addrs, ","),
+		Backoff: fastBackoff,
+	})
+	h := newHost(t, r)
+	until(t, bound, "every backend gets calls", func() bool {
+		requireEchoed(t, h.burst("warm", 30, 30))
+		for _, n := range serverCalls(srvs) {
+			if n == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	requireStates(t, r, map[string]connectivity.State{
+		addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready,
+	})
+	calls := backendCalls(r)
+	for i, a := range addrs {
+		require.EqualValues(t, srvs[i].Calls(), calls[a], "Stats.Backends[%s].Calls", a)
+	}
+	srvs[2].Stop()
+	require.True(t, eventually(func() bool { return backendStates(r)[addrs[2]] != connectivity.Ready }), "the stopped backend still Ready: %v", backendStates(r))
 }
 
 // TestResolverConfigNotSent checks that under a resolver's service config a call that gRPC

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -43,21 +44,42 @@ const (
 )
 
 // controlPlane is an xDS management server on loopback: go-control-plane's snapshot cache
-// served over ADS.
+// served over ADS. One serves all the tests of the package, one at a time (none is parallel):
+// each sets the mesh it needs.
 type controlPlane struct {
-	t       *testing.T
 	cache   cachev3.SnapshotCache
 	addr    string
 	version int
 }
 
-// startControlPlane starts a management server that serves nothing until set is called, and
-// stops it when the test ends.
-func startControlPlane(t *testing.T) *controlPlane {
-	t.Helper()
+// cp is the package's control plane, started by TestMain.
+var cp *controlPlane
+
+// TestMain starts the control plane and registers gRPC's xDS resolver for it, as the
+// program's bootstrap would, before any test dials.
+func TestMain(m *testing.M) {
+	var stop func()
+	var err error
+	cp, stop, err = startControlPlane()
+	if err == nil {
+		err = cp.register()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "prpc-xdstest:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// startControlPlane starts a management server that serves nothing until set is called.
+func startControlPlane() (*controlPlane, func(), error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	cp := &controlPlane{t: t, cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil), addr: lis.Addr().String()}
+	if err != nil {
+		return nil, nil, err
+	}
+	cp := &controlPlane{cache: cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil), addr: lis.Addr().String()}
 	ctx, cancel := context.WithCancel(context.Background())
 	gs := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, serverv3.NewServer(ctx, cp.cache, nil))
@@ -66,27 +88,29 @@ func startControlPlane(t *testing.T) *controlPlane {
 		defer close(served)
 		_ = gs.Serve(lis)
 	}()
-	t.Cleanup(func() {
+	return cp, func() {
 		cancel()
 		gs.Stop()
 		<-served
-	})
-	return cp
+	}, nil
 }
 
-// resolverBuilder returns gRPC's xDS resolver, configured with a bootstrap that points at
-// cp, for grpc.WithResolvers. A program sets the same bootstrap in the GRPC_XDS_BOOTSTRAP
-// file or the GRPC_XDS_BOOTSTRAP_CONFIG variable instead, which gRPC reads once per
-// process: a test that starts its control plane on an ephemeral port cannot use them.
-func (cp *controlPlane) resolverBuilder() resolver.Builder {
-	cp.t.Helper()
+// register registers gRPC's xDS resolver, with a bootstrap that points at cp, for the
+// scheme "xds", in place of the one the blank import of google.golang.org/grpc/xds
+// registers. A program sets the same bootstrap in the GRPC_XDS_BOOTSTRAP file or the
+// GRPC_XDS_BOOTSTRAP_CONFIG variable instead, which gRPC reads once per process, at start:
+// a test whose control plane listens on an ephemeral port cannot use them.
+func (cp *controlPlane) register() error {
 	bootstrap := fmt.Sprintf(`{
 		"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}],
 		"node": {"id": %q}
 	}`, cp.addr, nodeID)
 	b, err := xds.NewXDSResolverWithConfigForTesting([]byte(bootstrap))
-	require.NoError(cp.t, err)
-	return b
+	if err != nil {
+		return err
+	}
+	resolver.Register(b)
+	return nil
 }
 
 // mesh is what the control plane serves: a listener for service whose routes (by RDS) send
@@ -98,8 +122,8 @@ type mesh struct {
 }
 
 // set serves m, as a new version of the snapshot.
-func (cp *controlPlane) set(m mesh) {
-	cp.t.Helper()
+func (cp *controlPlane) set(t *testing.T, m mesh) {
+	t.Helper()
 	cp.version++
 	ads := &corev3.ConfigSource{
 		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
@@ -109,12 +133,12 @@ func (cp *controlPlane) set(m mesh) {
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{ConfigSource: ads, RouteConfigName: routeName}},
 		HttpFilters: []*hcmv3.HttpFilter{{
 			Name:       "router",
-			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(cp.t, &routerv3.Router{})},
+			ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(t, &routerv3.Router{})},
 		}},
 	}
 	listener := &listenerv3.Listener{
 		Name:        service,
-		ApiListener: &listenerv3.ApiListener{ApiListener: mustAny(cp.t, hcm)},
+		ApiListener: &listenerv3.ApiListener{ApiListener: mustAny(t, hcm)},
 	}
 	route := &routev3.RouteConfiguration{
 		Name: routeName,
@@ -165,8 +189,8 @@ func (cp *controlPlane) set(m mesh) {
 	})
 	// Not snap.Consistent(): it does not follow an api_listener's RDS reference, the kind
 	// gRPC's clients use, and would report the route as unreferenced.
-	require.NoError(cp.t, err)
-	require.NoError(cp.t, cp.cache.SetSnapshot(context.Background(), nodeID, snap))
+	require.NoError(t, err)
+	require.NoError(t, cp.cache.SetSnapshot(context.Background(), nodeID, snap))
 }
 
 func mustAny(t *testing.T, m proto.Message) *anypb.Any {

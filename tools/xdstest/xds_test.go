@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -32,9 +33,9 @@ const bound = 60 * time.Second
 // for what the test sets and for its timeouts, and closes it when the test ends. The
 // timeouts leave a wide margin for the first calls, which wait while the xDS client fetches
 // the listener, route, cluster and endpoints and connects to the backends.
-func newReactor(t *testing.T, cp *controlPlane, cfg reactor.Config) *reactor.Reactor {
+func newReactor(t *testing.T, cfg reactor.Config) *reactor.Reactor {
 	t.Helper()
-	r, err := reactor.New(withTarget(cp, cfg))
+	r, err := reactor.New(withTarget(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
@@ -44,12 +45,10 @@ func newReactor(t *testing.T, cp *controlPlane, cfg reactor.Config) *reactor.Rea
 	return r
 }
 
-// withTarget returns cfg with the xDS target of cp, plaintext credentials and the test's
-// timeouts.
-func withTarget(cp *controlPlane, cfg reactor.Config) reactor.Config {
+// withTarget returns cfg with the xDS target, plaintext credentials and the test's timeouts.
+func withTarget(cfg reactor.Config) reactor.Config {
 	cfg.Target = target
 	cfg.Credentials = reactor.Insecure()
-	cfg.DialOptions = []grpc.DialOption{grpc.WithResolvers(cp.resolverBuilder())}
 	cfg.MaxTimeout = 20 * time.Second
 	cfg.DefaultTimeout = 10 * time.Second
 	return cfg
@@ -124,6 +123,19 @@ func requireFairShare(t *testing.T, got []int64, total int) {
 	require.EqualValues(t, total, sum, "calls the backends served: %v", got)
 }
 
+// requireStates checks that Stats().Backends reports the connectivity states in want for
+// the backends it names, and knows no state of any other backend.
+func requireStates(t *testing.T, r *reactor.Reactor, want map[string]connectivity.State) {
+	t.Helper()
+	got := map[string]connectivity.State{}
+	for _, b := range r.Stats().Backends {
+		if b.StateKnown {
+			got[b.Addr] = b.State
+		}
+	}
+	require.Equal(t, want, got, "Stats().Backends states")
+}
+
 // backendCalls returns Stats().Backends as address → calls.
 func backendCalls(r *reactor.Reactor) map[string]uint64 {
 	out := map[string]uint64{}
@@ -136,12 +148,11 @@ func backendCalls(r *reactor.Reactor) map[string]uint64 {
 // TestXDSSpread: with the default Config and an xds:/// target, prpc's calls are balanced as
 // the control plane says (round robin over the cluster's three endpoints, each within ±20%
 // of its share of 300 calls), none fails, and Stats.Backends counts each backend's calls as
-// the backends do. A plain grpc-go client over the same mesh spreads its calls the same way.
+// the backends do and reports each one Ready. A plain grpc-go client over the same mesh spreads its calls the same way.
 func TestXDSSpread(t *testing.T) {
 	bs := startBackends(t, 3)
-	cp := startControlPlane(t)
-	cp.set(mesh{endpoints: bs})
-	r := newReactor(t, cp, reactor.Config{})
+	cp.set(t, mesh{endpoints: bs})
+	r := newReactor(t, reactor.Config{})
 	warmUp(t, r, bs)
 
 	const total = 300
@@ -152,13 +163,12 @@ func TestXDSSpread(t *testing.T) {
 	for _, b := range bs {
 		require.EqualValues(t, b.calls.Load(), stats[b.addr], "Stats.Backends[%s].Calls", b.addr)
 	}
-	for _, b := range r.Stats().Backends {
-		require.False(t, b.StateKnown, "Stats.Backends[%s].StateKnown: the control plane's balancer does not report states to prpc", b.Addr)
-	}
+	requireStates(t, r, map[string]connectivity.State{
+		bs[0].addr: connectivity.Ready, bs[1].addr: connectivity.Ready, bs[2].addr: connectivity.Ready,
+	})
 
 	t.Run("grpc-go reference", func(t *testing.T) {
-		cc, err := grpc.NewClient(target, grpc.WithResolvers(cp.resolverBuilder()),
-			grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
 		defer cc.Close()
 		client := testgrpc.NewTestServiceClient(cc)
@@ -188,15 +198,14 @@ func TestXDSSpread(t *testing.T) {
 
 // TestXDSEndpointRemoved: an endpoint removed from the control plane's snapshot while 600
 // calls run fails none of them; once the client has the update, the removed backend gets no
-// more calls and the other two share them.
+// more calls and the other two share them, and Stats no longer knows its state.
 func TestXDSEndpointRemoved(t *testing.T) {
 	bs := startBackends(t, 3)
-	cp := startControlPlane(t)
-	cp.set(mesh{endpoints: bs})
-	r := newReactor(t, cp, reactor.Config{})
+	cp.set(t, mesh{endpoints: bs})
+	r := newReactor(t, reactor.Config{})
 	warmUp(t, r, bs)
 
-	failed := run(t, r, 600, 30, 200, func() { cp.set(mesh{endpoints: bs[:2]}) })
+	failed := run(t, r, 600, 30, 200, func() { cp.set(t, mesh{endpoints: bs[:2]}) })
 	require.Empty(t, failed, "calls failed while an endpoint was removed")
 	until(t, "the removed endpoint gets no calls", func() bool {
 		before := counts(bs)
@@ -210,6 +219,7 @@ func TestXDSEndpointRemoved(t *testing.T) {
 	require.Zero(t, got[2], "calls on the removed endpoint: %v", got)
 	requireFairShare(t, got[:2], total)
 	require.Equal(t, removed, backendCalls(r)[bs[2].addr], "Stats.Backends of the removed endpoint")
+	requireStates(t, r, map[string]connectivity.State{bs[0].addr: connectivity.Ready, bs[1].addr: connectivity.Ready})
 }
 
 // TestXDSRouteRetryPolicy: the route's retry_policy decides the retries under xDS, and the
@@ -218,9 +228,8 @@ func TestXDSEndpointRemoved(t *testing.T) {
 // (and are not said to be NotSent), and none fails once the route retries on unavailable.
 func TestXDSRouteRetryPolicy(t *testing.T) {
 	bs := startBackends(t, 3)
-	cp := startControlPlane(t)
-	cp.set(mesh{endpoints: bs})
-	r := newReactor(t, cp, reactor.Config{Policies: []reactor.MethodPolicy{
+	cp.set(t, mesh{endpoints: bs})
+	r := newReactor(t, reactor.Config{Policies: []reactor.MethodPolicy{
 		{Method: unaryCall, Idempotent: true, Timeout: 5 * time.Second},
 	}})
 	warmUp(t, r, bs)
@@ -235,7 +244,7 @@ func TestXDSRouteRetryPolicy(t *testing.T) {
 		require.False(t, ce.NotSent(), "NotSent of %v", err)
 	}
 
-	cp.set(mesh{endpoints: bs, retry: &routev3.RetryPolicy{RetryOn: "unavailable", NumRetries: wrapperspb.UInt32(4)}})
+	cp.set(t, mesh{endpoints: bs, retry: &routev3.RetryPolicy{RetryOn: "unavailable", NumRetries: wrapperspb.UInt32(4)}})
 	until(t, "the route's retry policy reaches the client", func() bool {
 		return len(run(t, r, 30, 1, 0, nil)) == 0
 	})
@@ -258,8 +267,7 @@ func TestXDSRouteRetryPolicy(t *testing.T) {
 // calls succeed.
 func TestXDSSettings(t *testing.T) {
 	bs := startBackends(t, 1)
-	cp := startControlPlane(t)
-	cp.set(mesh{endpoints: bs})
+	cp.set(t, mesh{endpoints: bs})
 	tests := []struct {
 		name string
 		cfg  reactor.Config
@@ -280,7 +288,7 @@ func TestXDSSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.want != nil {
-				r, err := reactor.New(withTarget(cp, tt.cfg))
+				r, err := reactor.New(withTarget(tt.cfg))
 				if err == nil {
 					require.NoError(t, r.Close(context.Background()))
 				}
@@ -290,7 +298,7 @@ func TestXDSSettings(t *testing.T) {
 				}
 				return
 			}
-			r := newReactor(t, cp, tt.cfg)
+			r := newReactor(t, tt.cfg)
 			require.Empty(t, run(t, r, 3, 3, 0, nil))
 		})
 	}
