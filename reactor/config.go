@@ -101,7 +101,9 @@ type Config struct {
 	// that Conn carries them. New rejects them, naming each one set. The exception is a
 	// reactortest.Backend: with one, New accepts them all, checked as for a dialled
 	// connection, and the Backend retries the calls of idempotent methods as Retry says
-	// (package reactortest tells which settings it honours). Close never closes a Conn.
+	// (package reactortest tells which settings it honours); with one, an xDS Target (see
+	// Target) may be set too, and is not dialled: its rules apply, and the Backend retries
+	// nothing, as prpc adds no retries under xDS. Close never closes a Conn.
 	Conn grpc.ClientConnInterface
 
 	// ConnServiceConfig, with Conn, is the service config Conn was dialled with
@@ -472,13 +474,16 @@ func isNilDescriptor(d calls.Descriptor) bool {
 // that runs calls in memory (reactortest's Backend) accepts the fields of a dialled
 // connection, checked as for one: it ignores the transport's and honours the retries.
 func (c *Config) resolveConnection() error {
+	inMemory := c.Conn != nil && memconn.Is(c.Conn)
+	// An xDS Target with an in-memory Conn is the production target of a test: not dialled,
+	// but its rules apply (controlPlaneError, and no retries for Idempotent policies).
+	meshTest := inMemory && resolverConfigScheme(c.Target) != ""
 	set := 0
-	for _, ok := range []bool{c.Target != "", len(c.Targets) > 0, c.Conn != nil} {
+	for _, ok := range []bool{c.Target != "" && !meshTest, len(c.Targets) > 0, c.Conn != nil} {
 		if ok {
 			set++
 		}
 	}
-	inMemory := c.Conn != nil && memconn.Is(c.Conn)
 	switch {
 	case set == 0:
 		return errors.New("prpc: Config.Target, Config.Targets or Config.Conn must be set")
@@ -620,7 +625,8 @@ func joinFields(fields []string) string {
 }
 
 // callConn returns the connection the reactor calls with c.Conn: c.Conn itself, or, for a
-// connection that runs calls in memory, the one it returns for c's retry policy.
+// connection that runs calls in memory, the one it returns for c's retry policy (none with
+// an xDS Target, the production target of a test).
 func (c *Config) callConn() grpc.ClientConnInterface {
 	if !memconn.Is(c.Conn) {
 		return c.Conn
@@ -632,7 +638,9 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 		ThrottleTokenRatio: c.Retry.ThrottleTokenRatio,
 	}
 	for _, p := range c.Policies {
-		if p.Idempotent {
+		// Under an xDS Target the route's retry policy decides, which a test cannot know:
+		// prpc adds no retries of its own, in memory as on the wire.
+		if p.Idempotent && resolverConfigScheme(c.Target) == "" {
 			if retry.Idempotent == nil {
 				retry.Idempotent = make(map[string]bool)
 			}

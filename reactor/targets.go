@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +11,8 @@ import (
 	_ "google.golang.org/grpc/health" // registers client-side health checking (Config.HealthCheck)
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
+
+	"github.com/trixnew/prpc/internal/meshtarget"
 )
 
 // staticScheme is the resolver scheme of Config.Targets. The resolver is passed to one
@@ -75,25 +76,11 @@ func unresolvedSchemeError(target, scheme string) error {
 		scheme, strings.Join(registered, ", ")))
 }
 
-// resolverConfigSchemes are the resolver schemes whose resolver supplies the service config
-// itself, balancing and retries included, and for which the default service config prpc
-// generates would replace what the resolver says: xds (gRPC's proxyless service mesh, which
-// hands the connection the listener's routes and the clusters' balancers as a service config
-// and a config selector) and google-c2p (Google's direct path, which runs xDS underneath).
-var resolverConfigSchemes = []string{"xds", "google-c2p"}
-
 // resolverConfigScheme returns the scheme of target if its resolver supplies the service
-// config (resolverConfigSchemes), as gRPC parses the target: a URI whose scheme, lowercased,
-// names the resolver. It returns "" for any other target, "host:port" included. That gRPC
+// config (meshtarget.Schemes: xds, google-c2p), as gRPC parses the target, or "". That gRPC
 // did resolve the target with that scheme is checked once the connection exists
 // (resolvedWith).
-func resolverConfigScheme(target string) string {
-	u, err := url.Parse(target)
-	if err != nil || !slices.Contains(resolverConfigSchemes, u.Scheme) {
-		return ""
-	}
-	return u.Scheme
-}
+func resolverConfigScheme(target string) string { return meshtarget.Scheme(target) }
 
 // resolvedWith reports whether gRPC resolves a connection whose canonical target
 // (grpc.ClientConn.CanonicalTarget) is canonical with the resolver of scheme, rather than
