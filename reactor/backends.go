@@ -20,8 +20,10 @@ type BackendStats struct {
 	Addr string
 	// State is the connectivity of the backend's connection as gRPC's balancer sees it, if
 	// StateKnown: it is known for the backends of a connection prpc dialled with the service
-	// config it generates (not with Config.ServiceConfig, Config.Conn or a service config from
-	// the resolver), while gRPC keeps a connection to the address.
+	// config it generates, and under an xDS Target's (see Config.Target) with the resolver
+	// registered for its scheme, while gRPC keeps a connection to the address; it is not
+	// with Config.ServiceConfig, Config.Conn, another service config from the resolver, or an
+	// xDS resolver passed in Config.DialOptions: gRPC shows connectivity only to balancers.
 	State      connectivity.State
 	StateKnown bool
 	// Calls counts transport calls that got a connection to the backend, including those

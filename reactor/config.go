@@ -49,6 +49,23 @@ type Config struct {
 	// one of Target, Targets and Conn must be set. New rejects a target written with a scheme
 	// ("foo:///x") that no resolver is registered for, globally or with grpc.WithResolvers
 	// in DialOptions, rather than let gRPC take it whole for a host name that never resolves.
+	//
+	// A target whose resolver supplies the service config itself, decided by the target's
+	// scheme as gRPC parses it, is "xds" (gRPC's proxyless service mesh, "xds:///service",
+	// with google.golang.org/grpc/xds imported by the program and a bootstrap file) or
+	// "google-c2p". For such a target the control plane decides balancing, health and
+	// retries: prpc dials it with the resolver's service config, neither its own nor the
+	// lookup turned off, and New rejects the fields the control plane owns there, each named
+	// with its xDS counterpart: LoadBalancing (the cluster's lb_policy), HealthCheck and
+	// HealthCheckService (endpoint health, the EDS health status), Retry (the route's
+	// retry_policy) and ServiceConfig. Policies keep their timeouts, WaitForReady, Critical
+	// and ResponseMetadata; Idempotent is accepted (see MethodPolicy.Idempotent).
+	// ServiceConfigLookup is implied. Stats.Backends counts calls per backend address and,
+	// when the resolver is the one registered for the scheme (as the blank import of
+	// google.golang.org/grpc/xds registers it), reports each backend's connectivity: prpc
+	// wraps that resolver so as to watch the subchannels beneath the control plane's
+	// balancer, which it runs unchanged. With a resolver passed in DialOptions, which gRPC
+	// prefers, the states are unknown.
 	Target string
 
 	// Targets, instead of Target, is a static list of backend addresses ("host:port"),
@@ -59,13 +76,15 @@ type Config struct {
 	// LoadBalancing is the balancing policy over the backends of Target: "round_robin"
 	// (spread calls over every backend), "pick_first" (use one at a time), or "" for
 	// round_robin when Targets or HealthCheck is set and gRPC's default (pick_first, unless a
-	// service config says otherwise) otherwise.
+	// service config says otherwise) otherwise. Rejected with an xDS Target, whose cluster's
+	// lb_policy decides.
 	LoadBalancing string
 
 	// HealthCheck turns on client-side health checking with the standard grpc.health.v1
 	// service: a backend that reports anything but SERVING for HealthCheckService ("" means
 	// the whole server) gets no calls until it reports SERVING again. It needs round_robin
-	// and backends that serve grpc.health.v1.
+	// and backends that serve grpc.health.v1. Rejected with an xDS Target, where endpoint
+	// health (the EDS health status the control plane reports) decides.
 	HealthCheck        bool
 	HealthCheckService string
 
@@ -82,7 +101,9 @@ type Config struct {
 	// that Conn carries them. New rejects them, naming each one set. The exception is a
 	// reactortest.Backend: with one, New accepts them all, checked as for a dialled
 	// connection, and the Backend retries the calls of idempotent methods as Retry says
-	// (package reactortest tells which settings it honours). Close never closes a Conn.
+	// (package reactortest tells which settings it honours); with one, an xDS Target (see
+	// Target) may be set too, and is not dialled: its rules apply, and the Backend retries
+	// nothing, as prpc adds no retries under xDS. Close never closes a Conn.
 	Conn grpc.ClientConnInterface
 
 	// ConnServiceConfig, with Conn, is the service config Conn was dialled with
@@ -133,12 +154,13 @@ type Config struct {
 
 	// ServiceConfig, if set, is the JSON default service config of the connection (see
 	// grpc.WithDefaultServiceConfig), used instead of the one prpc generates from
-	// LoadBalancing, HealthCheck, Policies and Retry; it cannot be combined with them.
+	// LoadBalancing, HealthCheck, Policies and Retry; it cannot be combined with them, nor
+	// with an xDS Target, whose resolver supplies the service config.
 	ServiceConfig string
 
 	// ServiceConfigLookup lets the name resolver supply the service config (for example
 	// from DNS TXT records), overriding the default one. Off by default, so that what runs is
-	// what the program configured.
+	// what the program configured. An xDS Target (see Target) always has it on.
 	ServiceConfigLookup bool
 
 	// Policies are per-method defaults: timeout, wait-for-ready, whether a method is
@@ -146,7 +168,8 @@ type Config struct {
 	Policies []MethodPolicy
 
 	// Retry is how the calls of idempotent methods are retried; zero fields mean their
-	// defaults. Calls of other methods are never retried.
+	// defaults. Calls of other methods are never retried. Rejected with an xDS Target,
+	// where the route's retry_policy decides.
 	Retry RetryPolicy
 
 	// CriticalReserve is the number of MaxOutstanding's slots kept for critical calls
@@ -297,7 +320,8 @@ func (c Config) resolve() (Config, error) {
 // Targets nor HealthCheck asks for round_robin), where a connection New dials uses a wrapper
 // of it that reports each backend's state to Stats; it is otherwise the one New uses, and
 // any grpc-go connection accepts it. If ServiceConfig is set, it returns ServiceConfig, as
-// New uses it.
+// New uses it. For an xDS Target (see Config.Target) it returns an error: the resolver
+// supplies the service config there.
 //
 // It checks c as New does, except that it needs none of Target, Targets, Conn and
 // Credentials and ignores Conn and ConnServiceConfig: it serves before the connection
@@ -306,6 +330,9 @@ func (c Config) ServiceConfigJSON() (string, error) {
 	c.Conn, c.ConnServiceConfig = nil, ""
 	if err := c.resolveServiceConfigFields(); err != nil {
 		return "", err
+	}
+	if scheme := resolverConfigScheme(c.Target); scheme != "" {
+		return "", fmt.Errorf("prpc: Config.Target %q is resolved by gRPC's %q resolver, which supplies the service config itself; there is no service config of prpc's to dial it with", c.Target, scheme)
 	}
 	c, err := c.resolveSettings()
 	if err != nil {
@@ -447,13 +474,16 @@ func isNilDescriptor(d calls.Descriptor) bool {
 // that runs calls in memory (reactortest's Backend) accepts the fields of a dialled
 // connection, checked as for one: it ignores the transport's and honours the retries.
 func (c *Config) resolveConnection() error {
+	inMemory := c.Conn != nil && memconn.Is(c.Conn)
+	// An xDS Target with an in-memory Conn is the production target of a test: not dialled,
+	// but its rules apply (controlPlaneError, and no retries for Idempotent policies).
+	meshTest := inMemory && resolverConfigScheme(c.Target) != ""
 	set := 0
-	for _, ok := range []bool{c.Target != "", len(c.Targets) > 0, c.Conn != nil} {
+	for _, ok := range []bool{c.Target != "" && !meshTest, len(c.Targets) > 0, c.Conn != nil} {
 		if ok {
 			set++
 		}
 	}
-	inMemory := c.Conn != nil && memconn.Is(c.Conn)
 	switch {
 	case set == 0:
 		return errors.New("prpc: Config.Target, Config.Targets or Config.Conn must be set")
@@ -473,6 +503,9 @@ func (c *Config) resolveConnection() error {
 
 // resolveServiceConfigFields checks the fields from which prpc generates the service config.
 func (c *Config) resolveServiceConfigFields() error {
+	if err := c.controlPlaneError(); err != nil {
+		return err
+	}
 	seen := make(map[string]bool, len(c.Targets))
 	for i, t := range c.Targets {
 		switch {
@@ -498,6 +531,38 @@ func (c *Config) resolveServiceConfigFields() error {
 		return errors.New("prpc: Config.ServiceConfig replaces the service config prpc generates from LoadBalancing, HealthCheck and idempotent Policies; set one or the other")
 	}
 	return nil
+}
+
+// controlPlaneError returns nil, or, if Target's resolver supplies the service config
+// (resolverConfigScheme: xDS) and c sets a field that the control plane owns there, an error
+// naming each such field and what decides it under xDS instead. Idempotent policies are
+// accepted: under xDS the route's retry policy decides which calls are retried, and prpc adds
+// no retries of its own. ServiceConfigLookup is accepted: the lookup is on for such a target.
+func (c *Config) controlPlaneError() error {
+	scheme := resolverConfigScheme(c.Target)
+	if scheme == "" {
+		return nil
+	}
+	var owned []string
+	add := func(set bool, field, counterpart string) {
+		if set {
+			owned = append(owned, fmt.Sprintf("Config.%s (under xDS: %s)", field, counterpart))
+		}
+	}
+	add(c.LoadBalancing != "", "LoadBalancing", "the cluster's lb_policy")
+	add(c.HealthCheck, "HealthCheck", "endpoint health, the EDS health status of each endpoint")
+	add(c.HealthCheckService != "", "HealthCheckService", "endpoint health, the EDS health status of each endpoint")
+	add(c.Retry.isSet(), "Retry", "the route's retry_policy")
+	add(c.ServiceConfig != "", "ServiceConfig", "the listener, route and cluster resources the resolver turns into the service config")
+	if len(owned) == 0 {
+		return nil
+	}
+	verb := "are"
+	if len(owned) == 1 {
+		verb = "is"
+	}
+	return fmt.Errorf("prpc: %s %s set, but Config.Target %q is resolved by gRPC's %q resolver, which supplies the service config from the control plane; configure it there and leave the field unset",
+		joinFields(owned), verb, c.Target, scheme)
 }
 
 // dialOnlyError returns nil, or, if c sets fields that apply only to a connection prpc
@@ -560,7 +625,8 @@ func joinFields(fields []string) string {
 }
 
 // callConn returns the connection the reactor calls with c.Conn: c.Conn itself, or, for a
-// connection that runs calls in memory, the one it returns for c's retry policy.
+// connection that runs calls in memory, the one it returns for c's retry policy (none with
+// an xDS Target, the production target of a test).
 func (c *Config) callConn() grpc.ClientConnInterface {
 	if !memconn.Is(c.Conn) {
 		return c.Conn
@@ -572,7 +638,9 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 		ThrottleTokenRatio: c.Retry.ThrottleTokenRatio,
 	}
 	for _, p := range c.Policies {
-		if p.Idempotent {
+		// Under an xDS Target the route's retry policy decides, which a test cannot know:
+		// prpc adds no retries of its own, in memory as on the wire.
+		if p.Idempotent && resolverConfigScheme(c.Target) == "" {
 			if retry.Idempotent == nil {
 				retry.Idempotent = make(map[string]bool)
 			}

@@ -248,9 +248,11 @@ func (r *Reactor) laneError(c *callcore.Call, err error, trailer metadata.MD, en
 // was never sent: on a connection prpc dialled with the service config it generates, where
 // gRPC retries only idempotent methods, a call of any other method makes one attempt, or
 // transparent retries of attempts no server processed, and gRPC reports the stream of the
-// last (grpc.Peer).
+// last (grpc.Peer). A resolver that supplies the service config (xDS) may retry any method,
+// as the route's retry policy says.
 func (r *Reactor) unsentKnown(c *callcore.Call) bool {
-	return r.cc != nil && r.cfg.ServiceConfig == "" && !r.cfg.ServiceConfigLookup && !r.method(c.Ops).policy.retried
+	return r.cc != nil && r.cfg.ServiceConfig == "" && !r.cfg.ServiceConfigLookup &&
+		r.ownScheme == "" && !r.method(c.Ops).policy.retried
 }
 
 // transportError is laneError but for NotSent.

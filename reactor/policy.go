@@ -32,6 +32,12 @@ type MethodPolicy struct {
 	// as Config.Retry says. Calls of other methods are never retried: a call that failed
 	// with Unavailable may already have run on the server. Never mark a method whose effect
 	// must not repeat (granting currency, say) unless the server deduplicates it.
+	//
+	// With an xDS Target (see Config.Target) the route's retry_policy decides which calls
+	// are retried, and prpc adds no retries of its own: Idempotent is accepted, so that a
+	// generated …Policies() serves unchanged, and changes nothing there. Since the control
+	// plane may retry any method, a call that gRPC failed before it reached a backend is
+	// not said to be NotSent (calls.Error.NotSent) under xDS, whatever its policy.
 	Idempotent bool
 
 	// Critical lets this method's calls use the share of MaxOutstanding reserved by

@@ -102,6 +102,9 @@ type Reactor struct {
 	// gRPC's balancer (nil with Config.Conn).
 	backends backendTable
 	subconns *subconnTable
+	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
+	// or "" (resolverConfigScheme).
+	ownScheme string
 
 	// The last failed security handshake, for Stats and failed calls (see handshake.go).
 	handshakes handshakeLog
@@ -208,6 +211,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 			return nil, err
 		}
 		r.conn = r.cc
+		r.ownScheme = resolverConfigScheme(cfg.Target)
 	}
 	r.baseOpts = cfg.Limits.CallOptions()
 	return r, nil
@@ -241,13 +245,23 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 	if cfg.Keepalive.Time > 0 {
 		opts = append(opts, grpc.WithKeepaliveParams(cfg.Keepalive))
 	}
-	sc := cfg.ServiceConfig
-	if sc == "" {
-		sc = cfg.serviceConfig(subconns)
-	}
-	opts = append(opts, grpc.WithDefaultServiceConfig(sc))
-	if !cfg.ServiceConfigLookup {
-		opts = append(opts, grpc.WithDisableServiceConfig())
+	// A resolver that supplies the service config (xDS) gets neither prpc's default config nor
+	// the lookup turned off: the config it supplies is the control plane's, and the balancing
+	// and routing of every call depend on it.
+	ownScheme := resolverConfigScheme(cfg.Target) // "" with Targets
+	if ownScheme != "" {
+		if rb := observingResolver(ownScheme, subconns); rb != nil {
+			opts = append(opts, grpc.WithResolvers(rb)) // after DialOptions, whose resolvers win
+		}
+	} else {
+		sc := cfg.ServiceConfig
+		if sc == "" {
+			sc = cfg.serviceConfig(subconns)
+		}
+		opts = append(opts, grpc.WithDefaultServiceConfig(sc))
+		if !cfg.ServiceConfigLookup {
+			opts = append(opts, grpc.WithDisableServiceConfig())
+		}
 	}
 	target, field := cfg.Target, "Target"
 	if len(cfg.Targets) > 0 {
@@ -262,7 +276,11 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 		return nil, fmt.Errorf("prpc: Config.%s: %w", field, err)
 	}
 	if field == "Target" {
-		if scheme := unresolvedScheme(target, cc.CanonicalTarget()); scheme != "" {
+		scheme := unresolvedScheme(target, cc.CanonicalTarget())
+		if scheme == "" && ownScheme != "" && !resolvedWith(cc.CanonicalTarget(), ownScheme) {
+			scheme = ownScheme // "xds:svc" without the xds package: gRPC took it for a DNS name
+		}
+		if scheme != "" {
 			cc.Close()
 			return nil, unresolvedSchemeError(target, scheme)
 		}

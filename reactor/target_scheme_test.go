@@ -15,7 +15,8 @@ import (
 // TestConfigTargetScheme: New rejects a Config.Target written with a scheme that no resolver
 // is registered for, naming the field, the target, the scheme, the registered schemes and how
 // to register one, since gRPC would otherwise take it whole for a host name and fail every
-// call as if the name did not exist. Targets gRPC resolves as it always has are accepted:
+// call as if the name did not exist; so is "xds:svc" without gRPC's xds package, whose
+// resolver would own its service config. Targets gRPC resolves as it always has are accepted:
 // "host:port", whose host gRPC's URI parser reads as a scheme; registered schemes; a scheme
 // whose resolver comes in DialOptions; and any address of Config.Targets. No accepted target
 // reaches a host outside loopback: port 1 refuses, and the reactor is closed at once.
@@ -44,6 +45,8 @@ func TestConfigTargetScheme(t *testing.T) {
 		{name: "unknown scheme, one slash", target: "foo:/x", scheme: "foo"},
 		{name: "unknown scheme, upper case", target: "Foo:///x", scheme: "foo"},
 		{name: "another scheme in DialOptions", target: "bar:///x", dialOpts: withFoo, scheme: "bar"},
+		{name: "xds without its package, opaque", target: "xds:svc", scheme: "xds"},
+		{name: "xds without its package", target: "xds:///svc", scheme: "xds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -56,7 +56,8 @@ import (
 //
 // With a Backend as Config.Conn, reactor.New accepts a Config that would dial a connection,
 // checked as it is then, so that tests run with the Config production runs with (NewReactor
-// also clears its Target and Targets). Idempotent policies are honoured as gRPC honours the
+// also clears its Target and Targets, but not an xDS Target, whose rules then apply: see
+// NewReactor). Idempotent policies are honoured as gRPC honours the
 // service config reactor.New generates for them: a call of a method whose MethodPolicy is
 // Idempotent that fails with one of Config.Retry.RetryableCodes (default Unavailable) runs
 // again, up to Retry.MaxAttempts attempts in all, within the call's deadline, unless the

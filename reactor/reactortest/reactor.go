@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trixnew/prpc/internal/meshtarget"
 	"github.com/trixnew/prpc/reactor"
 )
 
@@ -16,7 +17,10 @@ const FlushTimeout = 10 * time.Second
 // test ends, failing the test if Close has to cut calls off after FlushTimeout. It sets
 // cfg.Conn to b and clears cfg.Target and cfg.Targets, so that the Config production runs
 // with can be passed as it is: its idempotent policies are honoured and its transport
-// settings ignored (see Backend). A bad cfg fails the test at once. Set cfg.Clock to a
+// settings ignored (see Backend). An xDS Target (see reactor.Config.Target) is kept, not
+// dialled, so that its rules apply as in production: reactor.New rejects the settings the
+// control plane owns, and the Backend retries no call of an Idempotent method, since the
+// route's retry policy, which decides in production, is the control plane's. A bad cfg fails the test at once. Set cfg.Clock to a
 // *ManualClock to control deadlines.
 //
 // NewReactor also turns on cfg.CheckRequestOwnership, so that game code that modifies a
@@ -27,7 +31,10 @@ const FlushTimeout = 10 * time.Second
 // what calls cost passes b as cfg.Conn to reactor.New instead.
 func NewReactor(t testing.TB, b *Backend, cfg reactor.Config) *reactor.Reactor {
 	t.Helper()
-	cfg.Conn, cfg.Target, cfg.Targets = b, "", nil
+	cfg.Conn, cfg.Targets = b, nil
+	if meshtarget.Scheme(cfg.Target) == "" {
+		cfg.Target = ""
+	}
 	cfg.CheckRequestOwnership = true
 	r, err := reactor.New(cfg)
 	if err != nil {
