@@ -74,17 +74,7 @@ func TestManyBackends(t *testing.T) {
 	})
 	h := newHost(t, r)
 
-	// round_robin connects its subchannels in the background: warm up until every backend has
-	// served a call, which means all three are READY in the picker.
-	until(t, bound, "every backend gets calls", func() bool {
-		requireEchoed(t, h.burst("warm", 30, 30))
-		for _, s := range srvs {
-			if s.Calls() == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	h.warmUp(srvs)
 	// The subchannels' states are recorded before round_robin sees them, so a backend that
 	// has served a call shows READY.
 	requireStates(t, r, map[string]connectivity.State{addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready})

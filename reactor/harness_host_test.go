@@ -112,6 +112,33 @@ func (h *host) Shutdown(ctx context.Context) error {
 	return h.r.Shutdown(ctx)
 }
 
+// stopWithin runs the host's Shutdown or Close (how) with ctx on another goroutine and
+// returns its error and how long it took. If it has not returned within limit, the test
+// fails: unstick, if not nil, is called first, so that it returns rather than leaks.
+func (h *host) stopWithin(how string, ctx context.Context, limit time.Duration, unstick func()) (time.Duration, error) {
+	h.t.Helper()
+	begin := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		if how == "Shutdown" {
+			errc <- h.Shutdown(ctx)
+		} else {
+			errc <- h.Close(ctx)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return time.Since(begin), err
+	case <-time.After(limit):
+		if unstick != nil {
+			unstick()
+			recv(h.t, errc, how+" once unstuck")
+		}
+		h.t.Fatalf("%s did not return within %v", how, limit)
+		return 0, nil
+	}
+}
+
 // onHost reports whether the caller is the goroutine now inside the host's Tick or Close.
 func (h *host) onHost() bool { return h.inside.Load() == goid() }
 

@@ -268,3 +268,19 @@ func requireFairShare(t *testing.T, counts []int64, total int) {
 	}
 	require.EqualValues(t, total, sum, "calls counted by the servers: %v", counts)
 }
+
+// warmUp runs bursts of calls until every one of srvs has served one: round_robin connects
+// its subchannels in the background, and a backend that has served a call is READY in its
+// picker.
+func (h *host) warmUp(srvs []*testserver.Server) {
+	h.t.Helper()
+	until(h.t, bound, "every backend gets calls", func() bool {
+		requireEchoed(h.t, h.burst("warm", 30, 30))
+		for _, n := range serverCalls(srvs) {
+			if n == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -69,22 +69,8 @@ func TestCloseReturnsWhileOnReadyBlocks(t *testing.T) {
 			const timeout = time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			begin := time.Now()
-			errc := make(chan error, 1)
-			go func() {
-				if name == "Shutdown" {
-					errc <- h.Shutdown(ctx)
-				} else {
-					errc <- h.Close(ctx)
-				}
-			}()
-			var err error
-			select {
-			case err = <-errc:
-			case <-time.After(bound):
-				t.Fatalf("%s did not return within %v with OnReady blocked (its context's deadline: %v)", name, bound, timeout)
-			}
-			require.GreaterOrEqual(t, time.Since(begin), timeout, "returned before its context's deadline, with OnReady still running")
+			took, err := h.stopWithin(name, ctx, bound, nil) // with OnReady blocked
+			require.GreaterOrEqual(t, took, timeout, "returned before its context's deadline, with OnReady still running")
 			require.ErrorIs(t, err, reactor.ErrHookBlocked)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.ErrorContains(t, err, "Config.OnReady had not returned")
@@ -148,14 +134,8 @@ func TestExecutorHostShutsDown(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- h.Shutdown(ctx) }()
-	select {
-	case err := <-errc:
-		require.NoError(t, err)
-	case <-time.After(bound + bound/2):
-		t.Fatalf("Shutdown did not return within %v, past its context's deadline", bound+bound/2)
-	}
+	_, err := h.stopWithin("Shutdown", ctx, bound+bound/2, nil) // past its context's deadline
+	require.NoError(t, err)
 	require.True(t, shuttingDown.Load())
 	requireEchoed(t, cs)
 	require.Zero(t, lateWakeUps.Load(), "OnReady was called after Shutdown began")

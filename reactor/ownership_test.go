@@ -158,6 +158,17 @@ func TestCheckRequestOwnership(t *testing.T) {
 		}
 		return out
 	}
+	// reuseOneRequest is the new user's game: one request for every purchase, its key
+	// changed each time.
+	reuseOneRequest := func(submit func(*testpb.EchoRequest) *ownedOutcome) []*ownedOutcome {
+		req := &testpb.EchoRequest{}
+		var out []*ownedOutcome
+		for i := 1; i <= n; i++ {
+			req.Message = purchaseKey(i)
+			out = append(out, submit(req))
+		}
+		return out
+	}
 	tests := []struct {
 		name  string
 		check bool
@@ -168,32 +179,16 @@ func TestCheckRequestOwnership(t *testing.T) {
 		{
 			name:  "one request reused for 200 purchases",
 			check: true,
-			play: func(submit func(*testpb.EchoRequest) *ownedOutcome) []*ownedOutcome {
-				req := &testpb.EchoRequest{}
-				var out []*ownedOutcome
-				for i := 1; i <= n; i++ {
-					req.Message = purchaseKey(i)
-					out = append(out, submit(req))
-				}
-				return out
-			},
-			want: append([]string{"modified"}, repeat("owned", n-1)...),
-			sent: nil,
+			play:  reuseOneRequest,
+			want:  append([]string{"modified"}, repeat("owned", n-1)...),
+			sent:  nil,
 		},
 		{
 			name:  "one request reused for 200 purchases, check off",
 			check: false,
-			play: func(submit func(*testpb.EchoRequest) *ownedOutcome) []*ownedOutcome {
-				req := &testpb.EchoRequest{}
-				var out []*ownedOutcome
-				for i := 1; i <= n; i++ {
-					req.Message = purchaseKey(i)
-					out = append(out, submit(req))
-				}
-				return out
-			},
-			want: repeat("sent "+purchaseKey(n), n), // the bug the check catches
-			sent: repeat(purchaseKey(n), n),
+			play:  reuseOneRequest,
+			want:  repeat("sent "+purchaseKey(n), n), // the bug the check catches
+			sent:  repeat(purchaseKey(n), n),
 		},
 		{
 			name:  "request modified after the call was submitted",

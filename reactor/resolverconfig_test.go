@@ -123,17 +123,7 @@ func TestResolverSuppliedServiceConfig(t *testing.T) {
 				Backoff:     fastBackoff,
 			})
 			h := newHost(t, r)
-			// round_robin connects its subchannels in the background: warm up until each
-			// backend has served a call, so that the picker holds all three.
-			until(t, bound, "every backend gets calls", func() bool {
-				requireEchoed(t, h.burst("warm", 30, 30))
-				for _, n := range serverCalls(srvs) {
-					if n == 0 {
-						return false
-					}
-				}
-				return true
-			})
+			h.warmUp(srvs)
 			const total = 90
 			before, stats := serverCalls(srvs), backendCalls(r)
 			requireEchoed(t, h.burst("spread", total, 9))
@@ -164,15 +154,7 @@ func TestResolverConfigStates(t *testing.T) {
 		Backoff: fastBackoff,
 	})
 	h := newHost(t, r)
-	until(t, bound, "every backend gets calls", func() bool {
-		requireEchoed(t, h.burst("warm", 30, 30))
-		for _, n := range serverCalls(srvs) {
-			if n == 0 {
-				return false
-			}
-		}
-		return true
-	})
+	h.warmUp(srvs)
 	requireStates(t, r, map[string]connectivity.State{
 		addrs[0]: connectivity.Ready, addrs[1]: connectivity.Ready, addrs[2]: connectivity.Ready,
 	})
