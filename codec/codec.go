@@ -5,8 +5,9 @@
 // handlers see the request and response as proto messages, as with plain grpc-go, and so does
 // a grpc.ClientConnInterface passed as reactor.Config.Conn.
 //
-// The codec's name is "proto", so the wire content-type stays application/grpc+proto and any
-// gRPC server understands it. It is passed per call with grpc.ForceCodecV2 and never
+// The codec's name is empty, so gRPC sends no content-subtype: the wire content-type is
+// application/grpc, which means protobuf, exactly as a plain grpc-go client sends it, and
+// gRPC builds no content-type string per call. It is passed per call with grpc.ForceCodecV2 and never
 // registered globally, because registering it would replace the proto codec of the whole
 // process. grpc-go marks ForceCodecV2 experimental.
 //
@@ -29,8 +30,10 @@ import (
 	"github.com/trixnew/prpc/limits"
 )
 
-// Name is the codec's name, and so the wire content-subtype: "proto".
-const Name = "proto"
+// Name is the codec's name, and so the wire content-subtype: none. gRPC then sends the
+// content-type application/grpc, which the gRPC protocol defines as protobuf, as a plain
+// grpc-go client does.
+const Name = ""
 
 // Codec encodes requests and decodes responses within limits. It serves one call at a time:
 // each invoker lane of a reactor has its own, and so may any other user. Make one with New.
@@ -70,7 +73,7 @@ func New(l limits.Limits) *Codec {
 	return &Codec{limits: l}
 }
 
-// Name returns "proto".
+// Name returns Name, the empty string: no content-subtype.
 func (*Codec) Name() string { return Name }
 
 // Marshal encodes v, a proto.Message, into the Codec's buffer, and returns it without a copy.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
@@ -181,14 +182,14 @@ func TestConfigDefaults(t *testing.T) {
 	for _, o := range c.opts {
 		switch o := o.(type) {
 		case grpc.ForceCodecV2CallOption:
-			codecOK = o.CodecV2.Name() == "proto"
+			_, codecOK = o.CodecV2.(*codec.Codec)
 		case grpc.MaxSendMsgSizeCallOption:
 			send = o.MaxSendMsgSize // the last one wins
 		case grpc.MaxRecvMsgSizeCallOption:
 			recv = o.MaxRecvMsgSize
 		}
 	}
-	require.True(t, codecOK, "the raw codec is forced per call")
+	require.True(t, codecOK, "prpc's codec is forced per call")
 	require.Equal(t, limits.DefaultMaxRequestBytes, send)
 	require.Equal(t, limits.DefaultMaxResponseBytes, recv)
 

@@ -29,7 +29,7 @@ import (
 // returns later is dropped. Its context carries the call's deadline, is cancelled when the call
 // is, and has the call's metadata as incoming metadata (metadata.FromIncomingContext), with
 // the keys a grpc.Server's handler finds there too: :authority (Authority), content-type
-// ("application/grpc+proto" for a reactor's call) and user-agent ("grpc-go/" and grpc-go's
+// ("application/grpc" for a reactor's call, as for a plain grpc-go client's) and user-agent ("grpc-go/" and grpc-go's
 // version; a grpc.WithUserAgent among Config.DialOptions is ignored). In it grpc-go's server
 // functions work as on a gRPC server: grpc.SetHeader and grpc.SetTrailer add response metadata (joined when
 // set more than once), grpc.SendHeader sends the header (once, and not after a response:
@@ -299,7 +299,7 @@ func incoming(ctx context.Context, opts []grpc.CallOption) metadata.MD {
 // contentType returns the content-type grpc-go's client sends for a call with opts:
 // "application/grpc", with "+" and the content subtype if the call has one: the one it sets
 // (grpc.CallContentSubtype), or else the name of the codec it forces, in lower case (a
-// reactor's lanes force their codec, "proto").
+// reactor's lanes force theirs, whose name is empty).
 func contentType(opts []grpc.CallOption) string {
 	subtype, codec := "", ""
 	for _, o := range opts { // in order: the last of each wins

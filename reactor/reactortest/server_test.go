@@ -16,9 +16,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
+	prpccodec "github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/memconn"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -198,6 +200,7 @@ func TestBackendIncomingMetadataAsGRPCServer(t *testing.T) {
 	reactortest.Flush(t, r)
 	require.NoError(t, p.Err())
 
+	require.Equal(t, []string{"application/grpc"}, server.Get("content-type"), "as a plain grpc-go client sends it")
 	for _, key := range []string{"content-type", "user-agent", "x-player"} {
 		require.NotEmpty(t, server.Get(key), key)
 		require.Equal(t, server.Get(key), backend.Get(key), key)
@@ -219,6 +222,7 @@ func TestBackendContentType(t *testing.T) {
 		{"no codec, no subtype", nil, "application/grpc"},
 		{"forced codec", []grpc.CallOption{grpc.ForceCodecV2(codec)}, "application/grpc+proto"},
 		{"subtype", []grpc.CallOption{grpc.CallContentSubtype("Proto")}, "application/grpc+proto"},
+		{"a reactor's codec: no subtype", []grpc.CallOption{grpc.ForceCodecV2(prpccodec.New(limits.Limits{}))}, "application/grpc"},
 		{"subtype wins over the codec", []grpc.CallOption{grpc.CallContentSubtype("custom"), grpc.ForceCodecV2(codec)}, "application/grpc+custom"},
 	}
 	for _, tc := range tests {
