@@ -51,6 +51,10 @@ import (
 // Call, Ready and Stats are safe from any goroutine. A Reactor owns the connection New
 // dialled and closes it in Close; a Config.Conn stays its caller's.
 type Reactor struct {
+	// Set by New and only read afterwards, by every goroutine (closing: set once, by Close).
+	// The groups below that goroutines write are kept off these cache lines and off each
+	// other's, so that the host's submission, the lanes' completions and the reactor
+	// goroutine's turns do not evict one another's lines.
 	cfg      Config
 	conn     grpc.ClientConnInterface
 	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
@@ -66,20 +70,60 @@ type Reactor struct {
 	baseOpts   []grpc.CallOption
 	owner      owner
 	ownerRef   callcore.OwnerRef // &owner, for promises
+	in         *inbox
+	subs       *submissionRing // admitted calls, from Call to the reactor goroutine
+	ready      chan struct{}
+	notify     *notifier // calls OnReady; nil without it
+	work       *readyQueue
+	loads      []atomic.Int32 // per invoker, written by its lanes
+	subconns   *subconnTable
+	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
+	// or "" (resolverConfigScheme).
+	ownScheme string
+	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
+	// (see ownership.go).
+	owned *ownedRequests
+	// Each lane sends on laneExit as it exits, which has room for all of them. Close closes
+	// abandon once it stops waiting for lanes that a hook of the host holds (see laneGrace).
+	laneExit chan struct{}
+	abandon  chan struct{}
+	done     chan struct{} // closed when the reactor goroutine has exited
+	closing  atomic.Bool   // Close has begun: no call is admitted any more
+	_        cacheLinePad
 
-	in     *inbox
-	subs   *submissionRing // admitted calls, from Call to the reactor goroutine
-	out    outbox          // settled by the lanes and the reactor goroutine
-	hostq  hostQueue       // rejected at submission or redelivered: never waits on a lane
-	ready  chan struct{}
-	armed  atomic.Bool // a wake-up was sent and Tick has not drained since
-	notify *notifier   // calls OnReady; nil without it
+	// Host goroutine: admission (Call, Go) and delivery (Tick, Close). admitted is the calls
+	// admitted and not yet delivered, which MaxOutstanding bounds; Call from another
+	// goroutine writes it too.
+	admitted    atomic.Int64
+	ticking     atomic.Bool
+	delivery    []*callcore.Call
+	head        int
+	host        host
+	recycled    []*callcore.Call // records this Tick freed, for freed
+	deliveredAt int64            // the time of the delivery in progress, for its latency
+	hostq       hostQueue        // rejected at submission or redelivered: never waits on a lane
+	closeOnce   sync.Once
+	closeErr    error
+	_           cacheLinePad
 
-	// Admission: the calls admitted and not yet delivered, which MaxOutstanding bounds.
-	admitted atomic.Int64
-	closing  atomic.Bool // Close has begun: no call is admitted any more
+	// Written by the lanes and the reactor goroutine as calls settle, read by Tick: the
+	// settled calls and the host's wake-up flag (a wake-up was sent and Tick has not drained
+	// since).
+	out   outbox
+	armed atomic.Bool
+	_     cacheLinePad
 
-	// Counters, under mu.
+	// Written by the reactor goroutine and the lanes per call: the gauges Stats reads (lanes
+	// keep inFlight; queued goes up when the reactor queues calls and down when a lane claims
+	// one or the reactor drops one) and the deadline heap, the reactor goroutine's, in which
+	// lanes count their settlements.
+	queued    atomic.Int32
+	inFlight  atomic.Int32
+	deadlines deadlineHeap
+	_         cacheLinePad
+
+	// Counters, under mu: the reactor goroutine counts accepted calls once per turn, Tick
+	// counts each delivered call, Stats reads them.
 	mu      sync.Mutex
 	counts  counters
 	byPath  map[string]*methodEntry // the methods called so far
@@ -89,56 +133,23 @@ type Reactor struct {
 	// goroutine's pool.
 	freed freedRecords
 
-	// The admitted calls waiting for an invoker lane, and the gauges Stats reads: lanes keep
-	// their invoker's load and inFlight; queued goes up when the reactor queues calls and down
-	// when a lane claims one or the reactor drops one.
-	work      *readyQueue
-	deadlines deadlineHeap // the reactor goroutine's; lanes count their settlements in it
-	loads     []atomic.Int32
-	queued    atomic.Int32
-	inFlight  atomic.Int32
-
-	// Per-backend counters, written by the lanes, and connectivity, written by
-	// gRPC's balancer (nil with Config.Conn).
+	// Per-backend counters, written by the lanes, and connectivity, written by gRPC's
+	// balancer (nil with Config.Conn).
 	backends backendTable
-	subconns *subconnTable
-	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
-	// or "" (resolverConfigScheme).
-	ownScheme string
 
 	// The last failed security handshake, for Stats and failed calls (see handshake.go).
 	handshakes handshakeLog
 
-	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
-	// (see ownership.go).
-	owned *ownedRequests
-
-	// Reactor goroutine and lanes. Each lane sends on laneExit as it exits, which has room for
-	// all of them. Close closes abandon once it stops waiting for lanes that a hook of the host
-	// holds (see laneGrace); stuckLanes is how many the reactor goroutine left behind, written
-	// before done is closed.
-	laneExit   chan struct{}
-	abandon    chan struct{}
-	stuckLanes int
-	done       chan struct{} // closed when the reactor goroutine has exited
-	// recordsMade is how many call records the reactor goroutine made, for tests; written
-	// before done is closed.
+	// Written by the reactor goroutine before done is closed: stuckLanes is how many lanes
+	// it left behind (see laneGrace); recordsMade is how many call records it made, for
+	// tests.
+	stuckLanes  int
 	recordsMade int
 
 	// Shutdown's counters, for Stats: calls whose callbacks the drain ran, and calls Close cut
 	// off (written by the reactor goroutine).
 	drained atomic.Uint64
 	cutOff  atomic.Uint64
-
-	// Host goroutine (Tick and Close).
-	ticking     atomic.Bool
-	delivery    []*callcore.Call
-	head        int
-	host        host
-	recycled    []*callcore.Call // records this Tick freed, for freed
-	deliveredAt int64            // the time of the delivery in progress, for its latency
-	closeOnce   sync.Once
-	closeErr    error
 }
 
 // TickReport says what one Tick did.

@@ -50,15 +50,22 @@ const (
 // seqDead, so exactly one of them does, and a slot taken so is never reused: no producer
 // reserves a slot once the ring is gone.
 type submissionRing struct {
-	head atomic.Uint64 // the next position a producer takes
-	_    [56]byte      // keeps head, which producers write, off the consumer's cache line
+	// Set at creation, then only read.
+	slots []submission
+	mask  uint64
+	wake  chan struct{}
+	_     cacheLinePad
 
-	tail     uint64 // the next position the consumer takes; the consumer's alone
-	slots    []submission
-	mask     uint64
+	head atomic.Uint64 // the next position a producer takes
+	_    cacheLinePad
+
+	tail uint64 // the next position the consumer takes; the consumer's alone
+	_    cacheLinePad
+
+	// Written by the consumer as it sleeps and wakes, and once as it exits; read by every
+	// producer as it publishes.
 	sleeping atomic.Bool // the consumer may block on wake
 	gone     atomic.Bool // the consumer has exited
-	wake     chan struct{}
 }
 
 // newSubmissionRing returns a ring of at least n slots that wakes the consumer on wake.
