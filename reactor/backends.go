@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -38,39 +39,80 @@ type BackendStats struct {
 const maxBackendNames = 1024
 
 // backendTable is written by the invoker lanes as transport calls complete and read by
-// Stats.
+// Stats. A lane finds its backend's counters through its backendCache, without the lock, and
+// counts a call by one atomic add; the lock guards the table and the failure counts.
 type backendTable struct {
 	mu     sync.Mutex
-	byAddr map[string]*BackendStats
+	byAddr map[string]*backendCounts
 	names  map[net.Addr]string // address values to strings, to avoid a String() per call
 }
 
-func (t *backendTable) record(addr net.Addr, picked string, err error) {
+// backendCounts counts the transport calls of one backend address.
+type backendCounts struct {
+	addr   string
+	calls  atomic.Uint64
+	failed map[codes.Code]uint64 // under backendTable.mu
+}
+
+// backendCache is one lane's memory of the backend its last transport call reached: the
+// address value gRPC reported, the name the balancer picked it by, and its counters. A
+// connection reports the same address value for every call, so a lane finds its counters by
+// one comparison. Only addresses of a comparable type are kept.
+type backendCache struct {
+	addr   net.Addr
+	picked string
+	counts *backendCounts
+}
+
+// record counts a transport call that reached addr (nil if it never got a connection), which
+// the balancer picked by the name picked ("" if not named), and its failure, if err is not
+// nil. The calls are counted before the failure, so that a Stats reader never sees more
+// failures than calls.
+func (t *backendTable) record(cache *backendCache, addr net.Addr, picked string, err error) {
 	if addr == nil {
 		return // the call never got a connection
 	}
+	b := cache.counts
+	if b == nil || cache.addr != addr || cache.picked != picked {
+		b = t.counts(cache, addr, picked)
+	}
+	b.calls.Add(1)
+	if err != nil {
+		t.mu.Lock()
+		b.failed[status.Code(err)]++
+		t.mu.Unlock()
+	}
+}
+
+// counts returns the counters of addr, picked by the name picked, making them if need be,
+// and keeps them in cache if addr's type is comparable (the cache compares with ==).
+func (t *backendTable) counts(cache *backendCache, addr net.Addr, picked string) *backendCounts {
+	comparable := reflect.TypeOf(addr).Comparable()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	name := picked
 	if name == "" {
-		name = t.name(addr)
+		name = t.name(addr, comparable)
 	}
 	b := t.byAddr[name]
 	if b == nil {
 		if t.byAddr == nil {
-			t.byAddr = make(map[string]*BackendStats)
+			t.byAddr = make(map[string]*backendCounts)
 		}
-		b = &BackendStats{Addr: name, Failed: make(map[codes.Code]uint64)}
+		b = &backendCounts{addr: name, failed: make(map[codes.Code]uint64)}
 		t.byAddr[name] = b
 	}
-	b.Calls++
-	if err != nil {
-		b.Failed[status.Code(err)]++
+	*cache = backendCache{}
+	if comparable {
+		*cache = backendCache{addr: addr, picked: picked, counts: b}
 	}
+	return b
 }
 
-func (t *backendTable) name(addr net.Addr) string {
-	if !reflect.TypeOf(addr).Comparable() {
+// name returns addr's string, from the cache of names if addr's type is comparable; with mu
+// held.
+func (t *backendTable) name(addr net.Addr, comparable bool) string {
+	if !comparable {
 		return addr.String()
 	}
 	if n, ok := t.names[addr]; ok {
@@ -90,11 +132,11 @@ func (t *backendTable) snapshot(states map[string]connectivity.State) []BackendS
 	defer t.mu.Unlock()
 	out := make([]BackendStats, 0, len(t.byAddr))
 	for _, b := range t.byAddr {
-		c := *b
-		c.Failed = make(map[codes.Code]uint64, len(b.Failed))
-		for code, n := range b.Failed {
+		c := BackendStats{Addr: b.addr, Failed: make(map[codes.Code]uint64, len(b.failed))}
+		for code, n := range b.failed {
 			c.Failed[code] = n
 		}
+		c.Calls = b.calls.Load() // after the failures: never fewer calls than failures
 		c.State, c.StateKnown = states[c.Addr]
 		out = append(out, c)
 	}

@@ -63,7 +63,8 @@ type laneState struct {
 	// The call options: the peer is always asked for, for Stats' per-backend counts; the
 	// header and trailer unless the method's policy says nobody reads them.
 	bare, withMetadata []grpc.CallOption
-	checkBuf           []byte // with Config.CheckRequestOwnership, for checkRequest
+	checkBuf           []byte       // with Config.CheckRequestOwnership, for checkRequest
+	backend            backendCache // the backend of the lane's last transport call
 }
 
 func (r *Reactor) newLane(inv int) *laneState {
@@ -103,7 +104,7 @@ func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error)
 		// before gRPC has written the request, the buffer handed over goes with it.
 		l.codec.Forget()
 	}
-	r.backends.record(l.peer.Addr, ctx.picked, err)
+	r.backends.record(&l.backend, l.peer.Addr, ctx.picked, err)
 	if !c.Move(w.gen, callcore.Running, callcore.Completed) {
 		// The reactor cut the call and recorded its outcome; it queues the call for Tick,
 		// and takes it off the gauges, once it has this report. If Close gave up on the lane
