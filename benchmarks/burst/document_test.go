@@ -434,3 +434,51 @@ func TestMarkdownFlag(t *testing.T) {
 		t.Errorf("the directory holds %v (%v), want the report alone", entries, err)
 	}
 }
+
+// TestShapeRatiosPairTrials checks that each prpc client's ratios are to the pool's trial of
+// the same number, whatever the order of the clients within a trial: the pool takes t
+// seconds in trial t, prpc-go half as long and prpc-then as long, so that any other pairing
+// shows in the ratios.
+func TestShapeRatiosPairTrials(t *testing.T) {
+	sh := ShapeResult{Shape: Shape{Calls: 1000, Workers: 2, Batch: 2, Trials: 3}}
+	order := [][]string{{clientThen, clientBaseline, clientGo}, {clientBaseline, clientGo, clientThen}, {clientGo, clientThen, clientBaseline}}
+	for i, clients := range order {
+		n := time.Duration(i + 1)
+		for _, c := range clients {
+			total := n * time.Second
+			if c == clientGo {
+				total /= 2
+			}
+			tr := trialOf(c, total, n*time.Millisecond, total, total)
+			tr.Trial, tr.Calls = i+1, 1000
+			sh.Trials = append(sh.Trials, tr)
+		}
+	}
+	if got := sh.prpcClients(); !slices.Equal(got, []string{clientGo, clientThen}) {
+		t.Errorf("prpcClients = %q, want prpc-go and prpc-then, in prpcForms order", got)
+	}
+	for _, c := range []struct {
+		form       string
+		throughput float64
+		p99        float64
+	}{
+		{clientGo, 2, 0.5},
+		{clientThen, 1, 1},
+	} {
+		rs := sh.trialRatios(c.form)
+		if len(rs) != 3 {
+			t.Fatalf("%s: %d ratios, want 3", c.form, len(rs))
+		}
+		for i, r := range rs {
+			if r.Client != c.form || r.Throughput != c.throughput || r.P99 != c.p99 || r.CPUPerCall != 1 {
+				t.Errorf("%s trial %d: ratios %+v, want calls/s %v, p99 %v, CPU/call 1", c.form, i+1, r, c.throughput, c.p99)
+			}
+		}
+		if m := medianRatios(rs); m.Client != c.form || m.Throughput != c.throughput {
+			t.Errorf("%s: median ratios %+v", c.form, m)
+		}
+	}
+	if rs := sh.trialRatios(clientOnSettled); len(rs) != 0 {
+		t.Errorf("ratios of a client that did not run: %+v", rs)
+	}
+}
