@@ -20,31 +20,45 @@ import (
 // it is how the burst starts its backend in a separate process. It is not in the usage text.
 const serveBackendFlag = "-serve-backend"
 
-// backend is the GetPlayer backend: the data-service example with its in-memory store, either
-// in a child process (the burst binary re-executed with serveBackendFlag) or in this one.
+// backend is the GetPlayer backends: the data-service example with its in-memory store and,
+// if asked for, the fast backend (fastbackend.go) on a second port, both either in a child
+// process (the burst binary re-executed with serveBackendFlag) or in this one. The burst
+// suites run against one of them at a time, so the child's CPU time over a trial is the
+// CPU time of the backend the trial used.
 type backend struct {
-	addr  string
-	srv   *server.Server // in-process
-	cmd   *exec.Cmd      // separate process
-	stdin io.WriteCloser
-	exit  chan error // the child's exit status, once
+	addr     string         // the data service's
+	fastAddr string         // the fast backend's, if it runs
+	srv      *server.Server // in-process
+	fast     *fastBackend   // in-process, if it runs
+	cmd      *exec.Cmd      // separate process
+	stdin    io.WriteCloser
+	exit     chan error // the child's exit status, once
 }
 
-// startBackend starts the backend in this process if inprocess, else in a child process
-// pinned to cpu (if cpu ≥ 0).
-func startBackend(ctx context.Context, inprocess bool, cpu int, stderr io.Writer) (*backend, error) {
+// startBackend starts the backends in this process if inprocess, else in a child process
+// pinned to cpu (if cpu ≥ 0): the data service, and the fast backend holding players
+// 0…fastPlayers−1 if fastPlayers > 0.
+func startBackend(ctx context.Context, inprocess bool, cpu, fastPlayers int, stderr io.Writer) (*backend, error) {
 	if inprocess {
 		srv, err := server.Start(ctx, server.Options{Addr: "127.0.0.1:0"})
 		if err != nil {
 			return nil, err
 		}
-		return &backend{addr: srv.Addr(), srv: srv}, nil
+		b := &backend{addr: srv.Addr(), srv: srv}
+		if fastPlayers > 0 {
+			if b.fast, err = startFastBackend(ctx, fastPlayers); err != nil {
+				srv.Stop()
+				return nil, err
+			}
+			b.fastAddr = b.fast.addr
+		}
+		return b, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the burst binary to re-execute: %w", err)
 	}
-	cmd := exec.Command(exe, serveBackendFlag, "-cpu", fmt.Sprint(cpu))
+	cmd := exec.Command(exe, serveBackendFlag, "-cpu", fmt.Sprint(cpu), "-fast-players", fmt.Sprint(fastPlayers))
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -60,13 +74,42 @@ func startBackend(ctx context.Context, inprocess bool, cpu int, stderr io.Writer
 	b := &backend{cmd: cmd, stdin: stdin, exit: make(chan error, 1)}
 	line, readErr := bufio.NewReader(stdout).ReadString('\n')
 	go func() { b.exit <- cmd.Wait() }()
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if readErr != nil || !ok {
+	addr, fastAddr, ok := parseListening(line)
+	if readErr != nil || !ok || (fastPlayers > 0) != (fastAddr != "") {
 		_ = b.stop()
-		return nil, fmt.Errorf("the backend process did not report its address (read %q: %v)", line, readErr)
+		return nil, fmt.Errorf("the backend process did not report its addresses (read %q: %v)", line, readErr)
 	}
-	b.addr = addr
+	b.addr, b.fastAddr = addr, fastAddr
 	return b, nil
+}
+
+// listeningLine is what the child process prints once it serves: the data service's address,
+// then the fast backend's, if it runs.
+func listeningLine(addr, fastAddr string) string {
+	if fastAddr == "" {
+		return "listening " + addr + "\n"
+	}
+	return "listening " + addr + " fast " + fastAddr + "\n"
+}
+
+// parseListening parses a listeningLine.
+func parseListening(line string) (addr, fastAddr string, ok bool) {
+	f := strings.Fields(line)
+	switch {
+	case len(f) == 2 && f[0] == "listening":
+		return f[1], "", true
+	case len(f) == 4 && f[0] == "listening" && f[2] == "fast":
+		return f[1], f[3], true
+	}
+	return "", "", false
+}
+
+// addrOf returns the address of the backend of kind (backendData or backendFast).
+func (b *backend) addrOf(kind string) string {
+	if kind == backendFast {
+		return b.fastAddr
+	}
+	return b.addr
 }
 
 // pid returns the backend process's id, or 0 if it runs in this process.
@@ -90,6 +133,9 @@ func (b *backend) cpu() (time.Duration, bool) {
 // has not within 10 s.
 func (b *backend) stop() error {
 	if b.srv != nil {
+		if b.fast != nil {
+			b.fast.stop()
+		}
 		b.srv.Stop()
 		return nil
 	}
@@ -106,13 +152,18 @@ func (b *backend) stop() error {
 }
 
 // serveBackend is the child process: it serves the data-service backend on an ephemeral
-// loopback port with an in-memory store, prints "listening <addr>" on stdout, and stops when
-// stdin closes, so that it never outlives the burst that started it.
+// loopback port with an in-memory store and, with -fast-players, the fast backend on another,
+// prints their addresses on stdout (listeningLine), and stops when stdin closes, so that it
+// never outlives the burst that started it.
 func serveBackend(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("burst "+serveBackendFlag, flag.ContinueOnError)
 	cpu := fs.Int("cpu", -1, "pin every thread of this process to CPU `n` (Linux; -1: do not pin)")
+	fastPlayers := fs.Int("fast-players", 0, "also serve the fast backend, holding players 0…`n`−1 (0: do not)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 || *fastPlayers < 0 {
+		return fmt.Errorf("unexpected arguments %q", args)
 	}
 	if *cpu >= 0 {
 		runtime.GOMAXPROCS(1)
@@ -125,7 +176,16 @@ func serveBackend(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer srv.Stop()
-	if _, err := fmt.Fprintf(stdout, "listening %s\n", srv.Addr()); err != nil {
+	var fastAddr string
+	if *fastPlayers > 0 {
+		fast, err := startFastBackend(context.Background(), *fastPlayers)
+		if err != nil {
+			return err
+		}
+		defer fast.stop()
+		fastAddr = fast.addr
+	}
+	if _, err := io.WriteString(stdout, listeningLine(srv.Addr(), fastAddr)); err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, stdin)

@@ -12,17 +12,33 @@ import (
 	"time"
 )
 
-// pairedShape returns a made-up shape whose trial i runs the baseline with base and prpc
-// with prpc[i], both over calls calls.
-func pairedShape(s Shape, base TrialResult, prpc []TrialResult) ShapeResult {
+// pairedShape returns a made-up shape whose trial i runs each prpc client with its
+// forms[…][i], then the baseline with base, all over s.Calls calls.
+func pairedShape(s Shape, base TrialResult, forms ...[]TrialResult) ShapeResult {
 	sh := ShapeResult{Shape: s}
-	for i, p := range prpc {
-		for _, tr := range []TrialResult{p, base} {
+	for i := range forms[0] {
+		var trial []TrialResult
+		for _, f := range forms {
+			trial = append(trial, f[i])
+		}
+		for _, tr := range append(trial, base) {
 			tr.Trial, tr.Calls, tr.OK, tr.BackendCPU, tr.PeakReset = i+1, s.Calls, s.Calls, -1, true
 			sh.Trials = append(sh.Trials, tr)
 		}
 	}
 	return sh
+}
+
+// goTrials are made-up trials of prpc-go, to pair with docReport's baseline: its calls/s
+// ratios are 2.00, 1.00 and 1.25, its CPU/call ratios 0.50, 1.00 and 0.75, its p50 ratios
+// 0.50, 1.00 and 1.00 and its p99 ratios 0.50, 1.00 and 1.50.
+func goTrials() []TrialResult {
+	ms := time.Millisecond
+	return []TrialResult{
+		trialOf(clientGo, 500*ms, 20*ms, 50*ms, 100*ms),
+		trialOf(clientGo, time.Second, 40*ms, 100*ms, 200*ms),
+		trialOf(clientGo, 800*ms, 30*ms, 100*ms, 300*ms),
+	}
 }
 
 // trialOf is one made-up trial of client: total time, CPU time, p50 and p99 latency.
@@ -31,8 +47,8 @@ func trialOf(client string, total, cpu, p50, p99 time.Duration) TrialResult {
 }
 
 // docReport returns a made-up report: the standard suite's first shape over three trials, in
-// which prpc's calls/s ratios are 0.80, 1.00 and 0.90, its CPU/call ratios 1.10, 1.20 and
-// 1.00, its p50 ratios 1.00, 0.90 and 1.10 and its p99 ratios 1.00, 1.05 and 0.95; and the
+// which prpc-then's calls/s ratios are 0.80, 1.00 and 0.90, its CPU/call ratios 1.10, 1.20
+// and 1.00, its p50 ratios 1.00, 0.90 and 1.10 and its p99 ratios 1.00, 1.05 and 0.95; and the
 // loop suite over three trials of 20,000 calls per client, in which prpc-then takes three
 // times the pool's time to submit.
 func docReport() *Report {
@@ -54,7 +70,7 @@ func docReport() *Report {
 		Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Elapsed: 90 * time.Second,
 		Timeout: 10 * time.Second, Budget: 2 * time.Millisecond, Warmup: 1000,
-		Suites: []SuiteResult{{Name: standardSuite.Name, Shapes: []ShapeResult{pairedShape(Shape{1000, 2, 2, 3}, base, prpc)}}},
+		Suites: []SuiteResult{{Name: standardSuite.Name, Backend: backendData, Shapes: []ShapeResult{pairedShape(Shape{1000, 2, 2, 3}, base, prpc)}}},
 		Loop:   lr,
 	}
 }
@@ -91,9 +107,13 @@ func checkTables(t *testing.T, doc string) {
 
 func TestWriteDocument(t *testing.T) {
 	const (
-		summaryHead = "| suite | calls | W×B | trials | calls/s | client CPU/call | p50 | p99 |"
-		summaryRow  = "| standard | 1,000 | 2×2 | 3 | 0.90× (0.80–1.00) | 1.10× (1.00–1.20) | 1.00× (0.90–1.10) | 1.00× (0.95–1.05) |"
-		loopLine    = "| 20,000 | submission wall time | 10.00 ms (8.00–12.00) | 3.00× (3.00–3.00) | – |"
+		summaryHead  = "| suite | backend | calls | W×B | prpc form | trials | calls/s | client CPU/call | p50 | p99 |"
+		summaryRatio = "| 3 | 0.90× (0.80–1.00) | 1.10× (1.00–1.20) | 1.00× (0.90–1.10) | 1.00× (0.95–1.05) |"
+		summaryRow   = "| standard | data service (in-memory store) | 1,000 | 2×2 | prpc-then " + summaryRatio
+		goRatio      = "| 3 | 1.25× (1.00–2.00) | 0.75× (0.50–1.00) | 1.00× (0.50–1.00) | 1.00× (0.50–1.50) |"
+		loopLine     = "| 20,000 | submission wall time | 10.00 ms (8.00–12.00) | 3.00× (3.00–3.00) | – |"
+		dataNote     = "\n### standard\n\nBackend: data service (in-memory store): the data-service example (examples/dataservice/server), seeded with every player before the first burst.\n"
+		fastNote     = "\n### fast-extreme\n\nBackend: fast backend: a handler that does no work. GetPlayer answers from a table of responses built before serving"
 	)
 	tests := []struct {
 		name     string
@@ -107,9 +127,44 @@ func TestWriteDocument(t *testing.T) {
 			edit: func(*Report) {},
 			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
 				"## Loop suite", "## How to reproduce"},
-			want: []string{summaryHead, summaryRow, loopLine,
+			want: []string{summaryHead, summaryRow, loopLine, dataNote,
 				"prpc: client prpc-then, every call submitted by reactor.Call, then the promise's Then and OnError, " +
-					"the form earlier reports measured, so that these figures compare with theirs (-clients chooses the form)."},
+					"the form earlier reports measured, so that these figures compare with theirs (-clients chooses the forms)."},
+			wantNot: []string{"Backend: fast backend", "| fast-"},
+		},
+		{
+			name: "two prpc forms, both backends",
+			edit: func(r *Report) {
+				ms := time.Millisecond
+				base := trialOf(clientBaseline, time.Second, 40*ms, 100*ms, 200*ms)
+				then := trialOf(clientThen, time.Second, 40*ms, 100*ms, 200*ms)
+				sh := &r.Suites[0].Shapes[0]
+				var prpc []TrialResult
+				for _, tr := range sh.Trials {
+					if tr.Client == clientThen {
+						prpc = append(prpc, tr)
+					}
+				}
+				*sh = pairedShape(sh.Shape, base, goTrials(), prpc)
+				r.Suites = append(r.Suites, SuiteResult{Name: fastExtremeSuite.Name, Backend: backendFast,
+					Shapes: []ShapeResult{pairedShape(Shape{20000, 6, 16, 3}, base, []TrialResult{then, then, then}, goTrials())}})
+			},
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard", "### fast-extreme",
+				"## Loop suite", "## How to reproduce"},
+			want: []string{summaryHead, dataNote, fastNote,
+				// One summary row per prpc form and shape, in prpcForms order, naming the backend.
+				"| standard | data service (in-memory store) | 1,000 | 2×2 | prpc-go " + goRatio + "\n" + summaryRow + "\n" +
+					"| fast-extreme | fast backend: a handler that does no work | 20,000 | 6×16 | prpc-go " + goRatio + "\n" +
+					"| fast-extreme | fast backend: a handler that does no work | 20,000 | 6×16 | prpc-then | 3 | 1.00× (1.00–1.00) | 1.00× (1.00–1.00) | 1.00× (1.00–1.00) | 1.00× (1.00–1.00) |\n",
+				// Each prpc row's ratios are to the pool's row of the same trial.
+				"| 1,000 | 2×2 | 1 | prpc-go | 0.500 s |", "| 2.00× | 0.50× | 0.50× |\n| 1,000 | 2×2 | 1 | prpc-then | 1.250 s |",
+				"| 0.80× | 1.10× | 1.00× |\n| 1,000 | 2×2 | 1 | grpc-go | 1.000 s |",
+				"| 1.25× | 0.75× | 1.50× |\n| 1,000 | 2×2 | 3 | prpc-then |",
+				"| 1,000 | 2×2 | **median** | prpc-go |", "| 1,000 | 2×2 | **median** | prpc-then |", "| 1,000 | 2×2 | **median** | grpc-go |",
+				"| 20,000 | 6×16 | **median** | prpc-go |", "| 20,000 | 6×16 | **median** | prpc-then |",
+				"prpc: client prpc-go, every call submitted by reactor.Go with one callback, no promise; " +
+					"client prpc-then, every call submitted by reactor.Call, then the promise's Then and OnError, the form earlier reports measured",
+			},
 		},
 		{
 			name: "burst suites with the callback form",
@@ -123,7 +178,8 @@ func TestWriteDocument(t *testing.T) {
 			},
 			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
 				"## Loop suite", "## How to reproduce"},
-			want: []string{summaryRow, "prpc: client prpc-go, every call submitted by reactor.Go with one callback, no promise (-clients chooses the form).",
+			want: []string{"| standard | data service (in-memory store) | 1,000 | 2×2 | prpc-go " + summaryRatio,
+				"prpc: client prpc-go, every call submitted by reactor.Go with one callback, no promise (-clients chooses the forms).",
 				"| 1,000 | 2×2 | 1 | prpc-go | 1.250 s |", "| 1,000 | 2×2 | **median** | prpc-go |"},
 			wantNot: []string{"earlier reports measured"},
 		},
@@ -150,7 +206,7 @@ func TestWriteDocument(t *testing.T) {
 			},
 			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
 				"## Loop suite", "## How to reproduce"},
-			want: []string{"| standard | 1,000 | 2×2 | 1 | 0.80× | 1.10× | 1.00× | 1.00× |",
+			want: []string{"| standard | data service (in-memory store) | 1,000 | 2×2 | prpc-then | 1 | 0.80× | 1.10× | 1.00× | 1.00× |",
 				"| 20,000 | submission wall time | 10.00 ms | 3.00× | – |"},
 			wantNot: []string{"**median**"},
 		},
@@ -162,7 +218,17 @@ func TestWriteDocument(t *testing.T) {
 			},
 			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
 				"## Loop suite", "## How to reproduce"},
-			want: []string{"| standard | 1,000 | 2×2 | 3 | – | – | – | – |"},
+			want: []string{"| standard | data service (in-memory store) | 1,000 | 2×2 | prpc-then | 3 | – | – | – | – |"},
+		},
+		{
+			name: "the pool alone: one row, no ratios",
+			edit: func(r *Report) {
+				sh := &r.Suites[0].Shapes[0]
+				sh.Trials = slices.DeleteFunc(sh.Trials, func(t TrialResult) bool { return t.Client != clientBaseline })
+			},
+			headings: []string{"# Performance report", "## Machine", "## Summary", "## Burst suites", "### standard",
+				"## Loop suite", "## How to reproduce"},
+			want: []string{"| standard | data service (in-memory store) | 1,000 | 2×2 | – | 3 | – | – | – | – |"},
 		},
 		{
 			name: "pinned, separate process",
@@ -355,7 +421,10 @@ func TestMarkdownFlag(t *testing.T) {
 	if !strings.HasPrefix(doc, "# Performance report\n\n<!-- Generated by `"+cmd+"`.") || strings.Contains(doc, old) {
 		t.Errorf("the file is not the run's document:\n%s", doc)
 	}
-	for _, want := range []string{"## Machine", "| custom | 50 | 2×2 | 1 |", "| 50 | 2×2 | 1 | prpc-then |", "## How to reproduce"} {
+	for _, want := range []string{"## Machine", "| custom | data service (in-memory store) | 50 | 2×2 | prpc-go | 1 |",
+		"| custom | data service (in-memory store) | 50 | 2×2 | prpc-then | 1 |",
+		"| fast-custom | fast backend: a handler that does no work | 50 | 2×2 | prpc-go | 1 |",
+		"| 50 | 2×2 | 1 | prpc-then |", "## How to reproduce"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the document lacks %q:\n%s", want, doc)
 		}
@@ -363,5 +432,53 @@ func TestMarkdownFlag(t *testing.T) {
 	// The document is written through a temporary file, which is gone.
 	if entries, err := os.ReadDir(filepath.Dir(path)); err != nil || len(entries) != 1 {
 		t.Errorf("the directory holds %v (%v), want the report alone", entries, err)
+	}
+}
+
+// TestShapeRatiosPairTrials checks that each prpc client's ratios are to the pool's trial of
+// the same number, whatever the order of the clients within a trial: the pool takes t
+// seconds in trial t, prpc-go half as long and prpc-then as long, so that any other pairing
+// shows in the ratios.
+func TestShapeRatiosPairTrials(t *testing.T) {
+	sh := ShapeResult{Shape: Shape{Calls: 1000, Workers: 2, Batch: 2, Trials: 3}}
+	order := [][]string{{clientThen, clientBaseline, clientGo}, {clientBaseline, clientGo, clientThen}, {clientGo, clientThen, clientBaseline}}
+	for i, clients := range order {
+		n := time.Duration(i + 1)
+		for _, c := range clients {
+			total := n * time.Second
+			if c == clientGo {
+				total /= 2
+			}
+			tr := trialOf(c, total, n*time.Millisecond, total, total)
+			tr.Trial, tr.Calls = i+1, 1000
+			sh.Trials = append(sh.Trials, tr)
+		}
+	}
+	if got := sh.prpcClients(); !slices.Equal(got, []string{clientGo, clientThen}) {
+		t.Errorf("prpcClients = %q, want prpc-go and prpc-then, in prpcForms order", got)
+	}
+	for _, c := range []struct {
+		form       string
+		throughput float64
+		p99        float64
+	}{
+		{clientGo, 2, 0.5},
+		{clientThen, 1, 1},
+	} {
+		rs := sh.trialRatios(c.form)
+		if len(rs) != 3 {
+			t.Fatalf("%s: %d ratios, want 3", c.form, len(rs))
+		}
+		for i, r := range rs {
+			if r.Client != c.form || r.Throughput != c.throughput || r.P99 != c.p99 || r.CPUPerCall != 1 {
+				t.Errorf("%s trial %d: ratios %+v, want calls/s %v, p99 %v, CPU/call 1", c.form, i+1, r, c.throughput, c.p99)
+			}
+		}
+		if m := medianRatios(rs); m.Client != c.form || m.Throughput != c.throughput {
+			t.Errorf("%s: median ratios %+v", c.form, m)
+		}
+	}
+	if rs := sh.trialRatios(clientOnSettled); len(rs) != 0 {
+		t.Errorf("ratios of a client that did not run: %+v", rs)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"time"
@@ -28,15 +29,21 @@ type jsonReport struct {
 }
 
 type jsonSuite struct {
-	Name   string      `json:"name"`
-	Shapes []jsonShape `json:"shapes"`
+	Name string `json:"name"`
+	// Backend is the backend the suite ran against, backendData or backendFast;
+	// BackendText describes it.
+	Backend     string      `json:"backend"`
+	BackendText string      `json:"backend_text"`
+	Shapes      []jsonShape `json:"shapes"`
 }
 
 type jsonShape struct {
 	Shape
-	Results      []jsonTrial `json:"results"`
-	Ratios       []ratios    `json:"ratios,omitempty"`
-	MedianRatios *ratios     `json:"median_ratios,omitempty"`
+	Results []jsonTrial `json:"results"`
+	// Ratios are every prpc client's per-trial ratios to the baseline, client by client in
+	// prpcForms order; MedianRatios their medians, one per client.
+	Ratios       []ratios `json:"ratios,omitempty"`
+	MedianRatios []ratios `json:"median_ratios,omitempty"`
 }
 
 type jsonTrial struct {
@@ -110,12 +117,14 @@ func (r *Report) toJSON() jsonReport {
 		jr.Backend = "in process"
 	}
 	for _, s := range r.Suites {
-		js := jsonSuite{Name: s.Name}
+		js := jsonSuite{Name: s.Name, Backend: cmp.Or(s.Backend, backendData), BackendText: backendText(s.Backend)}
 		for _, sh := range s.Shapes {
-			jsh := jsonShape{Shape: sh.Shape, Ratios: sh.trialRatios()}
-			if len(jsh.Ratios) > 0 {
-				m := medianRatios(jsh.Ratios)
-				jsh.MedianRatios = &m
+			jsh := jsonShape{Shape: sh.Shape}
+			for _, f := range sh.prpcClients() {
+				if rs := sh.trialRatios(f); len(rs) > 0 {
+					jsh.Ratios = append(jsh.Ratios, rs...)
+					jsh.MedianRatios = append(jsh.MedianRatios, medianRatios(rs))
+				}
 			}
 			for _, t := range sh.Trials {
 				jt := jsonTrial{

@@ -16,24 +16,32 @@
 //
 // Every prpc client then runs `for done < n { <-r.Ready(); r.Tick(budget) }`, and each form's
 // callbacks do what the grpc-go client does with an outcome, capturing the same state. The
-// burst suites compare one prpc client with grpc-go: by default prpc-then, the form earlier
-// reports measured, so that their figures compare; -clients may name another form instead.
+// burst suites compare every prpc client they run with grpc-go, each against the grpc-go
+// row of the same trial: by default prpc-go, the cheapest form, and prpc-then, the form
+// earlier reports measured, so that their figures compare; -clients may name other forms.
 //
 // Each call's latency runs from just before it is submitted to its outcome being handled on
-// the loop goroutine, where every response is checked against the player the backend was
-// seeded with. The report gives total time, calls per second, average, p50, p95 and p99
-// (nearest rank), errors, the client process's CPU time per call (getrusage), its heap
-// allocations and minor page faults (first touches of fresh pages) per call and its peak
-// resident set, and the ratios prpc ÷ grpc-go.
+// the loop goroutine, where every response is checked against the player the backend holds.
+// The report gives total time, calls per second, average, p50, p95 and p99 (nearest rank),
+// errors, the client process's CPU time per call (getrusage), its heap allocations and minor
+// page faults (first touches of fresh pages) per call and its peak resident set, and the
+// ratios of each prpc client ÷ grpc-go.
 //
-// The backend is the data-service example (examples/dataservice/server) with an in-memory
-// store, run by default in a separate process: this binary re-executed, stopping when its
-// stdin closes. With -pin (Linux) the client runs on CPU 0 and the backend on CPU 1, so the
-// client's CPU time is its own; -placements unpinned,pinned runs everything unpinned first,
-// then pinned, each against a backend of its own, and reports both. With -inprocess the
-// backend runs in the client's process and the CPU time includes it. No client captures a
-// response's header and trailer unless -metadata makes them all do it: prpc with GetPlayer's
-// MethodPolicy.ResponseMetadata, the grpc-go clients with grpc.Header and grpc.Trailer.
+// There are two backends. The standard and extreme suites, and the loop suite, run against
+// the data-service example (examples/dataservice/server) with an in-memory store, seeded
+// with every player before the first burst. The fast suites run the same shapes against the
+// fast backend: a grpc-go server of GetPlayer whose handler does no work, answering from a
+// table of responses built before serving, a map lookup and nothing else, so that the
+// backend's part of each call is gRPC's serving alone. Both run by default in one separate
+// process, on two loopback ports: this binary re-executed, stopping when its stdin closes;
+// the suites run against one backend at a time, so the process's CPU time over a trial is
+// the backend's that served it. With -pin (Linux) the client runs on CPU 0 and the backends
+// on CPU 1, so the client's CPU time is its own; -placements unpinned,pinned runs everything
+// unpinned first, then pinned, each against backends of their own, and reports both. With
+// -inprocess the backends run in the client's process and the CPU time includes them. No
+// client captures a response's header and trailer unless -metadata makes them all do it:
+// prpc with GetPlayer's MethodPolicy.ResponseMetadata, the grpc-go clients with grpc.Header
+// and grpc.Trailer.
 //
 // Usage:
 //
@@ -41,14 +49,19 @@
 //
 // The suites (-suite, default all):
 //
-//	standard  1,000 calls with 2 workers × batch 2; 5,000 with 4 × 4; 6,000 with 6 × 4
-//	extreme   20,000 calls with 6 × 16
-//	all       standard, then extreme
-//	loop      2,000, 5,000 and 20,000 calls inside a game loop (runs only when asked)
+//	standard       1,000 calls with 2 workers × batch 2; 5,000 with 4 × 4; 6,000 with 6 × 4
+//	extreme        20,000 calls with 6 × 16
+//	fast-standard  standard's shapes against the fast backend
+//	fast-extreme   extreme's shape against the fast backend
+//	fast           fast-standard, then fast-extreme
+//	all            standard, extreme, fast-standard, then fast-extreme
+//	loop           2,000, 5,000 and 20,000 calls inside a game loop (runs only when asked)
 //
-// or a comma-separated list of them, such as all,loop; each shape of standard and extreme
-// runs three trials per client, in the order -clients names them. -calls (with -workers, -batch,
-// -trials) runs one shape of your own instead.
+// or a comma-separated list of them, such as all,loop; each shape of the burst suites runs
+// three trials per client, each trial every client once, back to back, in the order
+// -clients names them. -calls (with -workers, -batch, -trials) runs one shape of your own
+// instead, against each backend a burst suite named uses: custom against the data service,
+// fast-custom against the fast backend.
 //
 // The loop suite measures what a burst costs a 20 TPS game loop doing 10 ms of game work per
 // tick, through each of prpc's three forms and through what a Go developer writes by hand: a
@@ -76,8 +89,8 @@
 // CPU time of the loop's thread over the submission, a bound per form (for prpc-then, the
 // ratio the report had measured before requests were encoded on the lanes, at each burst
 // size); for every client, the time from the submitting tick to the last delivery; and late
-// ticks, summed over the trials, no more than the pool's. The submission's wall time and the longest tick interval are reported
-// beside them. It runs unpinned unless -pin or -placements says otherwise; the targets are
+// ticks, summed over the trials, no more than the pool's. The submission's wall time and the
+// longest tick interval are reported beside them. It runs unpinned unless -pin or -placements says otherwise; the targets are
 // judged unpinned. The report in benchmarks/README.md comes from
 //
 //	go run ./benchmarks/burst -suite all,loop -placements unpinned,pinned -trials 7 -markdown benchmarks/README.md
@@ -149,7 +162,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.suite, "suite", "all", "comma-separated suites to run: standard, extreme, all (standard and extreme), "+
+	fs.StringVar(&o.suite, "suite", "all", "comma-separated suites to run: standard, extreme (against the data service), "+
+		"fast-standard, fast-extreme (the same shapes against the fast backend, a handler that does no work), fast (both fast suites), "+
+		"all (the four burst suites), "+
 		"loop (bursts of 2,000, 5,000 and 20,000 calls inside a 20 TPS loop.Run doing 10 ms of game work per tick, prpc against a hand-written pool)")
 	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's one burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
@@ -158,16 +173,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of every call, from its submission")
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
-	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backend in this process (CPU/call then includes the backend)")
+	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backends in this process (CPU/call then includes the backend)")
 	fs.BoolVar(&o.metadata, "metadata", false, "every client captures every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
-	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backend to CPU 1 (-placements pinned)")
+	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backends to CPU 1 (-placements pinned)")
 	placements := fs.String("placements", "", "comma-separated placements to run everything in, one after the other: unpinned "+
-		"(client and backend share the CPUs; the default), pinned (Linux: the client on CPU 0, the backend on CPU 1)")
+		"(client and backends share the CPUs; the default), pinned (Linux: the client on CPU 0, the backends on CPU 1)")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
 	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run, of "+strings.Join(prpcForms, ", ")+" (prpc, one per form of submission) and "+clientBaseline+
 		", each trial in the order given (the loop suite rotates it)"+
 		"; by default the burst suites run "+strings.Join(burstClients, ",")+" and the loop suite "+strings.Join(loopClients, ",")+
-		"; the burst suites compare one prpc client with "+clientBaseline+", so with them it names one at most")
+		"; every suite compares each prpc client with "+clientBaseline+" in the same trial")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`")
 	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to `file`")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the complete report, with its title, the command and how to reproduce it, to `file`, "+
@@ -175,7 +190,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./benchmarks/burst [flags]\n\n"+
 			"Runs pRPC's burst suites through prpc and through plain grpc-go, against the data-service\n"+
-			"backend on loopback, and prints the tables. Flags:\n\n")
+			"backend and a fast backend whose handler does no work, on loopback, and prints the tables.\n"+
+			"Flags:\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -208,25 +224,23 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case pinned && !pinSupported:
 		return o, errors.New("pinning works only on Linux")
 	}
-	burstOn := slices.Contains(names, standardSuite.Name) || slices.Contains(names, extremeSuite.Name)
-	if o.burstClients, o.loopClients, err = clientLists(o.clients, burstOn); err != nil {
+	if o.burstClients, o.loopClients, err = clientLists(o.clients); err != nil {
 		return o, err
 	}
 	return o, nil
 }
 
 // The clients each kind of suite runs when -clients does not say: the burst suites prpc in
-// the form earlier reports measured, so that their figures compare, and the pool; the loop
-// suite every form and the pool.
+// its cheapest form and in the form earlier reports measured, so that their figures compare,
+// and the pool; the loop suite every form and the pool.
 var (
-	burstClients = []string{clientThen, clientBaseline}
+	burstClients = []string{clientGo, clientThen, clientBaseline}
 	loopClients  = append(slices.Clone(prpcForms), clientBaseline)
 )
 
-// clientLists parses the value of -clients, given whether a burst suite runs: the clients
-// the burst suites run and those the loop suite runs, each in the order given, or their
-// defaults for an empty list.
-func clientLists(list string, burst bool) (burstList, loopList []string, err error) {
+// clientLists parses the value of -clients: the clients the burst suites run and those the
+// loop suite runs, each in the order given, or their defaults for an empty list.
+func clientLists(list string) (burstList, loopList []string, err error) {
 	if list == "" {
 		return slices.Clone(burstClients), slices.Clone(loopClients), nil
 	}
@@ -240,9 +254,6 @@ func clientLists(list string, burst bool) (burstList, loopList []string, err err
 			return nil, nil, fmt.Errorf("-clients %q: %s is named twice", list, name)
 		}
 		names = append(names, name)
-	}
-	if n := len(slices.DeleteFunc(slices.Clone(names), func(c string) bool { return !isPRPC(c) })); burst && n > 1 {
-		return nil, nil, fmt.Errorf("-clients %q names %d prpc clients, and the burst suites compare one with %s: name one, or run the loop suite apart", list, n, clientBaseline)
 	}
 	return names, slices.Clone(names), nil
 }
@@ -279,23 +290,37 @@ func placementList(list string, pin bool) ([]bool, error) {
 	return out, nil
 }
 
-// suiteNames parses the value of -suite: a comma-separated list of standard, extreme, all
-// (standard and extreme) and loop. It returns the suites named, each once, in running order:
-// standard, extreme, loop.
+// suiteGroups are the names of -suite that stand for several suites.
+var suiteGroups = map[string][]string{
+	"all":  {standardSuite.Name, extremeSuite.Name, fastStandardSuite.Name, fastExtremeSuite.Name},
+	"fast": {fastStandardSuite.Name, fastExtremeSuite.Name},
+}
+
+// suiteNames parses the value of -suite: a comma-separated list of the burst suites
+// (standard, extreme, fast-standard, fast-extreme), the groups all (the four) and fast (the
+// two fast ones), and loop. It returns the suites named, each once, in running order: the
+// burst suites in burstSuites order, then loop.
 func suiteNames(list string) ([]string, error) {
+	order := []string{}
+	for _, s := range burstSuites {
+		order = append(order, s.Name)
+	}
+	order = append(order, suiteLoop)
 	named := map[string]bool{}
 	for name := range strings.SplitSeq(list, ",") {
-		switch name {
-		case standardSuite.Name, extremeSuite.Name, suiteLoop:
+		switch {
+		case slices.Contains(order, name):
 			named[name] = true
-		case "all":
-			named[standardSuite.Name], named[extremeSuite.Name] = true, true
+		case suiteGroups[name] != nil:
+			for _, n := range suiteGroups[name] {
+				named[n] = true
+			}
 		default:
-			return nil, fmt.Errorf("-suite %q: unknown suite %q; want standard, extreme, all or loop, or a comma-separated list of them", list, name)
+			return nil, fmt.Errorf("-suite %q: unknown suite %q; want standard, extreme, fast-standard, fast-extreme, fast, all or loop, or a comma-separated list of them", list, name)
 		}
 	}
 	var names []string
-	for _, name := range []string{standardSuite.Name, extremeSuite.Name, suiteLoop} {
+	for _, name := range order {
 		if named[name] {
 			names = append(names, name)
 		}
@@ -303,24 +328,34 @@ func suiteNames(list string) ([]string, error) {
 	return names, nil
 }
 
-// suites returns the burst suites o asks to run: none with -suite loop alone.
+// Names of the suites -calls runs instead of the burst suites, one per backend.
+const (
+	customSuite     = "custom"
+	fastCustomSuite = "fast-custom"
+)
+
+// suites returns the burst suites o asks to run, in running order: none with -suite loop
+// alone. With -calls, one shape of o's own replaces them, once per backend they use: custom
+// against the data service, fast-custom against the fast backend.
 func (o options) suites() []Suite {
-	if !slices.Contains(o.names, standardSuite.Name) && !slices.Contains(o.names, extremeSuite.Name) {
-		return nil
-	}
-	if o.calls > 0 {
-		s := Shape{Calls: o.calls, Workers: o.workers, Batch: o.batch, Trials: o.trials}
-		s.Workers = cmpOr(s.Workers, 2)
-		s.Batch = cmpOr(s.Batch, 4)
-		s.Trials = cmpOr(s.Trials, 3)
-		return []Suite{{Name: "custom", Shapes: []Shape{s}}}
-	}
 	var out []Suite
-	for _, s := range []Suite{standardSuite, extremeSuite} {
+	for _, s := range burstSuites {
 		if !slices.Contains(o.names, s.Name) {
 			continue
 		}
-		s.Shapes = append([]Shape(nil), s.Shapes...)
+		if o.calls > 0 {
+			name := customSuite
+			if s.Backend == backendFast {
+				name = fastCustomSuite
+			}
+			if slices.ContainsFunc(out, func(c Suite) bool { return c.Name == name }) {
+				continue
+			}
+			sh := Shape{Calls: o.calls, Workers: cmpOr(o.workers, 2), Batch: cmpOr(o.batch, 4), Trials: cmpOr(o.trials, 3)}
+			out = append(out, Suite{Name: name, Backend: s.Backend, Shapes: []Shape{sh}})
+			continue
+		}
+		s.Shapes = slices.Clone(s.Shapes)
 		for i := range s.Shapes {
 			s.Shapes[i].Trials = cmpOr(o.trials, s.Shapes[i].Trials)
 		}
@@ -434,7 +469,8 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		backendCPU = 1
 	}
 	rep.Machine.GOMAXPROCS = runtime.GOMAXPROCS(0)
-	be, err := startBackend(ctx, o.inprocess, backendCPU, stderr)
+	need := playersNeeded(suites, loopShapes, o.warmup)
+	be, err := startBackend(ctx, o.inprocess, backendCPU, need[backendFast], stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -444,15 +480,6 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		}
 	}()
 
-	need := o.warmup
-	for _, sh := range loopShapes {
-		need = max(need, sh.Calls)
-	}
-	for _, s := range suites {
-		for _, sh := range s.Shapes {
-			need = max(need, sh.Calls)
-		}
-	}
 	where := "in this process"
 	if !o.inprocess {
 		where = fmt.Sprintf("in process %d", be.pid())
@@ -461,12 +488,22 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 	if pinned {
 		placement = "pinned"
 	}
-	fmt.Fprintf(stderr, "burst: %s; backend at %s (%s); seeding %s players\n", placement, be.addr, where, thousands(need))
-	if err := seed(ctx, be.addr, need); err != nil {
-		return nil, fmt.Errorf("seeding the backend: %w", err)
+	fmt.Fprintf(stderr, "burst: %s; backends %s: data service at %s", placement, where, be.addr)
+	if be.fastAddr != "" {
+		fmt.Fprintf(stderr, ", fast backend at %s holding %s players", be.fastAddr, thousands(need[backendFast]))
 	}
-	xuids := make([]string, need)
-	players := make([]*networkpb.Player, need)
+	if need[backendData] > 0 {
+		fmt.Fprintf(stderr, "; seeding %s players", thousands(need[backendData]))
+	}
+	fmt.Fprintln(stderr)
+	if need[backendData] > 0 {
+		if err := seed(ctx, be.addr, need[backendData]); err != nil {
+			return nil, fmt.Errorf("seeding the backend: %w", err)
+		}
+	}
+	n := max(need[backendData], need[backendFast])
+	xuids := make([]string, n)
+	players := make([]*networkpb.Player, n)
 	for i := range xuids {
 		xuids[i] = xuidOf(i)
 		players[i] = playerOf(i)
@@ -477,9 +514,9 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		xuids: xuids, players: players, progress: stderr,
 	}
 	for _, s := range suites {
-		sr := SuiteResult{Name: s.Name}
+		sr := SuiteResult{Name: s.Name, Backend: s.Backend}
 		for _, sh := range s.Shapes {
-			res, err := rn.runShape(s.Name, sh)
+			res, err := rn.runShape(s, sh)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s: %w", s.Name, sh, err)
 			}
@@ -501,6 +538,23 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 	rep.Machine.LoadEnd = loadAverage()
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
+}
+
+// playersNeeded returns how many players each backend must hold for suites and the loop
+// suite's loopShapes, with warm-ups of warmup calls: for each backend some suite uses, the
+// most calls of any of its shapes or warm-up; none for the others.
+func playersNeeded(suites []Suite, loopShapes []Shape, warmup int) map[string]int {
+	need := map[string]int{}
+	use := func(kind string, calls int) { need[kind] = max(need[kind], warmup, calls) }
+	for _, sh := range loopShapes {
+		use(backendData, sh.Calls)
+	}
+	for _, s := range suites {
+		for _, sh := range s.Shapes {
+			use(s.Backend, sh.Calls)
+		}
+	}
+	return need
 }
 
 // syncWriter serialises writes to w, which is written by this process and by the goroutine

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -54,24 +55,36 @@ func runJSON(t *testing.T, args ...string) jsonReport {
 	return rep
 }
 
-// checkSane checks a report of one custom shape of calls calls, run by the prpc client form
-// and the baseline for one trial: no errors, every call answered right, and figures that make sense together (no
-// timing bounds: those belong to the benchmark, not to a test).
-func checkSane(t *testing.T, rep jsonReport, calls int, form string) {
+// checkSane checks a report of one custom shape of calls calls per suite in suites (each a
+// name and its backend), run by the prpc clients forms and the baseline for one trial: no
+// errors, every call answered right, and figures that make sense together (no timing
+// bounds: those belong to the benchmark, not to a test).
+func checkSane(t *testing.T, rep jsonReport, calls int, suites [][2]string, forms []string) {
 	t.Helper()
 	if rep.Errors != 0 {
 		t.Errorf("report has %d errors", rep.Errors)
 	}
-	if len(rep.Suites) != 1 || len(rep.Suites[0].Shapes) != 1 {
-		t.Fatalf("want one suite with one shape, got %+v", rep.Suites)
+	if len(rep.Suites) != len(suites) {
+		t.Fatalf("want the suites %q, got %+v", suites, rep.Suites)
 	}
-	sh := rep.Suites[0].Shapes[0]
+	for i, js := range rep.Suites {
+		if js.Name != suites[i][0] || js.Backend != suites[i][1] || js.BackendText != backendText(suites[i][1]) || len(js.Shapes) != 1 {
+			t.Fatalf("suite %d: %s against %s (%q) with %d shapes; want %s against %s with one",
+				i, js.Name, js.Backend, js.BackendText, len(js.Shapes), suites[i][0], suites[i][1])
+		}
+		checkShapeSane(t, js.Shapes[0], calls, forms)
+	}
+}
+
+// checkShapeSane checks one shape of checkSane's.
+func checkShapeSane(t *testing.T, sh jsonShape, calls int, forms []string) {
+	t.Helper()
 	if sh.Calls != calls || sh.Workers != 2 || sh.Batch != 2 || sh.Shape.Trials != 1 {
 		t.Errorf("shape = %+v, want %d calls, 2×2, 1 trial", sh.Shape, calls)
 	}
-	clients := map[string]bool{}
+	var clients []string
 	for _, tr := range sh.Results {
-		clients[tr.Client] = true
+		clients = append(clients, tr.Client)
 		if tr.Calls != calls || tr.OK != calls || tr.Failed != 0 || tr.Wrong != 0 || tr.FirstError != "" {
 			t.Errorf("%s: calls %d ok %d failed %d wrong %d (%s), want %d right answers",
 				tr.Client, tr.Calls, tr.OK, tr.Failed, tr.Wrong, tr.FirstError, calls)
@@ -97,55 +110,108 @@ func checkSane(t *testing.T, rep jsonReport, calls int, form string) {
 				tr.Client, tr.CPUPerCallUs, tr.PeakRSSBytes, tr.FaultsPerCall)
 		}
 	}
-	if !clients[form] || !clients[clientBaseline] || len(sh.Results) != 2 {
-		t.Errorf("want one trial of each client, got %+v", sh.Results)
+	// One trial of each client, in the order they ran.
+	if want := append(slices.Clone(forms), clientBaseline); !slices.Equal(slices.Sorted(slices.Values(clients)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("clients %q, want one trial of each of %q", clients, want)
 	}
-	if sh.MedianRatios == nil || !(sh.MedianRatios.Throughput > 0 && sh.MedianRatios.P99 > 0) {
-		t.Errorf("ratios missing: %+v", sh.MedianRatios)
+	// One ratio and one median per prpc client, each its own.
+	var ratioClients, medianClients []string
+	for _, r := range sh.Ratios {
+		ratioClients = append(ratioClients, r.Client)
+	}
+	for _, m := range sh.MedianRatios {
+		medianClients = append(medianClients, m.Client)
+		if !(m.Throughput > 0 && m.P99 > 0) {
+			t.Errorf("%s: median ratios missing: %+v", m.Client, m)
+		}
+	}
+	if !slices.Equal(ratioClients, forms) || !slices.Equal(medianClients, forms) {
+		t.Errorf("ratios of %q, medians of %q; want one each of %q", ratioClients, medianClients, forms)
 	}
 }
 
-// TestBurstInProcess runs a small burst through each prpc client and the baseline; without
-// -clients, the burst suites run prpc-then.
+// The suites -calls runs, by the suites named: against the data service, the fast backend or
+// both.
+var (
+	customData = [][2]string{{customSuite, backendData}}
+	customFast = [][2]string{{fastCustomSuite, backendFast}}
+	customBoth = [][2]string{{customSuite, backendData}, {fastCustomSuite, backendFast}}
+)
+
+// TestBurstInProcess runs a small burst through each prpc client and the baseline, against
+// each backend; without -clients, the burst suites run prpc-go and prpc-then.
 func TestBurstInProcess(t *testing.T) {
 	for _, c := range []struct {
-		clients []string // -clients, if any
-		form    string
+		name   string
+		args   []string // -suite, -clients, if any
+		suites [][2]string
+		forms  []string // in prpcForms order
 	}{
-		{form: clientThen},
-		{clients: []string{"-clients", "prpc-go,grpc-go"}, form: clientGo},
-		{clients: []string{"-clients", "grpc-go,prpc-onsettled"}, form: clientOnSettled},
+		{name: "default clients", suites: customBoth, forms: []string{clientGo, clientThen}},
+		{name: "prpc-go", args: []string{"-suite", "standard", "-clients", "prpc-go,grpc-go"}, suites: customData, forms: []string{clientGo}},
+		{name: "prpc-onsettled", args: []string{"-suite", "fast", "-clients", "grpc-go,prpc-onsettled"}, suites: customFast, forms: []string{clientOnSettled}},
+		{name: "three forms", args: []string{"-suite", "fast-extreme", "-clients", "prpc-then,grpc-go,prpc-onsettled,prpc-go"}, suites: customFast,
+			forms: []string{clientGo, clientOnSettled, clientThen}},
 	} {
-		t.Run(c.form, func(t *testing.T) {
-			rep := runJSON(t, append(c.clients, "-inprocess", "-calls", "200", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "20")...)
+		t.Run(c.name, func(t *testing.T) {
+			rep := runJSON(t, append(c.args, "-inprocess", "-calls", "200", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "20")...)
 			if rep.Backend != "in process" {
 				t.Errorf("backend = %q", rep.Backend)
 			}
-			checkSane(t, rep, 200, c.form)
-			for _, tr := range rep.Suites[0].Shapes[0].Results {
-				if !tr.CPUIncludesBack || tr.BackendCPUPerCall != nil {
-					t.Errorf("%s: in process, the client's CPU time includes the backend's and the backend has none of its own", tr.Client)
+			checkSane(t, rep, 200, c.suites, c.forms)
+			for _, js := range rep.Suites {
+				for _, tr := range js.Shapes[0].Results {
+					if !tr.CPUIncludesBack || tr.BackendCPUPerCall != nil {
+						t.Errorf("%s: in process, the client's CPU time includes the backend's and the backend has none of its own", tr.Client)
+					}
 				}
 			}
 		})
 	}
 }
 
-// TestBurstSeparateProcess runs the backend as a child process (this test binary,
-// re-executed). run returns an error if the child does not exit when its stdin closes.
+// TestBurstInterleaved checks that every trial runs each client once, back to back, in the
+// order -clients names them: trial 1 of every client, then trial 2.
+func TestBurstInterleaved(t *testing.T) {
+	rep := runJSON(t, "-suite", "fast", "-clients", "prpc-then,grpc-go,prpc-go", "-inprocess",
+		"-calls", "50", "-workers", "2", "-batch", "2", "-trials", "2", "-warmup", "0")
+	var got []string
+	for _, tr := range rep.Suites[0].Shapes[0].Results {
+		got = append(got, fmt.Sprintf("%d %s", tr.Trial, tr.Client))
+	}
+	want := []string{"1 prpc-then", "1 grpc-go", "1 prpc-go", "2 prpc-then", "2 grpc-go", "2 prpc-go"}
+	if !slices.Equal(got, want) {
+		t.Errorf("trials ran in the order %q, want %q", got, want)
+	}
+	// Each prpc client's ratios are against the pool's trial of the same number.
+	for _, r := range rep.Suites[0].Shapes[0].Ratios {
+		if r.Client != clientGo && r.Client != clientThen {
+			t.Errorf("a ratio of %q", r.Client)
+		}
+	}
+	if n := len(rep.Suites[0].Shapes[0].Ratios); n != 4 {
+		t.Errorf("%d ratios, want 2 per prpc client", n)
+	}
+}
+
+// TestBurstSeparateProcess runs the backends as a child process (this test binary,
+// re-executed), against each of them. run returns an error if the child does not exit when
+// its stdin closes.
 func TestBurstSeparateProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
-	rep := runJSON(t, "-calls", "100", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "10")
+	rep := runJSON(t, "-calls", "100", "-workers", "2", "-batch", "2", "-trials", "1", "-warmup", "10", "-clients", "prpc-then,grpc-go")
 	if rep.Backend != "separate process" {
 		t.Errorf("backend = %q", rep.Backend)
 	}
-	checkSane(t, rep, 100, clientThen)
+	checkSane(t, rep, 100, customBoth, []string{clientThen})
 	if runtime.GOOS == "linux" {
-		for _, tr := range rep.Suites[0].Shapes[0].Results {
-			if tr.CPUIncludesBack || tr.BackendCPUPerCall == nil || *tr.BackendCPUPerCall <= 0 {
-				t.Errorf("%s: want the backend's CPU time measured apart", tr.Client)
+		for _, js := range rep.Suites {
+			for _, tr := range js.Shapes[0].Results {
+				if tr.CPUIncludesBack || tr.BackendCPUPerCall == nil || *tr.BackendCPUPerCall <= 0 {
+					t.Errorf("%s %s: want the backend's CPU time measured apart", js.Name, tr.Client)
+				}
 			}
 		}
 	}
@@ -177,18 +243,19 @@ func TestFlagErrors(t *testing.T) {
 		{"-calls", "-1"},
 		{"-clients", "prpc-then,curl"},
 		{"-clients", "prpc,grpc-go"},
-		{"-clients", "prpc-go,prpc-then,grpc-go"},
 		{"-suite", "loop", "-clients", "prpc-go,prpc-go"},
 		{"-inprocess", "-pin"},
 		{"-timeout", "0s"},
 		{"extra"},
 		{"-suite", ""},
 		{"-suite", "all,huge"},
+		{"-suite", "fast,fast-huge"},
 		{"-suite", "loop", "-pin", "-inprocess"},
 		{"-placements", "unpinned,pinned", "-inprocess"},
 		{"-placements", "sideways"},
 		{"-pin", "-placements", "unpinned,pinned"},
 		{"-suite", "all,loop", "-calls", "100"},
+		{"-suite", "fast,loop", "-calls", "100"},
 		{"-markdown", filepath.Join("no", "such", "dir", "report.md"), "-inprocess", "-calls", "10", "-trials", "1", "-warmup", "0"},
 	} {
 		var out bytes.Buffer
@@ -202,64 +269,114 @@ func TestClientLists(t *testing.T) {
 	all := []string{clientGo, clientOnSettled, clientThen, clientBaseline}
 	for _, c := range []struct {
 		list      string
-		burst     bool // a burst suite runs
 		wantBurst []string
 		wantLoop  []string
 		wantErr   string
 	}{
-		{list: "", burst: true, wantBurst: []string{clientThen, clientBaseline}, wantLoop: all},
-		{list: "", wantBurst: []string{clientThen, clientBaseline}, wantLoop: all},
-		{list: "prpc-go,grpc-go", burst: true, wantBurst: []string{clientGo, clientBaseline}, wantLoop: []string{clientGo, clientBaseline}},
+		{list: "", wantBurst: []string{clientGo, clientThen, clientBaseline}, wantLoop: all},
+		{list: "prpc-go,grpc-go", wantBurst: []string{clientGo, clientBaseline}, wantLoop: []string{clientGo, clientBaseline}},
 		{list: "grpc-go,prpc-onsettled", wantBurst: []string{clientBaseline, clientOnSettled}, wantLoop: []string{clientBaseline, clientOnSettled}},
+		// Several prpc forms, for the burst suites as for the loop suite.
 		{list: "prpc-then,prpc-go,grpc-go", wantBurst: []string{clientThen, clientGo, clientBaseline}, wantLoop: []string{clientThen, clientGo, clientBaseline}},
-		{list: "prpc-onsettled", burst: true, wantBurst: []string{clientOnSettled}, wantLoop: []string{clientOnSettled}},
-		{list: "prpc-then,prpc-go,grpc-go", burst: true,
-			wantErr: `-clients "prpc-then,prpc-go,grpc-go" names 2 prpc clients, and the burst suites compare one with grpc-go: name one, or run the loop suite apart`},
+		{list: "prpc-then,prpc-onsettled,prpc-go,grpc-go", wantBurst: []string{clientThen, clientOnSettled, clientGo, clientBaseline},
+			wantLoop: []string{clientThen, clientOnSettled, clientGo, clientBaseline}},
+		{list: "prpc-onsettled", wantBurst: []string{clientOnSettled}, wantLoop: []string{clientOnSettled}},
 		{list: "prpc,grpc-go", wantErr: `-clients "prpc,grpc-go": unknown client "prpc"; want prpc-go, prpc-onsettled, prpc-then or grpc-go`},
 		{list: "prpc-go,", wantErr: `-clients "prpc-go,": unknown client ""`},
 		{list: "grpc-go,prpc-go,grpc-go", wantErr: `-clients "grpc-go,prpc-go,grpc-go": grpc-go is named twice`},
+		{list: "prpc-go,prpc-then,prpc-go", wantErr: `-clients "prpc-go,prpc-then,prpc-go": prpc-go is named twice`},
 	} {
-		burst, loop, err := clientLists(c.list, c.burst)
+		burst, loop, err := clientLists(c.list)
 		if c.wantErr != "" {
 			if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
-				t.Errorf("clientLists(%q, %v) = %v; want error %q", c.list, c.burst, err, c.wantErr)
+				t.Errorf("clientLists(%q) = %v; want error %q", c.list, err, c.wantErr)
 			}
 			continue
 		}
 		if err != nil || !slices.Equal(burst, c.wantBurst) || !slices.Equal(loop, c.wantLoop) {
-			t.Errorf("clientLists(%q, %v) = %q, %q, %v; want %q, %q", c.list, c.burst, burst, loop, err, c.wantBurst, c.wantLoop)
+			t.Errorf("clientLists(%q) = %q, %q, %v; want %q, %q", c.list, burst, loop, err, c.wantBurst, c.wantLoop)
 		}
+	}
+	// The flags reach the burst suites whole: several prpc forms, with a burst suite named.
+	o, err := parseFlags([]string{"-suite", "all,loop", "-clients", "prpc-onsettled,grpc-go,prpc-go"}, &bytes.Buffer{})
+	if want := []string{clientOnSettled, clientBaseline, clientGo}; err != nil || !slices.Equal(o.burstClients, want) || !slices.Equal(o.loopClients, want) {
+		t.Errorf("-clients prpc-onsettled,grpc-go,prpc-go: burst %q, loop %q, %v; want %q for both", o.burstClients, o.loopClients, err, want)
 	}
 }
 
+// suiteShapes is a suite's name, backend and shapes, for comparing suites.
+type suiteShapes struct {
+	name, backend string
+	shapes        []Shape
+}
+
 func TestSuites(t *testing.T) {
-	o, err := parseFlags(nil, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := o.suites()
-	if len(got) != 2 || got[0].Name != "standard" || got[1].Name != "extreme" {
-		t.Fatalf("default suites = %+v", got)
-	}
-	want := []Shape{{1000, 2, 2, 3}, {5000, 4, 4, 3}, {6000, 6, 4, 3}, {20000, 6, 16, 3}}
-	all := append(append([]Shape(nil), got[0].Shapes...), got[1].Shapes...)
-	if len(all) != len(want) {
-		t.Fatalf("shapes = %+v, want %+v", all, want)
-	}
-	for i := range want {
-		if all[i] != want[i] {
-			t.Errorf("shape %d = %+v, want %+v", i, all[i], want[i])
+	standard := []Shape{{1000, 2, 2, 3}, {5000, 4, 4, 3}, {6000, 6, 4, 3}}
+	extreme := []Shape{{20000, 6, 16, 3}}
+	for _, c := range []struct {
+		args []string
+		want []suiteShapes
+	}{
+		{args: nil, want: []suiteShapes{
+			{"standard", backendData, standard}, {"extreme", backendData, extreme},
+			{"fast-standard", backendFast, standard}, {"fast-extreme", backendFast, extreme},
+		}},
+		{args: []string{"-suite", "fast"}, want: []suiteShapes{{"fast-standard", backendFast, standard}, {"fast-extreme", backendFast, extreme}}},
+		{args: []string{"-suite", "extreme", "-trials", "5"}, want: []suiteShapes{{"extreme", backendData, []Shape{{20000, 6, 16, 5}}}}},
+		{args: []string{"-suite", "fast-extreme,standard", "-trials", "2"}, want: []suiteShapes{
+			{"standard", backendData, []Shape{{1000, 2, 2, 2}, {5000, 4, 4, 2}, {6000, 6, 4, 2}}},
+			{"fast-extreme", backendFast, []Shape{{20000, 6, 16, 2}}},
+		}},
+		// -calls: one shape per backend the suites named use.
+		{args: []string{"-calls", "100"}, want: []suiteShapes{
+			{customSuite, backendData, []Shape{{100, 2, 4, 3}}}, {fastCustomSuite, backendFast, []Shape{{100, 2, 4, 3}}},
+		}},
+		{args: []string{"-suite", "fast-standard,fast-extreme", "-calls", "100", "-workers", "3"}, want: []suiteShapes{
+			{fastCustomSuite, backendFast, []Shape{{100, 3, 4, 3}}},
+		}},
+		{args: []string{"-suite", "standard,extreme", "-calls", "100", "-trials", "1"}, want: []suiteShapes{
+			{customSuite, backendData, []Shape{{100, 2, 4, 1}}},
+		}},
+		{args: []string{"-suite", "loop"}, want: nil},
+	} {
+		o, err := parseFlags(c.args, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		var got []suiteShapes
+		for _, s := range o.suites() {
+			got = append(got, suiteShapes{s.Name, s.Backend, s.Shapes})
+		}
+		if !slices.EqualFunc(got, c.want, func(a, b suiteShapes) bool {
+			return a.name == b.name && a.backend == b.backend && slices.Equal(a.shapes, b.shapes)
+		}) {
+			t.Errorf("%q: suites %+v, want %+v", c.args, got, c.want)
 		}
 	}
-	o, err = parseFlags([]string{"-suite", "extreme", "-trials", "5"}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := o.suites(); len(got) != 1 || got[0].Shapes[0] != (Shape{20000, 6, 16, 5}) {
-		t.Errorf("-suite extreme -trials 5 = %+v", got)
-	}
-	if standardSuite.Shapes[0].Trials != 3 {
+	if standardSuite.Shapes[0].Trials != 3 || fastStandardSuite.Shapes[0].Trials != 3 {
 		t.Error("-trials changed the suite's own table")
+	}
+}
+
+func TestPlayersNeeded(t *testing.T) {
+	fast := Suite{Name: "fast-standard", Backend: backendFast, Shapes: []Shape{{Calls: 1000}, {Calls: 6000}}}
+	data := Suite{Name: "standard", Backend: backendData, Shapes: []Shape{{Calls: 5000}}}
+	for _, c := range []struct {
+		name   string
+		suites []Suite
+		loop   []Shape
+		warmup int
+		want   map[string]int
+	}{
+		{"fast alone: nothing to seed", []Suite{fast}, nil, 1000, map[string]int{backendFast: 6000}},
+		{"data alone: no fast backend", []Suite{data}, nil, 1000, map[string]int{backendData: 5000}},
+		{"both", []Suite{data, fast}, nil, 100, map[string]int{backendData: 5000, backendFast: 6000}},
+		{"the loop suite uses the data service", []Suite{fast}, []Shape{{Calls: 20000}}, 100, map[string]int{backendData: 20000, backendFast: 6000}},
+		{"warm-ups longer than the bursts", []Suite{data}, nil, 8000, map[string]int{backendData: 8000}},
+	} {
+		if got := playersNeeded(c.suites, c.loop, c.warmup); !maps.Equal(got, c.want) {
+			t.Errorf("%s: playersNeeded = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
@@ -301,12 +418,16 @@ func TestSuiteNames(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{list: "all", want: []string{"standard", "extreme"}},
+		{list: "all", want: []string{"standard", "extreme", "fast-standard", "fast-extreme"}},
+		{list: "fast", want: []string{"fast-standard", "fast-extreme"}},
 		{list: "loop", want: []string{"loop"}},
-		{list: "all,loop", want: []string{"standard", "extreme", "loop"}},
+		{list: "all,loop", want: []string{"standard", "extreme", "fast-standard", "fast-extreme", "loop"}},
 		{list: "loop,extreme,standard", want: []string{"standard", "extreme", "loop"}},
-		{list: "extreme,all,extreme", want: []string{"standard", "extreme"}},
-		{list: "all,huge", wantErr: `-suite "all,huge": unknown suite "huge"; want standard, extreme, all or loop, or a comma-separated list of them`},
+		{list: "fast-extreme,loop,fast-standard", want: []string{"fast-standard", "fast-extreme", "loop"}},
+		{list: "fast,extreme,fast-extreme", want: []string{"extreme", "fast-standard", "fast-extreme"}},
+		{list: "extreme,all,extreme", want: []string{"standard", "extreme", "fast-standard", "fast-extreme"}},
+		{list: "all,huge", wantErr: `-suite "all,huge": unknown suite "huge"; want standard, extreme, fast-standard, fast-extreme, fast, all or loop, or a comma-separated list of them`},
+		{list: "fast-", wantErr: `-suite "fast-": unknown suite "fast-"`},
 		{list: "", wantErr: `-suite "": unknown suite ""`},
 		{list: "standard,", wantErr: `-suite "standard,": unknown suite ""`},
 	} {
@@ -473,7 +594,7 @@ func TestFaultsColumn(t *testing.T) {
 // header.
 func TestBaselineMetadata(t *testing.T) {
 	for _, capture := range []bool{false, true} {
-		be, err := startBackend(context.Background(), true, -1, io.Discard)
+		be, err := startBackend(context.Background(), true, -1, 0, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -513,7 +634,7 @@ func TestBaselineMetadata(t *testing.T) {
 // TestPRPCMetadata checks that -metadata makes prpc capture each GetPlayer response's header,
 // and that without it prpc captures none, the library's default.
 func TestPRPCMetadata(t *testing.T) {
-	be, err := startBackend(context.Background(), true, -1, io.Discard)
+	be, err := startBackend(context.Background(), true, -1, 0, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

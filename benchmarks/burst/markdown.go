@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -114,18 +115,24 @@ func (r *Report) writeMachineMarkdown(b *strings.Builder) {
 func (r *Report) writeSummaryMarkdown(b *strings.Builder) {
 	b.WriteString("\n## Summary\n\n")
 	if len(r.Suites) > 0 {
-		b.WriteString("Burst suites, prpc ÷ the grpc-go pool: the median over the trials of each trial's ratio, with the least and the greatest in brackets. " +
+		b.WriteString("Burst suites, each prpc form ÷ the grpc-go pool: the median over the trials of each trial's ratio, with the least and the greatest in brackets. " +
 			"calls/s: above 1 favours prpc; client CPU/call, p50 and p99 latency: below 1 favour prpc. " + r.burstFormText() + "\n\n")
-		b.WriteString("| suite | calls | W×B | trials | calls/s | client CPU/call | p50 | p99 |\n")
-		b.WriteString("|:--|---:|:-:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| suite | backend | calls | W×B | prpc form | trials | calls/s | client CPU/call | p50 | p99 |\n")
+		b.WriteString("|:--|:--|---:|:-:|:--|---:|---:|---:|---:|---:|\n")
 		for _, s := range r.Suites {
 			for _, sh := range s.Shapes {
-				rs := sh.trialRatios()
-				cell := func(f func(ratios) float64) string { return ratioCell(spreadOf(rs, f), len(rs)) }
-				fmt.Fprintf(b, "| %s | %s | %d×%d | %d | %s | %s | %s | %s |\n",
-					s.Name, thousands(sh.Shape.Calls), sh.Shape.Workers, sh.Shape.Batch, sh.Shape.Trials,
-					cell(func(r ratios) float64 { return r.Throughput }), cell(func(r ratios) float64 { return r.CPUPerCall }),
-					cell(func(r ratios) float64 { return r.P50 }), cell(func(r ratios) float64 { return r.P99 }))
+				forms := sh.prpcClients()
+				if len(forms) == 0 {
+					forms = []string{""} // the shape's row, without ratios
+				}
+				for _, f := range forms {
+					rs := sh.trialRatios(f)
+					cell := func(f func(ratios) float64) string { return ratioCell(spreadOf(rs, f), len(rs)) }
+					fmt.Fprintf(b, "| %s | %s | %s | %d×%d | %s | %d | %s | %s | %s | %s |\n",
+						s.Name, backendText(s.Backend), thousands(sh.Shape.Calls), sh.Shape.Workers, sh.Shape.Batch, cmp.Or(f, "–"), sh.Shape.Trials,
+						cell(func(r ratios) float64 { return r.Throughput }), cell(func(r ratios) float64 { return r.CPUPerCall }),
+						cell(func(r ratios) float64 { return r.P50 }), cell(func(r ratios) float64 { return r.P99 }))
+				}
 			}
 		}
 	}
@@ -157,7 +164,7 @@ func spreadText(s spread, n int, unit string) string {
 
 // writeSuitesMarkdown writes the burst suites' notes and tables.
 func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
-	fmt.Fprintf(b, "Every call: GetPlayer of a seeded player, timeout %v, response checked. Warm-up: %d calls per client per shape. prpc drains with Tick(%v) woken by Ready.\n",
+	fmt.Fprintf(b, "Every call: GetPlayer of a player the backend holds, timeout %v, response checked. Warm-up: %d calls per client per shape. prpc drains with Tick(%v) woken by Ready.\n",
 		r.Timeout, r.Warmup, r.Budget)
 	b.WriteString("Latency: submit → outcome on the loop goroutine, percentiles by nearest rank. " +
 		"CPU/call: user+system CPU time of the process over the trial ÷ calls (getrusage). " +
@@ -165,14 +172,14 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 		"faults/call: minor page faults of the client process over the trial ÷ calls (getrusage ru_minflt): each is a first touch of a fresh page; " +
 		"the trial starts after freed memory is returned to the OS, so they include pages the heap had held before. " +
 		peakRSSNote(r) +
-		"Ratios: prpc ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better). " +
+		"Ratios: each prpc client ÷ grpc-go in the same trial (calls/s: above 1 is better for prpc; CPU/call and p99: below 1 is better). " +
 		r.burstFormText() + "\n")
 	if r.Metadata {
 		b.WriteString("Every client captures every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer (-metadata).\n")
 	}
 	for _, s := range r.Suites {
 		backendCol := !r.InProcess && hasBackendCPU(s)
-		fmt.Fprintf(b, "\n### %s\n\n", s.Name)
+		fmt.Fprintf(b, "\n### %s\n\n%s\n\n", s.Name, backendNote(s.Backend))
 		b.WriteString("| calls | W×B | trial | client | total | calls/s | avg | p50 | p95 | p99 | CPU/call |")
 		sep := "|---:|:-:|:-:|:--|---:|---:|---:|---:|---:|---:|---:|"
 		if backendCol {
@@ -203,13 +210,12 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 				}
 			}
 			for t := 1; t <= sh.Shape.Trials; t++ {
-				p, base, both := sh.pair(t)
 				for _, tr := range sh.Trials {
 					if tr.Trial != t {
 						continue
 					}
 					var rs *ratios
-					if both && isPRPC(tr.Client) {
+					if p, base, both := sh.pair(tr.Client, t); both && isPRPC(tr.Client) {
 						x := ratioOf(p, base)
 						rs = &x
 					}
@@ -217,14 +223,13 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 				}
 			}
 			if sh.Shape.Trials > 1 {
-				trs := sh.trialRatios()
-				for _, name := range []string{sh.prpcClient(), clientBaseline} {
+				for _, name := range append(sh.prpcClients(), clientBaseline) {
 					mt, ok := sh.medianTrial(name)
 					if !ok {
 						continue
 					}
 					var rs *ratios
-					if isPRPC(name) && len(trs) > 0 {
+					if trs := sh.trialRatios(name); isPRPC(name) && len(trs) > 0 {
 						x := medianRatios(trs)
 						rs = &x
 					}
@@ -236,14 +241,16 @@ func (r *Report) writeSuitesMarkdown(b *strings.Builder) {
 	b.WriteString("\nMedian rows: the median of each figure over the trials; their ratios are the medians of the per-trial ratios. Errors: failed calls plus wrong responses, summed.\n")
 }
 
-// burstFormText says how the burst suites' prpc client submits its calls: in the form earlier
-// reports measured unless -clients chose another.
+// burstFormText says how each of the burst suites' prpc clients submits its calls, and which
+// is the form earlier reports measured.
 func (r *Report) burstFormText() string {
 	var forms []string
 	for _, s := range r.Suites {
 		for _, sh := range s.Shapes {
-			if f := sh.prpcClient(); f != "" && !slices.Contains(forms, f) {
-				forms = append(forms, f)
+			for _, f := range sh.prpcClients() {
+				if !slices.Contains(forms, f) {
+					forms = append(forms, f)
+				}
 			}
 		}
 	}
@@ -258,7 +265,17 @@ func (r *Report) burstFormText() string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "prpc: " + strings.Join(parts, "; ") + " (-clients chooses the form)."
+	return "prpc: " + strings.Join(parts, "; ") + " (-clients chooses the forms)."
+}
+
+// backendNote says, under a burst suite's heading, which backend the suite ran against.
+func backendNote(kind string) string {
+	if kind == backendFast {
+		return "Backend: " + backendText(kind) + ". GetPlayer answers from a table of responses built before serving: " +
+			"a map lookup, nothing else, so that the backend's part of each call is gRPC's serving alone."
+	}
+	return "Backend: " + backendText(kind) + ": the data-service example (examples/dataservice/server), " +
+		"seeded with every player before the first burst."
 }
 
 // peakRSSNote says what the peak RSS column means in r.

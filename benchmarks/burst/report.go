@@ -33,10 +33,12 @@ type Report struct {
 	Loop *LoopResult
 }
 
-// SuiteResult holds the shapes of one suite.
+// SuiteResult holds the shapes of one suite, and the backend it ran against (backendData or
+// backendFast).
 type SuiteResult struct {
-	Name   string
-	Shapes []ShapeResult
+	Name    string
+	Backend string
+	Shapes  []ShapeResult
 }
 
 // Errors counts the calls that failed or were answered wrongly, over every trial.
@@ -59,29 +61,32 @@ func (r *Report) Errors() int {
 	return n
 }
 
-// ratios are the prpc client's figures divided by the baseline's in one trial.
+// ratios are one prpc client's figures divided by the baseline's in one trial, or their
+// medians over the trials.
 type ratios struct {
+	// Client is the prpc client.
+	Client     string  `json:"client"`
 	Throughput float64 `json:"calls_per_s"`
 	CPUPerCall float64 `json:"cpu_per_call"`
 	P50        float64 `json:"p50"`
 	P99        float64 `json:"p99"`
 }
 
-// prpcClient returns the prpc client that ran trials of s, the first one if several did
-// (the flags let only one run in the burst suites), or "" if none did.
-func (s ShapeResult) prpcClient() string {
-	for _, t := range s.Trials {
-		if isPRPC(t.Client) {
-			return t.Client
+// prpcClients returns the prpc clients that ran trials of s, in prpcForms order.
+func (s ShapeResult) prpcClients() []string {
+	var fs []string
+	for _, f := range prpcForms {
+		if slices.ContainsFunc(s.Trials, func(t TrialResult) bool { return t.Client == f }) {
+			fs = append(fs, f)
 		}
 	}
-	return ""
+	return fs
 }
 
-// pair returns the trial results of s's prpc client and of the baseline for trial t, if both
-// ran.
-func (s ShapeResult) pair(t int) (p, b TrialResult, ok bool) {
-	return pairOf(s.Trials, s.prpcClient(), t)
+// pair returns the trial results of the prpc client form and of the baseline for trial t, if
+// both ran.
+func (s ShapeResult) pair(form string, t int) (p, b TrialResult, ok bool) {
+	return pairOf(s.Trials, form, t)
 }
 
 // trialOf implements clientTrial.
@@ -113,6 +118,7 @@ func pairOf[T clientTrial](trials []T, form string, t int) (p, b T, ok bool) {
 
 func ratioOf(p, b TrialResult) ratios {
 	return ratios{
+		Client:     p.Client,
 		Throughput: div(p.Throughput(), b.Throughput()),
 		CPUPerCall: div(float64(p.CPU), float64(b.CPU)),
 		P50:        div(float64(p.Lat.P50), float64(b.Lat.P50)),
@@ -127,18 +133,19 @@ func div(a, b float64) float64 {
 	return a / b
 }
 
-// trialRatios returns the ratios of every trial in which both clients ran.
-func (s ShapeResult) trialRatios() []ratios {
+// trialRatios returns the ratios of the prpc client form in every trial in which it and the
+// baseline both ran.
+func (s ShapeResult) trialRatios(form string) []ratios {
 	var rs []ratios
 	for t := 1; t <= s.Shape.Trials; t++ {
-		if p, b, ok := s.pair(t); ok {
+		if p, b, ok := s.pair(form, t); ok {
 			rs = append(rs, ratioOf(p, b))
 		}
 	}
 	return rs
 }
 
-// medianRatios returns the median of each ratio over the trials.
+// medianRatios returns the median of each ratio over the trials, all of one prpc client.
 func medianRatios(rs []ratios) ratios {
 	pick := func(f func(ratios) float64) float64 {
 		v := make([]float64, len(rs))
@@ -147,7 +154,12 @@ func medianRatios(rs []ratios) ratios {
 		}
 		return medianFloat(v)
 	}
+	var client string
+	if len(rs) > 0 {
+		client = rs[0].Client
+	}
 	return ratios{
+		Client:     client,
 		Throughput: pick(func(r ratios) float64 { return r.Throughput }),
 		CPUPerCall: pick(func(r ratios) float64 { return r.CPUPerCall }),
 		P50:        pick(func(r ratios) float64 { return r.P50 }),

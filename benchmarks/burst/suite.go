@@ -32,24 +32,30 @@ func (s Shape) String() string {
 	return fmt.Sprintf("%s calls, %d×%d", thousands(s.Calls), s.Workers, s.Batch)
 }
 
-// Suite is a named list of shapes.
+// Suite is a named list of shapes, run against one backend: backendData or backendFast.
 type Suite struct {
-	Name   string
-	Shapes []Shape
+	Name    string
+	Backend string
+	Shapes  []Shape
 }
 
 // The suites of pRPC's published tables (tests/benchmark_prpc.php and
-// tests/test_extreme_rps.php). pRPC ran each standard shape once; here every shape runs three
-// trials per client so that the ratios do not rest on one sample.
+// tests/test_extreme_rps.php), against the data service. pRPC ran each standard shape once;
+// here every shape runs three trials per client so that the ratios do not rest on one
+// sample. The fast suites run the same shapes against the fast backend.
 var (
-	standardSuite = Suite{Name: "standard", Shapes: []Shape{
+	standardSuite = Suite{Name: "standard", Backend: backendData, Shapes: []Shape{
 		{Calls: 1000, Workers: 2, Batch: 2, Trials: 3},
 		{Calls: 5000, Workers: 4, Batch: 4, Trials: 3},
 		{Calls: 6000, Workers: 6, Batch: 4, Trials: 3},
 	}}
-	extremeSuite = Suite{Name: "extreme", Shapes: []Shape{
+	extremeSuite = Suite{Name: "extreme", Backend: backendData, Shapes: []Shape{
 		{Calls: 20000, Workers: 6, Batch: 16, Trials: 3},
 	}}
+	fastStandardSuite = Suite{Name: "fast-standard", Backend: backendFast, Shapes: slices.Clone(standardSuite.Shapes)}
+	fastExtremeSuite  = Suite{Name: "fast-extreme", Backend: backendFast, Shapes: slices.Clone(extremeSuite.Shapes)}
+	// burstSuites are the burst suites, in running order.
+	burstSuites = []Suite{standardSuite, extremeSuite, fastStandardSuite, fastExtremeSuite}
 )
 
 // client is one way of running the burst: prpc in one form of submission, or the plain
@@ -146,8 +152,9 @@ type ShapeResult struct {
 	Trials []TrialResult
 }
 
-// runner runs shapes against one backend.
+// runner runs shapes against the backends of one placement.
 type runner struct {
+	// addr is the data service's address, which the loop suite uses.
 	addr    string
 	backend *backend
 	// burstClients are the clients the burst suites run, loopClients those the loop suite
@@ -162,9 +169,10 @@ type runner struct {
 	progress                  io.Writer
 }
 
-// runShape creates the clients for s, warms each up, then runs the trials interleaved: trial 1
-// of every client, then trial 2, and so on.
-func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
+// runShape creates the clients for shape s of suite, against the suite's backend, warms each
+// up, then runs the trials interleaved: trial 1 of every client, then trial 2, and so on.
+func (rn *runner) runShape(suite Suite, s Shape) (res ShapeResult, err error) {
+	addr := rn.backend.addrOf(suite.Backend)
 	res = ShapeResult{Shape: s}
 	var cs []client
 	defer func() {
@@ -180,9 +188,9 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 			err error
 		)
 		if name == clientBaseline {
-			c, err = newBaselineClient(rn.addr, s, rn.timeout, max(s.Calls, rn.warmup), rn.metadata)
+			c, err = newBaselineClient(addr, s, rn.timeout, max(s.Calls, rn.warmup), rn.metadata)
 		} else {
-			c, err = newPRPCClient(name, rn.addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
+			c, err = newPRPCClient(name, addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
 		}
 		if err != nil {
 			return res, fmt.Errorf("%s client: %w", name, err)
@@ -202,8 +210,8 @@ func (rn *runner) runShape(suite string, s Shape) (res ShapeResult, err error) {
 				return res, fmt.Errorf("%s trial %d: %w", c.Name(), t, err)
 			}
 			res.Trials = append(res.Trials, tr)
-			fmt.Fprintf(rn.progress, "burst: %-8s %-22s trial %d/%d %-14s %7.3f s %9s calls/s  p99 %8.2f ms  CPU/call %6.1f µs  allocs/call %5.1f (%4.0f B)  faults/call %5.1f  errors %d\n",
-				suite, s, t, s.Trials, c.Name(), tr.Total.Seconds(), thousands(int(tr.Throughput()+0.5)),
+			fmt.Fprintf(rn.progress, "burst: %-13s %-22s trial %d/%d %-14s %7.3f s %9s calls/s  p99 %8.2f ms  CPU/call %6.1f µs  allocs/call %5.1f (%4.0f B)  faults/call %5.1f  errors %d\n",
+				suite.Name, s, t, s.Trials, c.Name(), tr.Total.Seconds(), thousands(int(tr.Throughput()+0.5)),
 				ms(tr.Lat.P99), us(tr.CPUPerCall()), tr.AllocsPerCall(), tr.AllocBytesPerCall(), tr.FaultsPerCall(), tr.Errors())
 		}
 	}
@@ -260,8 +268,8 @@ func (rn *runner) trial(c client, n int) (TrialResult, error) {
 	return tr, nil
 }
 
-// The players the calls ask for: call i asks for xuidOf(i), which the backend is seeded with
-// before the first burst, as playerOf(i).
+// The players the calls ask for: call i asks for xuidOf(i), which the data service is seeded
+// with before the first burst, and the fast backend built its table with, as playerOf(i).
 const xuidBase = 1_000_000_000 // as in pRPC's scripts
 
 var lastSeen = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
