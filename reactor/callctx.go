@@ -29,7 +29,6 @@ type callCtx struct {
 	parent   context.Context
 	deadline time.Time
 	picked   string
-	cancel   func(error) // State.End, bound once: published to the call record
 }
 
 // newCallCtx returns the context of a transport call with the given deadline, or the
@@ -40,13 +39,8 @@ func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
 	} else if d, ok := parent.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	c := &callCtx{parent: parent, deadline: deadline}
-	c.cancel = c.end
-	return c
+	return &callCtx{parent: parent, deadline: deadline}
 }
-
-// end ends c with err.
-func (c *callCtx) end(err error) { c.End(err) }
 
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }

@@ -68,7 +68,7 @@ type laneState struct {
 }
 
 func (r *Reactor) newLane(inv int) *laneState {
-	l := &laneState{r: r, inv: inv, load: &r.loads[inv], codec: codec.New(r.cfg.Limits)}
+	l := &laneState{r: r, inv: inv, load: &r.loads[inv].Int32, codec: codec.New(r.cfg.Limits)}
 	l.bare = append(append([]grpc.CallOption{grpc.ForceCodecV2(l.codec)}, r.baseOpts...), grpc.Peer(&l.peer))
 	l.withMetadata = append(append([]grpc.CallOption(nil), l.bare...), grpc.Header(&l.header), grpc.Trailer(&l.trailer))
 	return l
@@ -176,8 +176,8 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 		parent = memconn.WithDeadline(orBackground(parent), memconn.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
 	}
 	ctx := newCallCtx(parent, deadline)
-	if err := c.SetCancel(&ctx.cancel); err != nil { // cut meanwhile
-		ctx.cancel(err)
+	if err := c.SetCancel(&ctx.State); err != nil { // cut meanwhile
+		ctx.End(err)
 	}
 	return ctx
 }

@@ -75,7 +75,7 @@ type Reactor struct {
 	ready      chan struct{}
 	notify     *notifier // calls OnReady; nil without it
 	work       *readyQueue
-	loads      []atomic.Int32 // per invoker, written by its lanes
+	loads      []invokerLoad // per invoker, written by its lanes
 	subconns   *subconnTable
 	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
 	// or "" (resolverConfigScheme).
@@ -188,7 +188,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 		in:    newInbox(),
 		ready: make(chan struct{}, 1),
 		work:  newReadyQueue(),
-		loads: make([]atomic.Int32, cfg.Workers),
+		loads: make([]invokerLoad, cfg.Workers),
 		done:  make(chan struct{}),
 		// Every lane's exit fits: a lane never waits to exit.
 		laneExit: make(chan struct{}, cfg.Workers*cfg.BatchSize),

@@ -31,6 +31,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/internal/donectx"
 )
 
 // Claim states of a use of a record. Unclaimed and Running are unsettled; the other three
@@ -175,12 +177,12 @@ type Call struct {
 	// Running). Each step is a compare-and-swap and the first wins, so a use is sent at most
 	// once, never after it settled, and settled exactly once.
 	state atomic.Uint64
-	// cancel cancels the context of the transport call with the error it then reports: the
-	// lane that claimed the call publishes it (SetCancel), and the reactor calls it once it
-	// has cut the call (CancelTransport). If the reactor cuts the call first, it leaves a mark
-	// here instead (deadlineMark or cancelMark), which tells the lane to cancel the call
-	// itself, and with which error.
-	cancel atomic.Pointer[func(error)]
+	// cancel is the done state of the transport call's context, which ending cancels it
+	// with the error it then reports: the lane that claimed the call publishes it
+	// (SetCancel), and the reactor ends it once it has cut the call (CancelTransport). If the
+	// reactor cuts the call first, it leaves a mark here instead (deadlineMark or
+	// cancelMark), which tells the lane to end the context itself, and with which error.
+	cancel atomic.Pointer[donectx.State]
 
 	// Outcome fields: written once by the settler before the call is queued for delivery.
 	Value   proto.Message // the response; nil on failure
@@ -251,27 +253,27 @@ func (c *Call) Recycle() {
 	c.state.Store(pack(gen, Unclaimed)) // last: whoever sees the new generation sees a clean record
 }
 
-// SetCancel publishes the cancel function of the transport call of a use a lane has claimed.
-// If the reactor cut the use first, it publishes nothing and returns the error to cancel the
-// call with (CutError); otherwise it returns nil.
-func (c *Call) SetCancel(cancel *func(error)) (cutErr error) {
+// SetCancel publishes the done state of the transport call's context, for a use a lane has
+// claimed: ending it cancels the call. If the reactor cut the use first, it publishes nothing
+// and returns the error to end it with (CutError); otherwise it returns nil.
+func (c *Call) SetCancel(cancel *donectx.State) (cutErr error) {
 	if c.cancel.CompareAndSwap(nil, cancel) {
 		return nil
 	}
 	return CutError(c.cancel.Load() == &deadlineMark)
 }
 
-// CancelTransport cancels the transport call of a use the reactor has cut, with CutError of
-// forDeadline, if its lane has published its cancel function; otherwise it leaves a mark for
-// the lane, which cancels the call itself on publishing.
+// CancelTransport cancels the transport call of a use the reactor has cut, ending its context
+// with CutError of forDeadline, if its lane has published the context's done state; otherwise
+// it leaves a mark for the lane, which ends the context itself on publishing.
 func (c *Call) CancelTransport(forDeadline bool) {
 	mark := &cancelMark
 	if forDeadline {
 		mark = &deadlineMark
 	}
 	for {
-		if f := c.cancel.Load(); f != nil {
-			(*f)(CutError(forDeadline))
+		if s := c.cancel.Load(); s != nil {
+			s.End(CutError(forDeadline))
 			return
 		}
 		if c.cancel.CompareAndSwap(nil, mark) {
@@ -280,9 +282,9 @@ func (c *Call) CancelTransport(forDeadline bool) {
 	}
 }
 
-// The marks CancelTransport leaves for a lane that has not published its cancel function:
-// never called, only compared.
-var deadlineMark, cancelMark func(error)
+// The marks CancelTransport leaves for a lane that has not published its context's done
+// state: never ended, only compared.
+var deadlineMark, cancelMark donectx.State
 
 // CutError is the error a transport call's context reports once the reactor has cut the
 // call: context.DeadlineExceeded for the call's deadline or its parent context's
