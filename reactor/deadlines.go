@@ -1,14 +1,16 @@
 package reactor
 
 import (
+	"iter"
 	"sync/atomic"
 
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// deadlineHeap is a binary min-heap of calls by deadline. Its entries are the reactor
-// goroutine's alone; its count of unsettled calls is shared with the invoker lanes, which
-// settle most calls.
+// deadlineHeap holds calls by deadline: a queue of the calls pushed in deadline order, as
+// calls with one timeout are, in O(1) per call, and a binary min-heap of the others. Its
+// entries are the reactor goroutine's alone; its count of unsettled calls is shared with the
+// invoker lanes, which settle most calls.
 //
 // A call settled before its deadline leaves the heap lazily: its entry stays, dead (the call
 // is no longer unsettled), until it reaches the top or until dead entries outnumber live ones,
@@ -21,6 +23,11 @@ import (
 // entry keeps the generation of the use it is for, and its deadline beside the record, so
 // that compares touch only the heap and a later use of the record leaves the entry dead.
 type deadlineHeap struct {
+	// inOrder[first:] are the entries pushed at a deadline no earlier than the previous
+	// one's: in deadline order, so its earliest is its first. inOrder[:first] are cleared.
+	inOrder []deadlineEntry
+	first   int
+	// h is a binary min-heap of the entries pushed out of order.
 	h []deadlineEntry
 	// unsettled counts the calls pushed and not yet settled: the reactor goroutine counts its
 	// own settlements in remove, and lanes theirs in settledByLane, just after their
@@ -42,12 +49,49 @@ const compactAfter = 256
 // between its settlement and its count).
 func (h *deadlineHeap) live() int { return int(h.unsettled.Load()) }
 
-// push adds c, which must be unsettled and not in the heap, at its deadline.
+// len returns the number of entries, live and dead.
+func (h *deadlineHeap) len() int { return len(h.inOrder) - h.first + len(h.h) }
+
+// all yields every entry, live and dead, in no particular order.
+func (h *deadlineHeap) all() iter.Seq[deadlineEntry] {
+	return func(yield func(deadlineEntry) bool) {
+		for _, e := range h.inOrder[h.first:] {
+			if !yield(e) {
+				return
+			}
+		}
+		for _, e := range h.h {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// push adds c, which must be unsettled and not in the heap, at its deadline: to the queue in
+// order if no entry there has a later deadline, to the min-heap otherwise.
 func (h *deadlineHeap) push(c *callcore.Call, gen uint32) {
 	c.InHeap = true
 	h.unsettled.Add(1)
-	h.h = append(h.h, deadlineEntry{at: c.Deadline, c: c, gen: gen})
+	e := deadlineEntry{at: c.Deadline, c: c, gen: gen}
+	if n := len(h.inOrder); n == h.first || e.at >= h.inOrder[n-1].at {
+		h.pushInOrder(e)
+		return
+	}
+	h.h = append(h.h, e)
 	h.up(len(h.h) - 1)
+}
+
+// pushInOrder appends e to the queue in order. Once the cleared front is at least half of a
+// full queue, it moves the rest to the front rather than grow: each entry moves at most
+// once per entry cleared before it.
+func (h *deadlineHeap) pushInOrder(e deadlineEntry) {
+	if len(h.inOrder) == cap(h.inOrder) && h.first > 0 && h.first >= len(h.inOrder)/2 {
+		n := copy(h.inOrder, h.inOrder[h.first:])
+		clear(h.inOrder[n:])
+		h.inOrder, h.first = h.inOrder[:n], 0
+	}
+	h.inOrder = append(h.inOrder, e)
 }
 
 // remove counts c, settled by the reactor goroutine, out of the heap if it is there. Its
@@ -69,10 +113,12 @@ func (h *deadlineHeap) settledByLane() int64 { return h.unsettled.Add(-1) }
 // goroutine prunes once per turn.
 func (h *deadlineHeap) prune() {
 	live := h.live()
-	dead := len(h.h) - live // at most the true number of dead entries
+	dead := h.len() - live // at most the true number of dead entries
 	switch {
-	case len(h.h) == 0:
+	case h.len() == 0:
 	case live == 0:
+		clear(h.inOrder)
+		h.inOrder, h.first = h.inOrder[:0], 0
 		clear(h.h)
 		h.h = h.h[:0]
 	case dead >= compactAfter && dead > live:
@@ -81,13 +127,23 @@ func (h *deadlineHeap) prune() {
 }
 
 // earliest returns the entry of the unsettled call with the earliest deadline, and false if
-// there is none.
+// there is none. It drops the dead entries it finds in front.
 func (h *deadlineHeap) earliest() (deadlineEntry, bool) {
-	for len(h.h) > 0 {
-		if e := h.h[0]; e.c.Unsettled(e.gen) {
-			return e, true
-		}
+	for h.first < len(h.inOrder) && !h.inOrder[h.first].c.Unsettled(h.inOrder[h.first].gen) {
+		h.inOrder[h.first] = deadlineEntry{}
+		h.first++
+	}
+	if h.first == len(h.inOrder) {
+		h.inOrder, h.first = h.inOrder[:0], 0
+	}
+	for len(h.h) > 0 && !h.h[0].c.Unsettled(h.h[0].gen) {
 		h.pop()
+	}
+	switch {
+	case h.first < len(h.inOrder) && (len(h.h) == 0 || h.inOrder[h.first].at <= h.h[0].at):
+		return h.inOrder[h.first], true
+	case len(h.h) > 0:
+		return h.h[0], true
 	}
 	return deadlineEntry{}, false
 }
@@ -103,8 +159,16 @@ func (h *deadlineHeap) pop() {
 	}
 }
 
-// compact drops the dead entries and restores the heap order.
+// compact drops the dead entries, keeping the queue's order, and restores the heap order.
 func (h *deadlineHeap) compact() {
+	inOrder := h.inOrder[:0]
+	for _, e := range h.inOrder[h.first:] {
+		if e.c.Unsettled(e.gen) {
+			inOrder = append(inOrder, e)
+		}
+	}
+	clear(h.inOrder[len(inOrder):])
+	h.inOrder, h.first = inOrder, 0
 	kept := h.h[:0]
 	for _, e := range h.h {
 		if e.c.Unsettled(e.gen) {

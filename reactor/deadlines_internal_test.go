@@ -13,18 +13,24 @@ import (
 // TestDeadlineHeapAgainstModel drives the lazy deadline heap with random pushes, settlements
 // by the reactor and by lanes, and expiries, and checks, after every step, that it yields the
 // same earliest call as a plain model, that it never holds more than about twice the live
-// calls, and that it holds no call once none is live.
+// calls, and that it holds no call once none is live. Deadlines come in random order (the
+// min-heap), in rising order (the queue in order: calls with one timeout), or rising with
+// some out of order (both at once).
 func TestDeadlineHeapAgainstModel(t *testing.T) {
 	tests := []struct {
 		name       string
 		ops        int
 		removeProb float64 // chance that a step removes a random live call rather than pushing
-		sameAt     bool    // every call gets the same deadline
+		order      string  // of the deadlines pushed: random, same, rising or mostly rising
 	}{
-		{"mostly pushes", 5000, 0.3, false},
-		{"mostly removals, compactions", 20000, 0.7, false},
-		{"equal deadlines", 3000, 0.5, true},
-		{"burst then drain", 2 * compactAfter * 4, 0.5, false},
+		{"mostly pushes", 5000, 0.3, "random"},
+		{"mostly removals, compactions", 20000, 0.7, "random"},
+		{"equal deadlines", 3000, 0.5, "same"},
+		{"burst then drain", 2 * compactAfter * 4, 0.5, "random"},
+		{"rising deadlines", 20000, 0.5, "rising"},
+		{"rising, mostly pushes", 5000, 0.2, "rising"},
+		{"mostly rising", 20000, 0.5, "mostly rising"},
+		{"mostly rising, mostly removals", 20000, 0.7, "mostly rising"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,12 +40,13 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 			lagging := 0              // calls lanes settled and have not counted out yet
 			check := func() {
 				require.Equal(t, len(live)+lagging, h.live())
-				require.LessOrEqual(t, len(h.h), max(2*h.live()+1, compactAfter*2))
+				require.LessOrEqual(t, h.len(), max(2*h.live()+1, compactAfter*2))
 				got, ok := h.earliest()
 				if len(live) == 0 {
 					require.False(t, ok)
 					if lagging == 0 {
-						require.Empty(t, h.h, "no entry may outlive the last live call")
+						require.Zero(t, h.len(), "no entry may outlive the last live call")
+						require.Empty(t, slices.Collect(h.all()))
 					}
 					return
 				}
@@ -77,9 +84,16 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 					settle(c, false)
 					live = slices.DeleteFunc(live, func(x *callcore.Call) bool { return x == c })
 				default:
-					at := int64(i)
-					if !tt.sameAt {
+					var at int64
+					switch tt.order {
+					case "random":
 						at = rng.Int64N(1 << 20)
+					case "same":
+						at = 1
+					case "rising":
+						at = int64(i / 3) // some equal
+					case "mostly rising":
+						at = int64(i) - rng.Int64N(2)*rng.Int64N(50) // half of them up to 49 early
 					}
 					c := &callcore.Call{Deadline: at}
 					h.push(c, c.Gen())

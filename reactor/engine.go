@@ -382,12 +382,12 @@ func (e *engine) abort(cause error) {
 		sent bool
 	}
 	var taken []cut
-	for _, ent := range e.heap.h {
+	for ent := range e.heap.all() {
 		if e.drop(ent.c, ent.gen) {
 			taken = append(taken, cut{ent.c, false})
 		}
 	}
-	for _, ent := range e.heap.h {
+	for ent := range e.heap.all() {
 		if ok, _ := e.take(ent.c, ent.gen, false); ok {
 			taken = append(taken, cut{ent.c, true})
 		}
