@@ -188,7 +188,11 @@ func (rn *runner) runLoop(shapes []Shape) (*LoopResult, error) {
 		for t := 1; t <= s.Trials; t++ {
 			for _, c := range trialOrder(len(rn.loopClients), t) {
 				name := rn.loopClients[c]
-				tr, err := rn.loopTrial(name, s)
+				var (
+					tr  LoopTrial
+					err error
+				)
+				asClient(name, func() { tr, err = rn.loopTrial(name, s) })
 				tr.Client, tr.Trial = name, t
 				if err != nil {
 					return res, fmt.Errorf("%s: %s trial %d: %w", s, name, t, err)

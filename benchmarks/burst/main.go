@@ -183,7 +183,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		", each trial in the order given (the loop suite rotates it)"+
 		"; by default the burst suites run "+strings.Join(burstClients, ",")+" and the loop suite "+strings.Join(loopClients, ",")+
 		"; every suite compares each prpc client with "+clientBaseline+" in the same trial")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`; each client's goroutines carry the label client=<name> (go tool pprof -tagfocus client=prpc-go)")
 	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to `file`")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the complete report, with its title, the command and how to reproduce it, to `file`, "+
 		"replacing it once the run has finished (e.g. benchmarks/README.md)")

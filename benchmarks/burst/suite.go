@@ -187,18 +187,22 @@ func (rn *runner) runShape(suite Suite, s Shape) (res ShapeResult, err error) {
 			c   client
 			err error
 		)
-		if name == clientBaseline {
-			c, err = newBaselineClient(addr, s, rn.timeout, max(s.Calls, rn.warmup), rn.metadata)
-		} else {
-			c, err = newPRPCClient(name, addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
-		}
+		asClient(name, func() {
+			if name == clientBaseline {
+				c, err = newBaselineClient(addr, s, rn.timeout, max(s.Calls, rn.warmup), rn.metadata)
+			} else {
+				c, err = newPRPCClient(name, addr, s, rn.timeout, rn.budget, max(s.Calls, rn.warmup), rn.metadata)
+			}
+		})
 		if err != nil {
 			return res, fmt.Errorf("%s client: %w", name, err)
 		}
 		cs = append(cs, c)
 	}
 	for _, c := range cs {
-		if err := rn.warmUp(c); err != nil {
+		var err error
+		asClient(c.Name(), func() { err = rn.warmUp(c) })
+		if err != nil {
 			return res, err
 		}
 	}
@@ -247,7 +251,8 @@ func (rn *runner) trial(c client, n int) (TrialResult, error) {
 	b0, bOK0 := rn.backend.cpu()
 	u0 := getUsage()
 	start := time.Now()
-	err := c.burst(rn.xuids[:n], rec)
+	var err error
+	asClient(c.Name(), func() { err = c.burst(rn.xuids[:n], rec) })
 	tr.Total = time.Since(start)
 	u1 := getUsage()
 	b1, bOK1 := rn.backend.cpu()
