@@ -7,6 +7,10 @@
 //   - BenchmarkHostCostBurst: what a burst of 20,000 calls costs the host goroutine per call,
 //     prpc against the hand-written pool, with the data-service example on loopback: ns/op is
 //     the submission, host-ns/call the submission and the delivery in Tick;
+//   - BenchmarkHostCostForms: prpc's cost to the host goroutine per call in each form of
+//     submission (reactor.Go, OnSettled, Then and OnError), submit-ns and deliver-ns, in bursts
+//     of 2,000 over an in-memory transport that answers at once: the steadiest comparison of
+//     one commit with another;
 //   - BenchmarkHostCostStub: prpc's own work on the host goroutine per call (submit, and
 //     delivery in Tick) over an in-memory transport that answers at once, in small batches
 //     with warm memory, with custom metric host-ns/call; it does not predict a real burst;

@@ -89,6 +89,9 @@ The Go micro-benchmarks are not part of this report. Run them with
 - BenchmarkHostCostBurst: what a burst costs the host goroutine per call, prpc against the
   hand-written pool, with a real backend on loopback (ns/op: submitting; host-ns/call: submitting
   and delivering);
+- BenchmarkHostCostForms: prpc's cost to the host goroutine per call in each form of submission
+  (submit-ns, deliver-ns), in bursts over a stub transport: the steadiest comparison of one
+  commit with another;
 - BenchmarkHostCostStub: prpc's own host work per call over a stub transport with warm memory,
   in small batches; it does not predict a real burst;
 - BenchmarkIdleTick: a Tick with nothing to deliver;

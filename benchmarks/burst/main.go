@@ -93,7 +93,7 @@
 // longest tick interval are reported beside them. It runs unpinned unless -pin or -placements says otherwise; the targets are
 // judged unpinned. The report in benchmarks/README.md comes from
 //
-//	go run ./benchmarks/burst -suite all,loop -placements unpinned,pinned -trials 7 -markdown benchmarks/README.md
+//	go run ./benchmarks/burst -suite all,loop -placements unpinned,pinned -trials 15 -markdown benchmarks/README.md
 //
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
