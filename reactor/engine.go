@@ -126,30 +126,76 @@ func (e *engine) wait() {
 // and the lanes' reports, settles what is due, hands the new calls to the lanes, queues the
 // settled ones for Tick and sets the timer. It reports true once Close has been asked for and
 // no call is left unsettled: the caller then stops the lanes and calls finish.
+//
+// The order of its steps is what keeps each call's promises; each step says what must come
+// before it and why. The simulator runs the same steps in the same order, one part at a time
+// (sim_world_test.go, turnStep).
 func (e *engine) turn() (done bool) {
-	r := e.r
-	e.events, e.done = r.in.take(e.events, e.done)
-	e.nowNs = r.now()
-	for pos, ok := r.subs.take(&e.sub); ok; pos, ok = r.subs.take(&e.sub) {
-		e.accept(pos, &e.sub)
+	// 1. The inbox first, then the clock. A cancel is pushed after its call was published, so
+	//    every call this turn's events name is in the ring by now: step 2 gives it a record
+	//    before step 4 looks it up by position. Read the other way round, a cancel pushed
+	//    between the two would name a call no record holds yet, and be lost.
+	e.begin()
+	// 2. Every published submission gets a record, a place in the deadline heap and, unless
+	//    its deadline has passed already, a place among this turn's calls for the lanes. They
+	//    are counted in Stats before step 6 can hand any of them to a lane, and so before any
+	//    can be delivered.
+	for e.acceptNext() {
 	}
 	e.countAccepted()
+	// 3. The lanes' reports on calls the reactor cut in earlier turns: their outcomes, held
+	//    until no lane reads their requests, now go to Tick, ahead of what this turn settles.
 	for i := range e.done {
 		e.laneDone(e.done[i])
 	}
+	// 4. Cancels, Close and aborts, after step 2, so that the calls they name have records.
 	for i := range e.events {
 		e.handle(&e.events[i])
 	}
+	// 5. Deadlines, after steps 2 and 4: the heap holds this turn's calls, and the calls
+	//    cancelled in step 4 are not timed out as well.
 	e.expire()
-	e.dispatch()
-	e.flush()
-	e.release()
-	e.heap.prune()
-	if e.closing && e.heap.live() == 0 {
+	// 6 to 9: hand out, queue for Tick, release the gauges, prune; see end.
+	if e.end() {
 		return true
 	}
+	// 10. The timer, last: for the earliest deadline left once this turn has settled and
+	//     pruned what it could.
 	e.arm()
 	return false
+}
+
+// begin starts a turn: it takes the inbox's events and the lanes' reports, then reads the
+// clock for the turn (turn's step 1).
+func (e *engine) begin() {
+	e.events, e.done = e.r.in.take(e.events, e.done)
+	e.nowNs = e.r.now()
+}
+
+// acceptNext accepts the next published submission, if any, and reports whether there was
+// one (turn's step 2).
+func (e *engine) acceptNext() bool {
+	pos, ok := e.r.subs.take(&e.sub)
+	if ok {
+		e.accept(pos, &e.sub)
+	}
+	return ok
+}
+
+// end ends a turn's work (turn's steps 6 to 9) and reports whether the reactor is done: Close
+// was asked for and no call is left unsettled.
+func (e *engine) end() (done bool) {
+	// 6. Hand this turn's calls to the lanes, after steps 4 and 5, so that no call cancelled
+	//    or timed out in this turn reaches a lane.
+	e.dispatch()
+	// 7. Queue this turn's settled calls for Tick and wake the host, once.
+	e.flush()
+	// 8. Take the calls the lanes finished with off the InFlight and load gauges, after step
+	//    7: a Stats reader who sees a call gone from InFlight can Tick and get it.
+	e.release()
+	// 9. Drop the heap's dead entries, now that this turn settled what it could.
+	e.heap.prune()
+	return e.closing && e.heap.live() == 0
 }
 
 // accept gives a submitted call a record and schedules it: it times out at once if its

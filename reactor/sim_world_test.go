@@ -480,13 +480,11 @@ func (w *simWorld) turnStep() {
 			e.timer.Stop()
 			e.armed = false // as wait does when the timer fires
 		}
-		e.events, e.done = r.in.take(e.events, e.done)
-		e.nowNs = r.now()
+		e.begin()
 		w.turn = simTurn{phase: turnAccept}
 		w.note("turn begins: %d events, %d lane reports", len(e.events), len(e.done))
 	case turnAccept:
-		if pos, ok := r.subs.take(&e.sub); ok {
-			e.accept(pos, &e.sub)
+		if e.acceptNext() {
 			return
 		}
 		e.countAccepted()
@@ -510,11 +508,7 @@ func (w *simWorld) turnStep() {
 			w.turn = simTurn{phase: turnEnd}
 		}
 	case turnEnd:
-		e.dispatch()
-		e.flush()
-		e.release()
-		e.heap.prune()
-		if e.closing && e.heap.live() == 0 {
+		if e.end() {
 			r.work.close()
 			w.turn = simTurn{phase: turnStopping}
 			w.note("turn: the reactor is done; the lanes stop")
