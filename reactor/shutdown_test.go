@@ -40,9 +40,9 @@ func TestShutdownServesCallsChainedFromCallbacks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { // the gate answers while the host goroutine is inside Shutdown
 		g.release("autosave")
-		g.waitEntered(t, 1)
+		_, err := g.awaitEntered(1) // the final save, which the autosave's callback sent
 		g.release("final")
-		done <- nil
+		done <- err
 	}()
 	require.NoError(t, h.Shutdown(closeCtx(t, bound)))
 	require.NoError(t, <-done)
@@ -94,11 +94,14 @@ func TestShutdownCutsOffAtItsDeadline(t *testing.T) {
 	next()
 
 	ctx, cancel := context.WithCancel(context.Background())
+	entered := make(chan error, 1)
 	go func() {
-		g.waitEntered(t, 1) // the held call is in flight: end the drain
+		_, err := g.awaitEntered(1) // the held call is in flight: end the drain
+		entered <- err
 		cancel()
 	}()
 	err := h.Shutdown(ctx)
+	require.NoError(t, <-entered)
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualError(t, err, "prpc: Close cut off 1 call still running: context canceled")
 	require.Equal(t, answered+1, sent)
