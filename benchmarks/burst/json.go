@@ -151,3 +151,145 @@ func (r *Report) toJSON() jsonReport {
 	}
 	return jr
 }
+
+type jsonLoop struct {
+	TPS            int            `json:"tps"`
+	GameWorkMs     float64        `json:"game_work_ms"`
+	SubmitTick     int            `json:"submit_tick"`
+	TailTicks      int            `json:"tail_ticks"`
+	LateIntervalMs float64        `json:"late_interval_ms"`
+	Sizes          []jsonLoopSize `json:"sizes"`
+}
+
+type jsonLoopSize struct {
+	Calls       int `json:"calls"`
+	Workers     int `json:"workers"`
+	Batch       int `json:"batch"`
+	PoolWorkers int `json:"pool_workers"`
+	Trials      int `json:"trials"`
+	// Results are in running order.
+	Results []jsonLoopTrial `json:"results"`
+	// Medians holds a median trial per client that ran more than one trial: the prpc
+	// clients in prpcForms order, then the pool.
+	Medians []jsonLoopTrial `json:"medians,omitempty"`
+	// Ratios holds every prpc client's per-trial ratios to the pool: by client in prpcForms
+	// order, then by trial.
+	Ratios []loopRatios `json:"ratios,omitempty"`
+	// Pool is the pool's figures; Comparisons holds, per prpc client that ran, in prpcForms
+	// order, its figures, its ratios to the pool's and its targets.
+	Pool        jsonLoopFigures      `json:"pool"`
+	Comparisons []jsonLoopComparison `json:"comparisons"`
+}
+
+type jsonSpread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func (s spread) toJSON() jsonSpread { return jsonSpread{Median: s.median, Min: s.min, Max: s.max} }
+
+type jsonLoopFigures struct {
+	Trials           int        `json:"trials"`
+	SubmitMs         jsonSpread `json:"submit_ms"`
+	SubmitCPUMs      jsonSpread `json:"submit_thread_cpu_ms"`
+	ToLastDeliveryMs jsonSpread `json:"to_last_delivery_ms"`
+	LongestMs        float64    `json:"longest_interval_ms"`
+	Late             int        `json:"late_ticks"`
+	Skipped          uint64     `json:"skipped_ticks"`
+}
+
+func (f loopFigures) toJSON() jsonLoopFigures {
+	return jsonLoopFigures{
+		Trials: f.Trials, SubmitMs: f.Submit.toJSON(), SubmitCPUMs: f.SubmitCPU.toJSON(), ToLastDeliveryMs: f.ToLastDelivery.toJSON(),
+		LongestMs: ms(f.Longest), Late: f.Late, Skipped: f.Skipped,
+	}
+}
+
+type jsonLoopComparison struct {
+	Client              string          `json:"client"`
+	Form                string          `json:"form"`
+	Figures             jsonLoopFigures `json:"figures"`
+	PairedTrials        int             `json:"paired_trials"`
+	SubmitRatio         jsonSpread      `json:"submit_ratio"`
+	SubmitCPURatio      jsonSpread      `json:"submit_thread_cpu_ratio"`
+	ToLastDeliveryRatio jsonSpread      `json:"to_last_delivery_ratio"`
+	Targets             []loopTarget    `json:"targets"`
+}
+
+type jsonLoopTrial struct {
+	Client             string  `json:"client"`
+	Trial              int     `json:"trial,omitempty"`
+	Ticks              uint64  `json:"ticks"`
+	BurstIntervals     int     `json:"burst_intervals"`
+	IntervalP50Ms      float64 `json:"interval_p50_ms"`
+	IntervalP99Ms      float64 `json:"interval_p99_ms"`
+	IntervalMaxMs      float64 `json:"interval_max_ms"`
+	AfterSubmitMs      float64 `json:"interval_max_after_submit_tick_ms"`
+	Late               int     `json:"late_intervals"`
+	Skipped            uint64  `json:"skipped"`
+	Overruns           uint64  `json:"overruns"`
+	TickP99Ms          float64 `json:"tick_p99_ms"`
+	TickMaxMs          float64 `json:"tick_max_ms"`
+	DeliveryMs         float64 `json:"delivery_ms"`
+	Wakeups            uint64  `json:"wakeups"`
+	SubmitMs           float64 `json:"submit_ms"`
+	SubmitFaults       int64   `json:"submit_minor_faults"`
+	SubmitCPUMs        float64 `json:"submit_thread_cpu_ms"`
+	SubmitSysMs        float64 `json:"submit_thread_sys_ms"`
+	SubmitThreadFaults int64   `json:"submit_thread_minor_faults"`
+	SubmitPreempted    int64   `json:"submit_thread_preempted"`
+	ToLastDeliveryMs   float64 `json:"to_last_delivery_ms"`
+	Calls              int     `json:"calls"`
+	OK                 int     `json:"ok"`
+	Failed             int     `json:"failed"`
+	Wrong              int     `json:"wrong"`
+	FirstError         string  `json:"first_error,omitempty"`
+}
+
+func (t LoopTrial) toJSON() jsonLoopTrial {
+	return jsonLoopTrial{
+		Client: t.Client, Trial: t.Trial, Ticks: t.Ticks, BurstIntervals: t.Interval.N,
+		IntervalP50Ms: ms(t.Interval.P50), IntervalP99Ms: ms(t.Interval.P99), IntervalMaxMs: ms(t.Interval.Max),
+		AfterSubmitMs: ms(t.AfterSubmit), Late: t.Interval.Late,
+		Skipped: t.Skipped, Overruns: t.Overruns, TickP99Ms: ms(t.TickP99), TickMaxMs: ms(t.TickMax),
+		DeliveryMs: ms(t.Delivery), Wakeups: t.Wakeups, SubmitMs: ms(t.Submit), SubmitFaults: t.SubmitFaults,
+		SubmitCPUMs: ms(t.SubmitThread.CPU), SubmitSysMs: ms(t.SubmitThread.Sys),
+		SubmitThreadFaults: t.SubmitThread.Faults, SubmitPreempted: t.SubmitThread.Preempted,
+		ToLastDeliveryMs: ms(t.Burst),
+		Calls:            t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, FirstError: t.FirstErr,
+	}
+}
+
+func (lr *LoopResult) toJSON() *jsonLoop {
+	jl := &jsonLoop{
+		TPS: lr.TPS, GameWorkMs: ms(lr.GameWork), SubmitTick: lr.SubmitTick, TailTicks: lr.TailTicks,
+		LateIntervalMs: ms(loopLate),
+	}
+	for _, sz := range lr.Sizes {
+		s := sz.Shape
+		js := jsonLoopSize{
+			Calls: s.Calls, Workers: s.Workers, Batch: s.Batch, PoolWorkers: s.Workers * s.Batch, Trials: s.Trials,
+			Pool: figuresOf(sz.clientTrials(clientBaseline)).toJSON(),
+		}
+		for _, f := range sz.forms() {
+			c := sz.compare(f)
+			js.Ratios = append(js.Ratios, sz.trialRatios(f)...)
+			js.Comparisons = append(js.Comparisons, jsonLoopComparison{
+				Client: f, Form: formText(f), Figures: c.PRPC.toJSON(), PairedTrials: c.Paired,
+				SubmitRatio: c.Submit.toJSON(), SubmitCPURatio: c.SubmitCPU.toJSON(), ToLastDeliveryRatio: c.ToLastDelivery.toJSON(),
+				Targets: c.targets(lr.Targets),
+			})
+		}
+		for _, t := range sz.Trials {
+			js.Results = append(js.Results, t.toJSON())
+		}
+		for _, name := range append(sz.forms(), clientBaseline) {
+			if m, ok := sz.median(name); ok && len(sz.clientTrials(name)) > 1 {
+				js.Medians = append(js.Medians, m.toJSON())
+			}
+		}
+		jl.Sizes = append(jl.Sizes, js)
+	}
+	return jl
+}

@@ -1,6 +1,9 @@
 package main
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The loop suite's comparison of each prpc client with the pool, per burst size, and their
 // targets.
@@ -190,4 +193,73 @@ func (t loopTarget) verdictCell() string {
 	default:
 		return "met (aim missed)"
 	}
+}
+
+// median returns, for one client, the median of each figure over its trials (errors, late
+// ticks and skipped ticks summed), as a LoopTrial with Trial 0.
+func (sz LoopSize) median(client string) (LoopTrial, bool) {
+	ts := sz.clientTrials(client)
+	if len(ts) == 0 {
+		return LoopTrial{}, false
+	}
+	med := func(f func(LoopTrial) float64) float64 { return medianOf(ts, f) }
+	dur := func(f func(LoopTrial) time.Duration) time.Duration { return medianDur(ts, f) }
+	count := func(f func(LoopTrial) uint64) uint64 {
+		return uint64(med(func(t LoopTrial) float64 { return float64(f(t)) }))
+	}
+	m := LoopTrial{Client: client, Calls: sz.Shape.Calls}
+	m.OK = int(med(func(t LoopTrial) float64 { return float64(t.OK) }))
+	m.Ticks = count(func(t LoopTrial) uint64 { return t.Ticks })
+	m.Overruns = count(func(t LoopTrial) uint64 { return t.Overruns })
+	m.Wakeups = count(func(t LoopTrial) uint64 { return t.Wakeups })
+	m.Interval.N = int(med(func(t LoopTrial) float64 { return float64(t.Interval.N) }))
+	m.Interval.P50 = dur(func(t LoopTrial) time.Duration { return t.Interval.P50 })
+	m.Interval.P99 = dur(func(t LoopTrial) time.Duration { return t.Interval.P99 })
+	m.Interval.Max = dur(func(t LoopTrial) time.Duration { return t.Interval.Max })
+	m.AfterSubmit = dur(func(t LoopTrial) time.Duration { return t.AfterSubmit })
+	m.TickP99 = dur(func(t LoopTrial) time.Duration { return t.TickP99 })
+	m.TickMax = dur(func(t LoopTrial) time.Duration { return t.TickMax })
+	m.Delivery = dur(func(t LoopTrial) time.Duration { return t.Delivery })
+	m.Submit = dur(func(t LoopTrial) time.Duration { return t.Submit })
+	m.SubmitFaults = int64(med(func(t LoopTrial) float64 { return float64(t.SubmitFaults) }))
+	m.SubmitThread.CPU = dur(func(t LoopTrial) time.Duration { return t.SubmitThread.CPU })
+	m.SubmitThread.Sys = dur(func(t LoopTrial) time.Duration { return t.SubmitThread.Sys })
+	m.SubmitThread.Faults = int64(med(func(t LoopTrial) float64 { return float64(t.SubmitThread.Faults) }))
+	m.SubmitThread.Preempted = int64(med(func(t LoopTrial) float64 { return float64(t.SubmitThread.Preempted) }))
+	m.Burst = dur(func(t LoopTrial) time.Duration { return t.Burst })
+	for _, t := range ts {
+		m.Failed += t.Failed
+		m.Wrong += t.Wrong
+		m.Interval.Late += t.Interval.Late
+		m.Skipped += t.Skipped
+	}
+	return m, true
+}
+
+// poolName names the pool in the report.
+const poolName = "grpc-go pool"
+
+// placement says where the run put client and backend: as a heading, for a run of several
+// placements, and as a clause saying how that bears on the targets.
+func (r *Report) placement() (title, clause string) {
+	switch {
+	case r.InProcess:
+		return "Backend in the client's process", "backend in the client's process, so this run's conditions are not the targets'"
+	case r.Pinned:
+		return "Pinned: client on CPU 0, backend on CPU 1", "pinned (client on CPU 0, backend on CPU 1); the targets are judged on an unpinned run"
+	default:
+		return "Unpinned: client and backend share the CPUs, as the targets are judged", "unpinned, as the targets are judged"
+	}
+}
+
+// forms returns the prpc clients that ran at least one trial of lr, in prpcForms order: the
+// union of the forms of its sizes.
+func (lr *LoopResult) forms() []string {
+	ran := map[string]bool{}
+	for _, sz := range lr.Sizes {
+		for _, f := range sz.forms() {
+			ran[f] = true
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(prpcForms), func(f string) bool { return !ran[f] })
 }

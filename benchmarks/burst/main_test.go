@@ -686,8 +686,14 @@ func TestMetadataFlagsReported(t *testing.T) {
 				t.Errorf("the JSON report does not say %s was set", tt.flag)
 			}
 			var with, without strings.Builder
-			tt.report.writeSuitesMarkdown(&with)
-			(&Report{}).writeSuitesMarkdown(&without)
+			suites := []SuiteResult{{Name: "custom"}}
+			tt.report.Suites = suites
+			if err := tt.report.WriteMarkdown(&with); err != nil {
+				t.Fatal(err)
+			}
+			if err := (&Report{Suites: suites}).WriteMarkdown(&without); err != nil {
+				t.Fatal(err)
+			}
 			if !strings.Contains(with.String(), tt.flag) || strings.Contains(without.String(), tt.flag) {
 				t.Errorf("the Markdown report must mention %s exactly when it was set:\nset:\n%s\nunset:\n%s", tt.flag, with.String(), without.String())
 			}

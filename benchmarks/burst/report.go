@@ -1,11 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -242,41 +238,4 @@ func (s ShapeResult) medianTrial(clientName string) (TrialResult, bool) {
 		m.Wrong += t.Wrong
 	}
 	return m, true
-}
-
-// Formatting helpers.
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-func mib(n int64) string {
-	if n <= 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-}
-
-func times(x float64) string {
-	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-		return "–"
-	}
-	return fmt.Sprintf("%.2f×", x)
-}
-
-// thousands formats n with commas: 20000 → "20,000".
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

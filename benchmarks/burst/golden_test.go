@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// goldenRun returns a made-up run of two placements, unpinned then pinned, each with the
+// standard suite (data service) and the fast-extreme suite (fast backend), both run by
+// prpc-go, prpc-then and the pool over three trials, and the loop suite over two burst sizes
+// of three trials of the four clients, one with a failed call.
+func goldenRun() Run {
+	report := func() *Report {
+		r := docReport()
+		ms := time.Millisecond
+		base := trialOf(clientBaseline, time.Second, 40*ms, 100*ms, 200*ms)
+		then := trialOf(clientThen, 900*ms, 50*ms, 95*ms, 230*ms)
+		sh := &r.Suites[0].Shapes[0]
+		var prpc []TrialResult
+		for _, tr := range sh.Trials {
+			if tr.Client == clientThen {
+				prpc = append(prpc, tr)
+			}
+		}
+		*sh = pairedShape(sh.Shape, base, goTrials(), prpc)
+		r.Suites = append(r.Suites, SuiteResult{Name: fastExtremeSuite.Name, Backend: backendFast,
+			Shapes: []ShapeResult{pairedShape(Shape{20000, 6, 16, 3}, base, []TrialResult{then, then, then}, goTrials())}})
+		for i := range r.Suites {
+			for j := range r.Suites[i].Shapes {
+				for k := range r.Suites[i].Shapes[j].Trials {
+					t := &r.Suites[i].Shapes[j].Trials[k]
+					t.BackendCPU = time.Duration(k+1) * 7 * ms
+					t.Allocs, t.AllocBytes, t.MinorFaults = uint64(k*1000+4321), uint64(k*9000+123456), int64(k*37+250)
+					t.PeakRSS, t.GCs = int64(k+20)<<20, uint32(k)
+					t.Lat.Min, t.Lat.Max = t.Lat.P50/3, t.Lat.P99*2
+				}
+			}
+		}
+		r.Suites[1].Shapes[0].Trials[4].Failed, r.Suites[1].Shapes[0].Trials[4].FirstErr = 2, "call 3: deadline exceeded"
+		r.Loop.Sizes = []LoopSize{loopSizeAll(2000), loopSizeAll(20000)}
+		tr := &r.Loop.Sizes[1].Trials[4]
+		tr.OK, tr.Failed, tr.FirstErr = 19999, 1, "call 7: deadline exceeded"
+		for i := range r.Loop.Sizes {
+			for j := range r.Loop.Sizes[i].Trials {
+				t := &r.Loop.Sizes[i].Trials[j]
+				t.Skipped, t.Overruns, t.Wakeups = uint64(j%2), uint64(j%3), uint64(j+4)
+				t.TickP99, t.TickMax, t.Delivery, t.AfterSubmit = 21*msec, 33*msec, time.Duration(j+1)*msec, 50*msec
+				t.SubmitFaults, t.SubmitThread.Sys = int64(1234*j), 1*msec
+				t.SubmitThread.Faults, t.SubmitThread.Preempted = int64(j*11), int64(j%4)
+			}
+		}
+		return r
+	}
+	unpinned, pinned := report(), report()
+	pinned.Pinned, pinned.ClientAffinity, pinned.BackendAffinity = true, "0", "1"
+	return Run{unpinned, pinned}
+}
+
+// goldenSingle returns a made-up run of one placement, the backend in process, every client
+// capturing metadata and the peak RSS not reset per trial: one trial of a shape prpc-then ran
+// alone and of one the pool ran alone, and the loop suite's prpc-then alone, one trial, under
+// other targets.
+func goldenSingle() Run {
+	r := docReport()
+	r.InProcess, r.Metadata = true, true
+	r.Command = "go run ./benchmarks/burst -inprocess -metadata"
+	sh := r.Suites[0].Shapes[0]
+	alone := ShapeResult{Shape: sh.Shape}
+	alone.Shape.Trials = 1
+	pool := alone
+	for _, t := range sh.Trials {
+		if t.Trial != 1 {
+			continue
+		}
+		t.PeakReset, t.PeakRSS = false, 30<<20
+		if t.Client == clientBaseline {
+			pool.Trials = append(pool.Trials, t)
+		} else {
+			alone.Trials = append(alone.Trials, t)
+		}
+	}
+	r.Suites[0].Shapes = []ShapeResult{alone, pool}
+	r.Loop.Sizes = []LoopSize{loopSizeAll(2000)}
+	keepClients(r, 1, clientThen)
+	r.Loop.Targets = loopTargets{GoCPUMax: 1.1, GoCPUAim: 1.0, OnSettledCPUMax: 2.25, DeliveryMax: 1.6, ThenCPUReference: map[int]float64{5000: 2.4}}
+	return Run{r}
+}
+
+// TestGolden renders the made-up runs as the -markdown document, the Markdown on stdout and
+// JSON, and compares each byte for byte with its file in testdata (go test -update rewrites
+// them).
+func TestGolden(t *testing.T) {
+	for name, run := range map[string]Run{"placements": goldenRun(), "single": goldenSingle()} {
+		for _, out := range []struct {
+			ext   string
+			write func(Run, *bytes.Buffer) error
+		}{
+			{"doc.md", func(r Run, b *bytes.Buffer) error { return r.WriteDocument(b) }},
+			{"md", func(r Run, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
+			{"json", func(r Run, b *bytes.Buffer) error { return r.WriteJSON(b) }},
+		} {
+			path := filepath.Join("testdata", name+"."+out.ext+".golden")
+			var got bytes.Buffer
+			if err := out.write(run, &got); err != nil {
+				t.Fatal(err)
+			}
+			if *update {
+				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				gl, wl := bytes.Split(got.Bytes(), []byte("\n")), bytes.Split(want, []byte("\n"))
+				i := 0
+				for i < min(len(gl), len(wl)) && bytes.Equal(gl[i], wl[i]) {
+					i++
+				}
+				line := func(ls [][]byte) string {
+					if i < len(ls) {
+						return string(ls[i])
+					}
+					return "<end>"
+				}
+				t.Errorf("%s differs from the golden file at line %d:\ngot:  %s\nwant: %s", path, i+1, line(gl), line(wl))
+			}
+		}
+	}
+}
