@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// Close shuts the reactor down: admitted calls may finish until ctx is done, the rest are cut
-// off then (see below; Shutdown waits longer for them). Call it on the goroutine that calls Tick, never from
+// Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
 // inside a callback. Called from inside a promise callback, Close panics with a message saying
 // that the reactor is still open; the panic, isolated like any callback's, reaches only
 // Config.OnCallbackPanic (by default, the log), and the reactor keeps serving: call Close on

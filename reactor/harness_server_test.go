@@ -169,16 +169,6 @@ func (g *gate) releaseAll() { g.allOnce.Do(func() { close(g.all) }) }
 // Messages in arrival order.
 func (g *gate) waitEntered(t *testing.T, n int) []string {
 	t.Helper()
-	got, err := g.awaitEntered(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
-// awaitEntered is waitEntered for a goroutine other than the test's, which must not call
-// t.Fatal: it returns the error instead, for the goroutine to report to the test.
-func (g *gate) awaitEntered(n int) ([]string, error) {
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	var got []string
@@ -187,10 +177,10 @@ func (g *gate) awaitEntered(n int) ([]string, error) {
 		case m := <-g.entered:
 			got = append(got, m)
 		case <-deadline.C:
-			return got, fmt.Errorf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
+			t.Fatalf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
 		}
 	}
-	return got, nil
+	return got
 }
 
 func (g *gate) seenMessages() []string {

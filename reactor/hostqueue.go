@@ -7,7 +7,7 @@ import (
 )
 
 // hostQueue holds the calls whose callbacks must run at the next Tick without passing through
-// another goroutine: calls that Call or Go rejected at submission, and delivered calls that got new
+// another goroutine: calls that Call rejected at submission, and delivered calls that got new
 // callbacks. Any goroutine pushes; only the Tick goroutine takes. Lanes never touch it, so a
 // Tick never finds it held by a goroutine that lost its CPU, and it has no lock at all.
 //
@@ -27,7 +27,7 @@ type hostQueue struct {
 	taken int64
 }
 
-// hostNode is one push: a target (a promise, or a rejected Go call's callback) and its links.
+// hostNode is one push: a promise and its links.
 type hostNode struct {
 	t     callcore.Target
 	older *hostNode                // written before the node is published; cleared once taken

@@ -334,9 +334,8 @@ func summarize(s []time.Duration) Latency {
 	return Latency{Samples: len(s), P50: rank(50), P95: rank(95), P99: rank(99), Max: s[len(s)-1]}
 }
 
-// Stats returns a snapshot. It is safe from any goroutine and never waits for a turn of the
-// reactor goroutine or for a lane's call; it takes, briefly, locks that those goroutines also
-// hold briefly. It copies the counters and latency windows under the lock that
+// Stats returns a snapshot. It is safe from any goroutine and never waits for the reactor
+// goroutine or the lanes. It copies the counters and latency windows under the lock that
 // counts calls (taken by the reactor goroutine once a turn, by Tick for each delivery and by
 // Call for a rejection), then sorts the windows outside it: a snapshot sorts four times up to
 // 1024 latencies (the whole and its three parts) for the reactor and as many for each method,

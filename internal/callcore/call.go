@@ -138,8 +138,8 @@ func (r *Rejected[Resp]) Deliver(h Host, _ *Call) {
 
 // Host is what delivering a call asks of the goroutine that runs Tick.
 type Host interface {
-	// Delivered accounts for the first delivery of record c, whose outcome its target has
-	// taken, and frees the record. c is nil for a call that Call or Go rejected.
+	// Delivered accounts for the first delivery of record c, whose outcome the promise has
+	// taken, and frees the record. c is nil for a call that Call rejected.
 	Delivered(c *Call)
 	// Recover is deferred around each callback: it recovers the callback's panic, if any,
 	// and reports it. It must be called directly by defer.
@@ -162,8 +162,7 @@ type Call struct {
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
 
-	// Scheduling fields: owned by the reactor goroutine, but for the claim and Claimed, which
-	// the lane that claims the use writes.
+	// Scheduling fields: owned by the reactor goroutine, but for the claim, Claimed and Ctx.
 	Queued bool // handed to the invoker lanes' ready queue
 	InHeap bool // counted among the owner's unsettled calls in its deadline heap
 	// Claimed is when a lane claimed the use (moved it to Running), as Since counts it:
