@@ -3,6 +3,7 @@ package reactor
 import (
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -127,4 +128,12 @@ func TestSubmissionRingWakes(t *testing.T) {
 	require.False(t, q.sleeping.Load())
 	require.True(t, pushValue(q, 3))
 	require.Len(t, wake, 1, "one wake-up per sleep")
+}
+
+// TestSubmissionSize keeps a submission slot at 80 bytes: the host writes one per call, so in
+// a burst each byte of it is a byte of the ring the game loop's thread writes per call.
+func TestSubmissionSize(t *testing.T) {
+	if got, limit := unsafe.Sizeof(submission{}), uintptr(80); got > limit {
+		t.Errorf("a submission slot is %d bytes, over its budget of %d", got, limit)
+	}
 }
