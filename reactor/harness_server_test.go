@@ -166,9 +166,20 @@ func (g *gate) release(msg string) { close(g.gate(msg)) }
 func (g *gate) releaseAll() { g.allOnce.Do(func() { close(g.all) }) }
 
 // waitEntered waits until n more held requests have reached the handler and returns their
-// Messages in arrival order.
+// Messages in arrival order. It fails the test otherwise, so call it on the test goroutine
+// only; another goroutine calls awaitEntered and reports its error.
 func (g *gate) waitEntered(t *testing.T, n int) []string {
 	t.Helper()
+	got, err := g.awaitEntered(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// awaitEntered is waitEntered for any goroutine: it returns an error if fewer than n more held
+// requests reach the handler within bound.
+func (g *gate) awaitEntered(n int) ([]string, error) {
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	var got []string
@@ -177,10 +188,10 @@ func (g *gate) waitEntered(t *testing.T, n int) []string {
 		case m := <-g.entered:
 			got = append(got, m)
 		case <-deadline.C:
-			t.Fatalf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
+			return got, fmt.Errorf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
 		}
 	}
-	return got
+	return got, nil
 }
 
 func (g *gate) seenMessages() []string {
