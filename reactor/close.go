@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
-// inside a callback. Called from inside a promise callback, Close panics with a message saying
+// Close shuts the reactor down: it stops admitting calls at once, and waits for the calls
+// already admitted only until ctx is done (see below). Call it on the goroutine that calls
+// Tick, never from inside a callback. Called from inside a promise callback, Close panics with a message saying
 // that the reactor is still open; the panic, isolated like any callback's, reaches only
 // Config.OnCallbackPanic (by default, the log), and the reactor keeps serving: call Close on
 // the host goroutine after Tick returns.
@@ -19,7 +20,8 @@ import (
 // calls settle, and before it returns every pending callback has run, every goroutine the
 // reactor started has exited (but one that a hook of the host holds: see below) and a
 // connection it dialled is closed. Since every call has a deadline, Close with a context
-// without deadline returns within MaxTimeout (plus the lanes' grace, if a hook holds a lane).
+// without deadline returns within MaxTimeout, plus the lanes' grace if a hook holds a lane,
+// plus up to MaxTimeout more if OnReady is still running then (see below).
 // Calls and streams the program made itself through Conn are not waited for: closing a
 // connection New dialled ends those still running with codes.Canceled.
 //
@@ -42,8 +44,8 @@ import (
 // (for a ctx without deadline, until MaxTimeout and half a second have passed since it began).
 // It then leaves behind the lanes still inside a hook, delivers the calls they hold (with the
 // outcome they were cut off with: ErrClosed, or ErrTimeout or ErrCancelled if their deadline
-// or a cancel cut them first) and returns an error matching ErrHookBlocked that says how many lanes it left. Each exits
-// once its hook returns, and delivers nothing. Such a call is the one exception to the rule
+// or a cancel cut them first) and returns an error matching ErrHookBlocked that says how many
+// lanes it left. Each exits once its hook returns, and delivers nothing. Such a call is the one exception to the rule
 // that Call owns the request until the call settles: the hook may still read the request
 // after the callback has run, so the host must not modify it. Without a hook that blocks,
 // Close waits for the lanes at no extra cost.
