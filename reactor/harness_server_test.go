@@ -93,9 +93,10 @@ func startGated(t *testing.T, cfg reactor.Config) (*reactor.Reactor, *gate, *hos
 	return r, newGate(t, srv), newHost(t, r)
 }
 
-// gate is a test server handler that holds every request with Block set until the test
-// releases it by its Message (or releases all), or until the call's context ends; it fails a
-// request with FailCode set with that code, and answers other requests at once. Either way the response echoes the Message.
+// gate is a test server handler that holds every request with Block set until the test releases
+// it by its Message (or releases all), or until the call's context ends; it fails a request
+// with FailCode set with that code, and answers other requests at once. Either way the response
+// echoes the Message.
 type gate struct {
 	entered   chan string // the Message of each held request, when its handler starts
 	all       chan struct{}

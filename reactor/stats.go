@@ -16,15 +16,16 @@ import (
 // every snapshot; TimedOut, Overloaded, Cancelled, Closed and NeverSent count parts of Failed.
 //
 // An admitted call counts in Submitted and Pending once the reactor goroutine has taken it,
-// in the turn after Call returns (microseconds later, unless that goroutine waits for a
-// CPU), so that Call shares no counter with prpc's goroutines; a rejected call counts when
-// Call (or Go) returns, and a delivered one when Tick delivers it. Admission itself is exact: Call
-// compares MaxOutstanding with the calls admitted and not delivered at that instant, and
-// Reactor.Idle reads the same count.
+// in the turn after Call (or Go) returns (microseconds later, unless that goroutine waits for
+// a CPU), so that Call and Go share no counter with prpc's goroutines; a rejected call counts
+// when Call or Go returns, and a delivered one when Tick delivers it. Admission itself is
+// exact: Call and Go compare MaxOutstanding with the calls admitted and not delivered at that
+// instant, and Reactor.Idle reads the same count.
 //
 // Queued, InFlight and Invokers are gauges that prpc's goroutines keep without the lock under
-// which the counters are kept; a snapshot reads them just after the counters. While calls move, it may therefore show a call
-// in Queued or InFlight that Pending does not count yet, or no longer does.
+// which the counters are kept; a snapshot reads them just after the counters. While calls move,
+// it may therefore show a call in Queued or InFlight that Pending does not count yet, or no
+// longer does.
 type Stats struct {
 	// Pending is the number of calls admitted and not yet delivered by Tick: the calls that
 	// count against MaxOutstanding, as the reactor goroutine has counted them (see above). It

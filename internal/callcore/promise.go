@@ -78,8 +78,9 @@ func NewPromise[Resp proto.Message](owner *OwnerRef) *Promise[Resp] {
 
 // Pos returns where the promise records its call's submission position, modulo 2³²:
 // reactor.Call writes it, on the calling goroutine, before it hands the call over, so that
-// Cancel, called once Call has returned, finds it. A pending call is at most a lap of the reactor's ring of submissions
-// behind the newest, far less than 2³² positions, so the low half names it.
+// Cancel, called once Call has returned, finds it. A pending call is at most a lap of the
+// reactor's ring of submissions behind the newest, far less than 2³² positions, so the low half
+// names it.
 func (p *Promise[Resp]) Pos() *uint32 { return &p.pos }
 
 // Reject fails the call at submission: the failure is visible at once.
