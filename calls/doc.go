@@ -18,11 +18,12 @@
 //
 // # Calls and promises
 //
-// reactor.Call submits a call with optional *Options and returns a *Promise at once.
-// Callbacks registered on the promise (Then, OnError, Always) run on the goroutine that calls
-// the reactor's Tick or Close, never on another goroutine and never inside the call that
-// registers them. State, Err, Header and Trailer report the outcome once Tick has delivered
-// it (at once for a call rejected at submission); Cancel gives up on the call.
+// reactor.Call submits a call with optional *Options and returns a *Promise at once;
+// reactor.Go submits one with a single callback instead of a promise. Callbacks registered on
+// the promise (Then, OnError, OnSettled, Always), and Go's callback, run on the goroutine that
+// calls the reactor's Tick, Shutdown or Close, never on another goroutine and never inside the
+// call that registers them. State, Err, Header and Trailer report the outcome once Tick has
+// delivered it (at once for a call rejected at submission); Cancel gives up on the call.
 //
 // # Errors
 //

@@ -9,12 +9,12 @@ import (
 
 // Promise is the outcome of one call, to come. Only package reactor makes promises.
 //
-// Callbacks registered with Then, OnError, OnSettled and Always run on the goroutine that calls the
-// reactor's Tick (or Close), in registration order, each exactly once: never inside the method
-// that registers them and never on another goroutine. A callback registered after the outcome
-// was delivered runs at the next Tick. Once its callbacks have run, the promise holds no
-// reference to them. A callback that panics does not affect the others; the panic goes to the
-// reactor's OnCallbackPanic.
+// Callbacks registered with Then, OnError, OnSettled and Always run on the goroutine that calls
+// the reactor's Tick (or Shutdown, Close), in registration order, each exactly once: never
+// inside the method that registers them and never on another goroutine. A callback registered
+// after the outcome was delivered runs at the next Tick. Once its callbacks have run, the
+// promise holds no reference to them. A callback that panics does not affect the others; the
+// panic goes to the reactor's OnCallbackPanic.
 //
 // All methods are safe for concurrent use.
 type Promise[Resp proto.Message] callcore.Promise[Resp]

@@ -206,9 +206,9 @@ func (r *Reactor) rejectLimit(ops *callcore.Ops, err error) *calls.Error {
 	return r.reject(ops, callerr.InvalidArgument, err.Error(), nil)
 }
 
-// reject returns the error of a call failed at submission, counted at once; the caller
-// delivers it to the call's target, whose callbacks run at the first Tick that starts after
-// Call returns. A rejected call holds no admission slot and no record.
+// reject returns the error of a call failed at submission, counted at once; the caller (Call
+// or Go) delivers it to the call's target, whose callbacks run at the first Tick that starts
+// after the caller returns. A rejected call holds no admission slot and no record.
 func (r *Reactor) reject(ops *callcore.Ops, kind callerr.Kind, msg string, cause error) *calls.Error {
 	err := markNotSent(localError(kind, ops.Path, msg, cause))
 	reason := callcore.ReasonInvalid

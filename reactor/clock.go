@@ -49,7 +49,7 @@ func (r *Reactor) nanos(t time.Time) int64 { return int64(t.Sub(r.epoch)) }
 
 // now returns the clock's current time as nanoseconds since the reactor's epoch. On the
 // system clock it reads only the monotonic clock: time.Now reads the wall clock too, a second
-// clock read that every Call and every delivery by Tick would pay for.
+// clock read that every Call, Go and delivery by Tick would pay for.
 func (r *Reactor) now() int64 {
 	if r.system {
 		return int64(time.Since(r.epoch))

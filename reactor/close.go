@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// Close shuts the reactor down at once. Call it on the goroutine that calls Tick, never from
-// inside a callback. Called from inside a promise callback, Close panics with a message saying
-// that the reactor is still open; the panic, isolated like any callback's, reaches only
-// Config.OnCallbackPanic (by default, the log), and the reactor keeps serving: call Close on
-// the host goroutine after Tick returns.
+// Close shuts the reactor down: it stops admitting calls at once, and waits for the calls
+// already admitted only until ctx is done (see below). Call it on the goroutine that calls
+// Tick, never from inside a callback. Called from inside a promise callback, Close panics with
+// a message saying that the reactor is still open; the panic, isolated like any callback's,
+// reaches only Config.OnCallbackPanic (by default, the log), and the reactor keeps serving:
+// call Close on the host goroutine after Tick returns.
 //
 // Close stops admitting calls (later calls fail with ErrClosed), lets admitted calls finish
 // until ctx is done, then cuts off the rest: they fail with ErrClosed wrapping ctx.Err() and
@@ -19,7 +20,8 @@ import (
 // calls settle, and before it returns every pending callback has run, every goroutine the
 // reactor started has exited (but one that a hook of the host holds: see below) and a
 // connection it dialled is closed. Since every call has a deadline, Close with a context
-// without deadline returns within MaxTimeout (plus the lanes' grace, if a hook holds a lane).
+// without deadline returns within MaxTimeout, plus the lanes' grace if a hook holds a lane,
+// plus up to MaxTimeout more if OnReady is still running then (see below).
 // Calls and streams the program made itself through Conn are not waited for: closing a
 // connection New dialled ends those still running with codes.Canceled.
 //
@@ -34,19 +36,19 @@ import (
 // MaxTimeout) and then returns an error matching ErrHookBlocked; the goroutine that called
 // OnReady exits as soon as OnReady returns.
 //
-// Nor does Close wait long for a hook of the host that runs on an invoker lane and ignores
-// the call's context (an interceptor, stats handler or per-RPC credentials in
-// Config.DialOptions, or Config.Conn's Invoke). Once every call has settled and ctx is done,
-// a lane still running holds a call that Close (or its deadline) cut off, whose transport call
-// returns as soon as its context is cancelled: Close waits for such lanes half a second more
-// (for a ctx without deadline, until MaxTimeout and half a second have passed since it began).
-// It then leaves behind the lanes still inside a hook, delivers the calls they hold (with the
-// outcome they were cut off with: ErrClosed, or ErrTimeout or ErrCancelled if their deadline
-// or a cancel cut them first) and returns an error matching ErrHookBlocked that says how many lanes it left. Each exits
-// once its hook returns, and delivers nothing. Such a call is the one exception to the rule
-// that Call owns the request until the call settles: the hook may still read the request
-// after the callback has run, so the host must not modify it. Without a hook that blocks,
-// Close waits for the lanes at no extra cost.
+// Nor does Close wait long for a hook of the host that runs on an invoker lane and ignores the
+// call's context (an interceptor, stats handler or per-RPC credentials in Config.DialOptions,
+// or Config.Conn's Invoke). Once every call has settled and ctx is done, a lane still running
+// holds a call that Close (or its deadline) cut off, whose transport call returns as soon as
+// its context is cancelled: Close waits for such lanes half a second more (for a ctx without
+// deadline, until MaxTimeout and half a second have passed since it began). It then leaves
+// behind the lanes still inside a hook, delivers the calls they hold (with the outcome they
+// were cut off with: ErrClosed, or ErrTimeout or ErrCancelled if their deadline or a cancel cut
+// them first) and returns an error matching ErrHookBlocked that says how many lanes it left.
+// Each exits once its hook returns, and delivers nothing. Such a call is the one exception to
+// the rule that Call owns the request until the call settles: the hook may still read the
+// request after the callback has run, so the host must not modify it. Without a hook that
+// blocks, Close waits for the lanes at no extra cost.
 //
 // Close returns nil, or an error that wraps ctx.Err() and says how many calls it cut off
 // (Stats().CutOff counts them), whether OnReady was still running and how many lanes a hook

@@ -469,10 +469,11 @@ func (e *engine) take(c *callcore.Call, gen uint32, forDeadline bool) (taken, se
 	return true, true
 }
 
-// settle records the outcome of c, which take gave to the reactor goroutine, and queues it
-// for delivery, its error marked NotSent unless a lane had claimed it (sent); if a lane was running c (sent), it is queued once the lane reports that it has
-// finished with it (laneDone), so that nothing reads the request once the caller has the
-// outcome. The lane's transport call, cancelled, returns promptly.
+// settle records the outcome of c, which take gave to the reactor goroutine, and queues it for
+// delivery, its error marked NotSent unless a lane had claimed it (sent); if a lane was running
+// c (sent), it is queued once the lane reports that it has finished with it (laneDone), so that
+// nothing reads the request once the caller has the outcome. The lane's transport call,
+// cancelled, returns promptly.
 func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reason, sent bool) {
 	if !sent {
 		markNotSent(err)

@@ -93,9 +93,10 @@ func startGated(t *testing.T, cfg reactor.Config) (*reactor.Reactor, *gate, *hos
 	return r, newGate(t, srv), newHost(t, r)
 }
 
-// gate is a test server handler that holds every request with Block set until the test
-// releases it by its Message (or releases all), or until the call's context ends; it fails a
-// request with FailCode set with that code, and answers other requests at once. Either way the response echoes the Message.
+// gate is a test server handler that holds every request with Block set until the test releases
+// it by its Message (or releases all), or until the call's context ends; it fails a request
+// with FailCode set with that code, and answers other requests at once. Either way the response
+// echoes the Message.
 type gate struct {
 	entered   chan string // the Message of each held request, when its handler starts
 	all       chan struct{}
@@ -166,9 +167,20 @@ func (g *gate) release(msg string) { close(g.gate(msg)) }
 func (g *gate) releaseAll() { g.allOnce.Do(func() { close(g.all) }) }
 
 // waitEntered waits until n more held requests have reached the handler and returns their
-// Messages in arrival order.
+// Messages in arrival order. It fails the test otherwise, so call it on the test goroutine
+// only; another goroutine calls awaitEntered and reports its error.
 func (g *gate) waitEntered(t *testing.T, n int) []string {
 	t.Helper()
+	got, err := g.awaitEntered(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// awaitEntered is waitEntered for any goroutine: it returns an error if fewer than n more held
+// requests reach the handler within bound.
+func (g *gate) awaitEntered(n int) ([]string, error) {
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	var got []string
@@ -177,10 +189,10 @@ func (g *gate) waitEntered(t *testing.T, n int) []string {
 		case m := <-g.entered:
 			got = append(got, m)
 		case <-deadline.C:
-			t.Fatalf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
+			return got, fmt.Errorf("%d of %d held requests reached the server within %v: %q", len(got), n, bound, got)
 		}
 	}
-	return got
+	return got, nil
 }
 
 func (g *gate) seenMessages() []string {

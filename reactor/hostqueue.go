@@ -7,9 +7,11 @@ import (
 )
 
 // hostQueue holds the calls whose callbacks must run at the next Tick without passing through
-// another goroutine: calls that Call rejected at submission, and delivered calls that got new
-// callbacks. Any goroutine pushes; only the Tick goroutine takes. Lanes never touch it, so a
-// Tick never finds it held by a goroutine that lost its CPU, and it has no lock at all.
+// another goroutine: calls that Call or Go rejected at submission (their promise, or for Go a
+// callcore.Rejected that holds the callback and the error), and delivered calls that got new
+// callbacks (their promise). Any goroutine pushes; only the Tick goroutine takes. Lanes never
+// touch it, so a Tick never finds it held by a goroutine that lost its CPU, and it has no lock
+// at all.
 //
 // It is a linked list, oldest first, with a node per push, and nodes are never reused, so a
 // late write by a pusher can never land on a recycled node. A pusher publishes its node with
@@ -27,7 +29,8 @@ type hostQueue struct {
 	taken int64
 }
 
-// hostNode is one push: a promise and its links.
+// hostNode is one push: a call's target (its promise, or the callback of a call Go rejected)
+// and its links.
 type hostNode struct {
 	t     callcore.Target
 	older *hostNode                // written before the node is published; cleared once taken

@@ -229,9 +229,9 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 }
 
 // laneError turns the error of a transport call into the call's *calls.Error. A request that
-// the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument;
-// one that the lane's ownership check found modified (errRequestModified), with
-// ErrInvalidArgument. A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
+// the lane's codec could not send (encodeErr) fails with ErrTooLarge or ErrInvalidArgument; one
+// that the lane's ownership check found modified (errRequestModified), with ErrInvalidArgument.
+// A call whose parent context was cancelled fails with ErrCancelled, or with ErrTimeout if the
 // parent's deadline passed (it applies to the call). An Unavailable call failed by a recorded
 // handshake failure gets it as its cause (a *calls.HandshakeError); one that a plaintext
 // connection failed before the server's HTTP/2 preface says the server may require TLS. The

@@ -1,13 +1,13 @@
 // Package reactor runs unary gRPC calls for a game loop without ever blocking it.
 //
-// New checks a Config, dials the connection (or takes the caller's, Config.Conn) and starts
-// the reactor's goroutines. Game code submits calls with Call from any goroutine and gets a
-// *calls.Promise at once. One reactor goroutine queues admitted calls for a fixed set of
-// invoker goroutines (lanes), which take them as they free up, and enforces deadlines from a
-// timer heap. Each call settles exactly once, whichever of the response (settled by its
-// lane), the deadline, a cancel or Close (settled by the reactor goroutine) comes first.
-// Settled calls wait until the host calls Tick on its own goroutine, where their callbacks
-// run in completion order under a time budget.
+// New checks a Config, dials the connection (or takes the caller's, Config.Conn) and starts the
+// reactor's goroutines. Game code submits calls with Call from any goroutine and gets a
+// *calls.Promise at once (or with Go, which takes one callback instead of a promise). One
+// reactor goroutine queues admitted calls for a fixed set of invoker goroutines (lanes), which
+// take them as they free up, and enforces deadlines from a timer heap. Each call settles
+// exactly once, whichever of the response (settled by its lane), the deadline, a cancel or
+// Close (settled by the reactor goroutine) comes first. Settled calls wait until the host calls
+// Tick on its own goroutine, where their callbacks run in completion order under a time budget.
 //
 //	r, err := reactor.New(reactor.Config{Target: "127.0.0.1:50051", Credentials: reactor.Insecure()})
 //	…
@@ -46,10 +46,10 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// Reactor runs unary gRPC calls for one host goroutine. Create it with New; call Tick from
-// one goroutine at a time (normally the game loop), and Close it on that goroutine when done.
-// Call, Ready and Stats are safe from any goroutine. A Reactor owns the connection New
-// dialled and closes it in Close; a Config.Conn stays its caller's.
+// Reactor runs unary gRPC calls for one host goroutine. Create it with New; call Tick from one
+// goroutine at a time (normally the game loop), and Shutdown or Close it on that goroutine when
+// done. Call, Go, Ready and Stats are safe from any goroutine. A Reactor owns the connection
+// New dialled and closes it in Close; a Config.Conn stays its caller's.
 type Reactor struct {
 	// Set by New and only read afterwards, by every goroutine (closing: set once, by Close).
 	// The groups below that goroutines write are kept off these cache lines and off each
@@ -71,7 +71,7 @@ type Reactor struct {
 	owner      owner
 	ownerRef   callcore.OwnerRef // &owner, for promises
 	in         *inbox
-	subs       *submissionRing // admitted calls, from Call to the reactor goroutine
+	subs       *submissionRing // admitted calls, from Call and Go to the reactor goroutine
 	ready      chan struct{}
 	notify     *notifier // calls OnReady; nil without it
 	work       *readyQueue

@@ -40,12 +40,12 @@ func TestShutdownServesCallsChainedFromCallbacks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { // the gate answers while the host goroutine is inside Shutdown
 		g.release("autosave")
-		g.waitEntered(t, 1)
-		g.release("final")
-		done <- nil
+		_, err := g.awaitEntered(1)
+		g.release("final") // even on failure, so that Shutdown returns
+		done <- err
 	}()
 	require.NoError(t, h.Shutdown(closeCtx(t, bound)))
-	require.NoError(t, <-done)
+	require.NoError(t, <-done, "the final save reached the server while Shutdown drained")
 	require.NoError(t, chainedErr)
 	require.Equal(t, []string{"autosave", "final"}, order)
 	require.Zero(t, offHost, "callbacks ran on the goroutine inside Shutdown")
@@ -94,11 +94,14 @@ func TestShutdownCutsOffAtItsDeadline(t *testing.T) {
 	next()
 
 	ctx, cancel := context.WithCancel(context.Background())
+	entered := make(chan error, 1)
 	go func() {
-		g.waitEntered(t, 1) // the held call is in flight: end the drain
-		cancel()
+		_, err := g.awaitEntered(1) // the held call is in flight: end the drain
+		cancel()                    // even on failure, so that Shutdown returns
+		entered <- err
 	}()
 	err := h.Shutdown(ctx)
+	require.NoError(t, <-entered, "the held call reached the server")
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualError(t, err, "prpc: Close cut off 1 call still running: context canceled")
 	require.Equal(t, answered+1, sent)

@@ -16,15 +16,16 @@ import (
 // every snapshot; TimedOut, Overloaded, Cancelled, Closed and NeverSent count parts of Failed.
 //
 // An admitted call counts in Submitted and Pending once the reactor goroutine has taken it,
-// in the turn after Call returns (microseconds later, unless that goroutine waits for a
-// CPU), so that Call shares no counter with prpc's goroutines; a rejected call counts when
-// Call returns, and a delivered one when Tick delivers it. Admission itself is exact: Call
-// compares MaxOutstanding with the calls admitted and not delivered at that instant, and
-// Reactor.Idle reads the same count.
+// in the turn after Call (or Go) returns (microseconds later, unless that goroutine waits for
+// a CPU), so that Call and Go share no counter with prpc's goroutines; a rejected call counts
+// when Call or Go returns, and a delivered one when Tick delivers it. Admission itself is
+// exact: Call and Go compare MaxOutstanding with the calls admitted and not delivered at that
+// instant, and Reactor.Idle reads the same count.
 //
-// Queued, InFlight and Invokers are gauges that prpc's goroutines keep without that lock; a
-// snapshot reads them just after the counters. While calls move, it may therefore show a call
-// in Queued or InFlight that Pending does not count yet, or no longer does.
+// Queued, InFlight and Invokers are gauges that prpc's goroutines keep without the lock under
+// which the counters are kept; a snapshot reads them just after the counters. While calls move,
+// it may therefore show a call in Queued or InFlight that Pending does not count yet, or no
+// longer does.
 type Stats struct {
 	// Pending is the number of calls admitted and not yet delivered by Tick: the calls that
 	// count against MaxOutstanding, as the reactor goroutine has counted them (see above). It
@@ -334,12 +335,18 @@ func summarize(s []time.Duration) Latency {
 	return Latency{Samples: len(s), P50: rank(50), P95: rank(95), P99: rank(99), Max: s[len(s)-1]}
 }
 
-// Stats returns a snapshot. It is safe from any goroutine and never waits for the reactor
-// goroutine or the lanes. It copies the counters and latency windows under the lock that
-// counts calls (taken by the reactor goroutine once a turn, by Tick for each delivery and by
-// Call for a rejection), then sorts the windows outside it: a snapshot sorts four times up to
-// 1024 latencies (the whole and its three parts) for the reactor and as many for each method,
-// and allocates, so it suits monitoring, not a per-call path.
+// Stats returns a snapshot. It is safe from any goroutine. It never waits for a call or for a
+// hook of the host, but it takes locks that prpc's goroutines take too, each for a few
+// instructions: the lock that counts calls (taken by the reactor goroutine once a turn, by
+// Tick for each delivery and by Call and Go for a rejection), that of the per-backend counts
+// (taken by a lane for a failed call and for its first call to a backend) and that of the
+// backends' connectivity states (taken by gRPC's balancer for each state change). So it may
+// wait while one of them holds one, longer if that goroutine's thread has lost its CPU.
+//
+// It copies the counters and latency windows under the first lock, then sorts the windows
+// outside it: a snapshot sorts four times up to 1024 latencies (the whole and its three parts)
+// for the reactor and as many for each method, and allocates, so it suits monitoring, not a
+// per-call path.
 func (r *Reactor) Stats() Stats {
 	r.mu.Lock()
 	s := Stats{

@@ -8,9 +8,9 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// submission is what Call hands the reactor goroutine for one admitted call: all the reactor
-// needs to give it a record, and no more, so that a burst writes as little as it can on the
-// submitting goroutine.
+// submission is what Call or Go hands the reactor goroutine for one admitted call: all the
+// reactor needs to give it a record, and no more, so that a burst writes as little as it can
+// on the submitting goroutine.
 type submission struct {
 	seq       atomic.Uint64 // the ring position the slot is ready for (see submissionRing)
 	target    callcore.Target
@@ -31,8 +31,8 @@ const (
 	submitCritical                             // critical: a lane takes it before the others
 )
 
-// submissionRing is the queue of admitted calls from the goroutines that call Call to the
-// reactor goroutine: a bounded ring of slots with a sequence number each (Vyukov's bounded
+// submissionRing is the queue of admitted calls from the goroutines that call Call or Go to
+// the reactor goroutine: a bounded ring of slots with a sequence number each (Vyukov's bounded
 // queue), lock-free for its producers, with one consumer. It holds as many slots as
 // MaxOutstanding allows calls, rounded up to a power of two, so it is never full: a slot
 // holds an admitted call until the reactor goroutine takes it, and admission bounds the

@@ -15,8 +15,8 @@ import (
 //
 // Calls that Call or Go rejected at submission, and callbacks registered on a promise already
 // delivered, always run at the first Tick that starts after Call (or Go, Then, OnError,
-// OnSettled, Always) returned, after the outcomes that were already waiting when that Tick started, unless the
-// budget runs out first.
+// OnSettled, Always) returned, after the outcomes that were already waiting when that Tick
+// started, unless the budget runs out first.
 //
 // Tick never waits for prpc's other goroutines: if an invoker lane is appending to the
 // delivery queue at that instant and its thread has lost its CPU, Tick delivers only what it
@@ -25,11 +25,11 @@ import (
 // slices, never by copying. An idle Tick is a few atomic operations and allocates nothing
 // (BenchmarkIdleTick measures it).
 //
-// After Close has returned, Tick has no call left to settle: Close delivered every outcome
-// and ran every callback waiting then. It still runs what is queued for it later, as before
-// Close: the callbacks of calls made after Close, which fail at once with ErrClosed, and
-// callbacks added to promises already delivered, each at the first Tick that starts after
-// Call (or Go, Then, OnError, OnSettled, Always) returned; Ready signals them, OnReady does not. With
+// After Close has returned, Tick has no call left to settle: Close delivered every outcome and
+// ran every callback waiting then. It still runs what is queued for it later, as before Close:
+// the callbacks of calls made after Close, which fail at once with ErrClosed, and callbacks
+// added to promises already delivered, each at the first Tick that starts after Call (or Go,
+// Then, OnError, OnSettled, Always) returned; Ready signals them, OnReady does not. With
 // nothing of that kind waiting, Tick returns a zero TickReport at once.
 //
 // Tick is for one goroutine at a time. Calling Tick or Close from inside a callback, or while

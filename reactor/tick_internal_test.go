@@ -28,8 +28,13 @@ var tickEcho = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prp
 
 // TestTickDoesNotWaitForTheOutbox: while another goroutine holds the delivery queue (a lane
 // appending to it, whose thread has lost its CPU), a budgeted Tick returns at once with what
-// it could not take as Remaining and leaves the wake-up to that goroutine; the next Tick, once
-// Ready fires, delivers. Close's drain, which has nothing better to do, waits instead.
+// it could not take as Remaining and leaves the wake-up to the lane: once the lane has
+// appended, Ready fires, and the next Tick delivers. Close's drain, which has nothing better
+// to do, waits instead.
+//
+// The test holds the queue's lock itself, so that a lane settling a third call blocks on it,
+// as a lane preempted while appending holds it up; nothing but that lane wakes the host
+// afterwards, so the test fails if lanes stop waking the host once they have appended.
 func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	r, err := New(Config{Conn: answerConn{}})
 	require.NoError(t, err)
@@ -37,8 +42,19 @@ func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
 	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
 	require.Eventually(t, func() bool { return r.out.n.Load() == 2 }, 5*time.Second, time.Millisecond)
+	drainReady := func() {
+		select {
+		case <-r.Ready():
+		default:
+		}
+	}
+	drainReady() // the two calls' wake-up
 
-	r.out.mu.Lock() // as a lane appending
+	r.out.mu.Lock()
+	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
+	// The third call's lane answers it at once and blocks appending it: it is in flight until
+	// it has appended.
+	require.Eventually(t, func() bool { return r.inFlight.Load() == 1 }, 5*time.Second, time.Millisecond)
 	ticked := make(chan TickReport, 1)
 	go func() { ticked <- r.Tick(time.Second) }()
 	var rep TickReport
@@ -47,32 +63,30 @@ func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Tick waited for the outbox")
 	}
-	require.Equal(t, TickReport{Delivered: 0, Remaining: 2}, rep)
-	select {
-	case <-r.Ready():
-	default:
-	}
-	r.out.mu.Unlock()
-	r.wakeHost() // as the lane does once it has appended
+	require.Equal(t, TickReport{Delivered: 0, Remaining: 2}, rep, "the third call is not in the queue yet")
+	drainReady()
+	require.False(t, r.armed.Load(), "the Tick left the wake-up to the lane")
+	r.out.mu.Unlock() // the lane appends, then wakes the host
 	select {
 	case <-r.Ready():
 	case <-time.After(5 * time.Second):
-		t.Fatal("no wake-up after the outbox was released")
+		t.Fatal("the lane did not wake the host once it had appended")
 	}
+	require.Zero(t, r.inFlight.Load())
 	rep = r.Tick(time.Second)
-	require.Equal(t, 2, rep.Delivered)
-	require.EqualValues(t, 2, settled.Load())
+	require.Equal(t, 3, rep.Delivered)
+	require.EqualValues(t, 3, settled.Load())
 
 	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
 	require.Eventually(t, func() bool { return r.out.n.Load() == 1 }, 5*time.Second, time.Millisecond)
 	r.out.mu.Lock()
 	drained := make(chan TickReport, 1)
 	go func() { drained <- r.tick(0, true) }() // as Close drains
-	require.Never(t, func() bool { return len(drained) > 0 || settled.Load() == 3 }, 20*time.Millisecond, time.Millisecond,
+	require.Never(t, func() bool { return len(drained) > 0 || settled.Load() == 4 }, 20*time.Millisecond, time.Millisecond,
 		"the drain must wait for the outbox")
 	r.out.mu.Unlock()
 	require.Equal(t, 1, (<-drained).Delivered)
-	require.EqualValues(t, 3, settled.Load())
+	require.EqualValues(t, 4, settled.Load())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -1,12 +1,15 @@
 // Package callcore holds the state of submitted calls: the call record, which the reactor
-// reuses from one call to the next, and the typed promise, one per call, that users hold
-// through package calls. It is internal so that users reach a call only through its promise.
+// reuses from one call to the next, and the typed target that delivery hands the outcome to:
+// the promise of a call made with reactor.Call, which users hold through package calls, or
+// the callback of a call made with reactor.Go. It is internal so that users reach a call only
+// through its promise or its callback.
 //
 // A record's fields are owned by one party at a time, and each group below says who:
 //
 //  1. The reactor goroutine takes a free record for each call submitted to it, fills the
-//     request fields from the submission, and owns the scheduling fields. It settles the
-//     calls that time out, are cancelled or are cut off by Close.
+//     request fields from the submission, and owns the scheduling fields (but for those whose
+//     comments say otherwise). It settles the calls that time out, are cancelled or are cut
+//     off by Close. Calls rejected at submission never get a record.
 //  2. An invoker lane runs the transport call, which encodes the request, and settles the call
 //     with its result.
 //  3. The Tick goroutine delivers the outcome to the call's target (its promise or its
@@ -14,8 +17,9 @@
 //
 // The settler is whoever moves the record's claim to a settled state first, by
 // compare-and-swap: it alone writes the outcome fields, once, then appends the record to the
-// delivery queue. Hand-offs go through queues with locks or atomics, so each write happens
-// before the next owner's reads.
+// delivery queue; the reactor, settling a call a lane is running (Cut), appends it only once
+// that lane reports that it has finished with it. Hand-offs go through queues with locks or
+// atomics, so each write happens before the next owner's reads.
 //
 // Every use of a record has a generation, kept in the same atomic word as the claim. Whatever
 // may outlive a use (a deadline heap entry, an entry of the lanes' queue, a cancel request)
@@ -139,7 +143,7 @@ func (r *Rejected[Resp]) Deliver(h Host, _ *Call) {
 // Host is what delivering a call asks of the goroutine that runs Tick.
 type Host interface {
 	// Delivered accounts for the first delivery of record c, whose outcome the promise has
-	// taken, and frees the record. c is nil for a call that Call rejected.
+	// taken, and frees the record. c is nil for a call that Call or Go rejected.
 	Delivered(c *Call)
 	// Recover is deferred around each callback: it recovers the callback's panic, if any,
 	// and reports it. It must be called directly by defer.
@@ -155,14 +159,15 @@ type Call struct {
 	// owner's epoch.
 	Ops          *Ops
 	Target       Target        // the promise or callback of this use
-	Req          proto.Message // the request, which the lane encodes; the caller's until settled
-	Submitted    int64         // when Call ran
+	Req          proto.Message // the request, which the lane encodes; not to be modified until settled
+	Submitted    int64         // when Call (or Go) ran
 	Deadline     int64         // Submitted plus the call's timeout
 	Extra        *Extra        // nil unless the call has metadata, a parent context, call options or a snapshot
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
 
-	// Scheduling fields: owned by the reactor goroutine, but for the claim, Claimed and Ctx.
+	// Scheduling fields: owned by the reactor goroutine, but for Claimed, state (the claim) and
+	// cancel, whose comments say who writes them.
 	Queued bool // handed to the invoker lanes' ready queue
 	InHeap bool // counted among the owner's unsettled calls in its deadline heap
 	// Claimed is when a lane claimed the use (moved it to Running), as Since counts it:
@@ -204,8 +209,9 @@ func (c *Call) Since(t int64) uint32 {
 // to the microsecond after Submitted, for the t that Since was given.
 func (c *Call) At(us uint32) int64 { return c.Submitted + int64(us)*1e3 }
 
-// Extra holds the request fields that most calls do not use, written with the request fields.
-// StopParent is a scheduling field, owned by the reactor goroutine.
+// Extra holds the request fields that most calls do not use, written with the request fields,
+// and StopParent: written by the reactor goroutine when it admits the call, before any lane can
+// see it, then called and cleared by whoever settles the call (the claim makes that one party).
 type Extra struct {
 	MD         metadata.MD       // the request metadata, normalised
 	Parent     context.Context   // calls.Options.Context

@@ -33,9 +33,9 @@ func (m *Method[Req, Resp]) Ops() *Ops { return &m.ops }
 //
 // The first Then and the first OnError are kept inline while no other callback has been
 // registered, which covers the usual Call(…).Then(…).OnError(…), and so is a first OnSettled
-// registered alone; every later callback goes, in order, to the extra's list. Inline ones were registered
-// before any in more, and at most one of them runs, so running them first keeps registration
-// order.
+// registered alone; every later callback goes, in order, to the extra's list (more). Inline
+// ones were registered before any in more, and at most one of them runs, so running them
+// first keeps registration order.
 type Promise[Resp proto.Message] struct {
 	mu              sync.Mutex
 	owner           *OwnerRef
@@ -76,10 +76,11 @@ func NewPromise[Resp proto.Message](owner *OwnerRef) *Promise[Resp] {
 	return &Promise[Resp]{owner: owner}
 }
 
-// Pos returns where the promise records its call's submission position, modulo 2³²: the
-// reactor writes it before it hands the call over, so that Cancel, called once Call has
-// returned, finds it. A pending call is at most a lap of the reactor's ring of submissions
-// behind the newest, far less than 2³² positions, so the low half names it.
+// Pos returns where the promise records its call's submission position, modulo 2³²:
+// reactor.Call writes it, on the calling goroutine, before it hands the call over, so that
+// Cancel, called once Call has returned, finds it. A pending call is at most a lap of the
+// reactor's ring of submissions behind the newest, far less than 2³² positions, so the low half
+// names it.
 func (p *Promise[Resp]) Pos() *uint32 { return &p.pos }
 
 // Reject fails the call at submission: the failure is visible at once.

@@ -21,8 +21,8 @@ import (
 // ring, the reactor goroutine's turn, the lanes' claims and settlements, Tick, Close — from
 // one goroutine, in an order a seeded PCG chooses, on a simulated clock, against a simulated
 // transport. The reactor's goroutines are not started: the simulator calls the functions they
-// run, one step at a time, and checks every invariant after every step. sim_test.go runs the
-// seeds; this file is the world.
+// run, one step at a time, and checks every invariant after every step.
+// sim_internal_test.go runs the seeds; this file is the world.
 
 // Two methods: simSave's policy is idempotent, so its transport calls may take several
 // attempts, as gRPC retries them; simEcho's is not.

@@ -20,10 +20,10 @@ import (
 // without -race.
 const simSeeds = 2000
 
-// TestSimulation runs the deterministic simulation (sim_world_test.go) for many seeds, in
-// parallel, and fails with the seed and the shortest prefix of its events that breaks an
-// invariant. PRPC_SIM_SEED=n reruns seed n alone, printing its events; PRPC_SIM_SEEDS=n runs
-// n seeds from PRPC_SIM_FIRST (default 1); PRPC_SIM_BUDGET=d fails a run that takes longer than
+// TestSimulation runs the deterministic simulation (sim_world_internal_test.go) for many seeds,
+// in parallel, and fails with the seed and the shortest prefix of its events that breaks an
+// invariant. PRPC_SIM_SEED=n reruns seed n alone, printing its events; PRPC_SIM_SEEDS=n runs n
+// seeds from PRPC_SIM_FIRST (default 1); PRPC_SIM_BUDGET=d fails a run that takes longer than
 // d. Environment variables, not flags, so that go test ./... works in every package.
 func TestSimulation(t *testing.T) {
 	if s := os.Getenv("PRPC_SIM_SEED"); s != "" {
