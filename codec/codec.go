@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/trixnew/prpc/internal/encode"
+	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -77,7 +78,7 @@ func New(l limits.Limits) *Codec {
 func (*Codec) Name() string { return Name }
 
 // Marshal encodes v, a proto.Message, into the Codec's buffer, and returns it without a copy.
-// A request over the Codec's MaxRequestBytes fails with a *limits.SizeError, and one that does
+// A request over the Codec's MaxRequestBytes fails with a *limitcheck.SizeError, and one that does
 // not encode (a string field with invalid UTF-8, a missing required field) with the encoder's
 // error; either way nothing is sent. gRPC reports a codec's error as an Internal status
 // ("grpc: error while marshaling: …"); Err returns it as Marshal returned it.
@@ -93,7 +94,7 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	buf, err := c.planOf(m).Append(c.buf, m)
 	if err == nil && c.limits.MaxRequestBytes > 0 {
-		err = c.limits.CheckRequest(len(buf))
+		err = limitcheck.CheckRequest(c.limits, len(buf))
 	}
 	if err != nil {
 		c.err = err

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 )
@@ -90,7 +91,7 @@ func TestMarshalRefuses(t *testing.T) {
 			require.ErrorContains(t, err, tc.wantErr)
 			require.Same(t, err, c.Err())
 			if tc.name == "over the limit" {
-				var se *limits.SizeError
+				var se *limitcheck.SizeError
 				require.ErrorAs(t, err, &se)
 			}
 			_, err = codec.New(limits.Limits{}).Marshal(req)
@@ -134,7 +135,7 @@ func TestForget(t *testing.T) {
 func TestForgetClearsTheError(t *testing.T) {
 	c := codec.New(limits.Limits{MaxRequestBytes: 8})
 	_, err := c.Marshal(&testpb.EchoRequest{Message: "a request over eight bytes"})
-	var se *limits.SizeError
+	var se *limitcheck.SizeError
 	require.ErrorAs(t, err, &se)
 	require.Same(t, err, c.Err())
 	c.Forget()

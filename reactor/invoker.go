@@ -19,8 +19,8 @@ import (
 	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/internal/memconn"
-	"github.com/trixnew/prpc/limits"
 )
 
 // lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
@@ -212,14 +212,14 @@ func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOpt
 }
 
 // keepMetadata returns md, the response header or trailer (what) of c, if its size counted as
-// limits.MetadataSize counts it is within MaxMetadataBytes. A larger one is dropped whole: it
+// limitcheck.MetadataSize counts it is within MaxMetadataBytes. A larger one is dropped whole: it
 // returns an empty MD and logs a warning naming the method, the block and the sizes, never the
 // values. A nil md stays nil. It costs one pass over md's keys and values.
 func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) metadata.MD {
 	if len(md) == 0 {
 		return md
 	}
-	size, limit := limits.MetadataSize(md), r.cfg.Limits.MaxMetadataBytes
+	size, limit := limitcheck.MetadataSize(md), r.cfg.Limits.MaxMetadataBytes
 	if size <= limit {
 		return md
 	}
@@ -262,7 +262,7 @@ func (r *Reactor) transportError(c *callcore.Call, err error, trailer metadata.M
 		return localError(callerr.InvalidArgument, c.Ops.Path, msgRequestModified, nil)
 	}
 	if encodeErr != nil {
-		var se *limits.SizeError
+		var se *limitcheck.SizeError
 		if errors.As(encodeErr, &se) {
 			return localError(callerr.TooLarge, c.Ops.Path, encodeErr.Error(), nil)
 		}
