@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/lanecodec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
@@ -182,7 +182,7 @@ func TestConfigDefaults(t *testing.T) {
 	for _, o := range c.opts {
 		switch o := o.(type) {
 		case grpc.ForceCodecV2CallOption:
-			_, codecOK = o.CodecV2.(*codec.Codec)
+			_, codecOK = o.CodecV2.(*lanecodec.Codec)
 		case grpc.MaxSendMsgSizeCallOption:
 			send = o.MaxSendMsgSize // the last one wins
 		case grpc.MaxRecvMsgSizeCallOption:

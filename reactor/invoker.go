@@ -16,9 +16,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/lanecodec"
 	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/internal/memconn"
 )
@@ -57,7 +57,7 @@ type laneState struct {
 	r               *Reactor
 	inv             int
 	load            *atomic.Int32
-	codec           *codec.Codec
+	codec           *lanecodec.Codec
 	header, trailer metadata.MD
 	peer            peer.Peer
 	// The call options: the peer is always asked for, for Stats' per-backend counts; the
@@ -68,7 +68,7 @@ type laneState struct {
 }
 
 func (r *Reactor) newLane(inv int) *laneState {
-	l := &laneState{r: r, inv: inv, load: &r.loads[inv].Int32, codec: codec.New(r.cfg.Limits)}
+	l := &laneState{r: r, inv: inv, load: &r.loads[inv].Int32, codec: lanecodec.New(r.cfg.Limits)}
 	l.bare = append(append([]grpc.CallOption{grpc.ForceCodecV2(l.codec)}, r.baseOpts...), grpc.Peer(&l.peer))
 	l.withMetadata = append(append([]grpc.CallOption(nil), l.bare...), grpc.Header(&l.header), grpc.Trailer(&l.trailer))
 	return l
