@@ -41,6 +41,26 @@ const (
 	MaxMaxOutstanding = 1 << 20
 )
 
+// Upper bounds of the connection's timings, for programs that check their own configuration
+// before New; New rejects a value above its bound with an error naming the field. They are
+// minutes, not MaxMaxTimeout's hour: each is a wait during which the connection is down or
+// suspect and its calls fail or queue, and gRPC's own defaults are seconds.
+const (
+	// MaxBackoffDelay bounds Backoff.BaseDelay and Backoff.MaxDelay: a reconnect wait
+	// longer than a few minutes keeps the connection down (every call failing with
+	// Unavailable) long after the backend is back. gRPC's connection backoff protocol caps
+	// the wait at 120 s by default.
+	MaxBackoffDelay = 5 * time.Minute
+	// MaxMinConnectTimeout bounds Backoff.MinConnectTimeout: an attempt given longer than a
+	// few minutes to connect only delays the next one, toward a backend that may since have
+	// come back. gRPC's default is 20 s.
+	MaxMinConnectTimeout = 5 * time.Minute
+	// MaxKeepaliveTimeout bounds Keepalive.Timeout: keepalive is there to notice a silently
+	// dead connection before the calls' deadlines, and a wait of more than a few minutes for
+	// the ping's answer notices it after them. gRPC's default is 20 s.
+	MaxKeepaliveTimeout = 5 * time.Minute
+)
+
 // Config configures a Reactor. The zero value of each field means its documented default;
 // New rejects values outside the documented bounds with an error naming the field.
 type Config struct {
@@ -190,7 +210,7 @@ type Config struct {
 
 	// Keepalive, if its Time is set, makes the connection ping the server after Time without
 	// activity and close it (failing its calls with Unavailable) when no answer comes within
-	// Timeout (default 20 s, at most 1 h), so a silently dead connection is noticed before
+	// Timeout (default 20 s, at most MaxKeepaliveTimeout, 5 min), so a silently dead connection is noticed before
 	// the calls' deadlines. Off by default: servers refuse pings more often than their
 	// enforcement policy allows (grpc-go servers: once per 5 minutes by default) with a
 	// too_many_pings GOAWAY that fails every call on the connection, so enable it only with a
@@ -254,17 +274,18 @@ type Config struct {
 // protocol: after a failed attempt the next waits BaseDelay, then ×Multiplier each time up to
 // MaxDelay, each randomised by ±Jitter.
 type Backoff struct {
-	// BaseDelay is the wait after the first failure. Default 100 ms; at most 1 h.
+	// BaseDelay is the wait after the first failure. Default 100 ms; at most
+	// MaxBackoffDelay, 5 min.
 	BaseDelay time.Duration
 	// MaxDelay is the longest wait. Default 5 s, or BaseDelay if that is longer; at least
-	// BaseDelay, at most 1 h.
+	// BaseDelay, at most MaxBackoffDelay, 5 min.
 	MaxDelay time.Duration
 	// Multiplier is the growth factor. Default 1.6; at least 1.
 	Multiplier float64
 	// Jitter randomises each wait by ±Jitter of it. Default 0.2; from 0 to 1.
 	Jitter float64
 	// MinConnectTimeout is the least time one connection attempt is given. Default 20 s; at
-	// most 1 h.
+	// most MaxMinConnectTimeout, 5 min.
 	MinConnectTimeout time.Duration
 }
 
@@ -438,8 +459,8 @@ func validateKeepalive(k *keepalive.ClientParameters) error {
 		return nil
 	case k.Time < minKeepaliveTime:
 		return fieldError("Keepalive.Time", k.Time, fmt.Sprintf("must be at least %v, grpc-go's minimum, when keepalive is used", minKeepaliveTime))
-	case k.Timeout < 0 || k.Timeout > MaxMaxTimeout:
-		return fieldError("Keepalive.Timeout", k.Timeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultKeepaliveTimeout))
+	case k.Timeout < 0 || k.Timeout > MaxKeepaliveTimeout:
+		return fieldError("Keepalive.Timeout", k.Timeout, fmt.Sprintf("must be more than 0 and at most MaxKeepaliveTimeout, %v (0 means the default, %v)", MaxKeepaliveTimeout, defaultKeepaliveTimeout))
 	}
 	if k.Timeout == 0 {
 		k.Timeout = defaultKeepaliveTimeout
@@ -676,16 +697,16 @@ func (b Backoff) resolve() (Backoff, error) {
 		b.MinConnectTimeout = defaultMinConnectTimeout
 	}
 	switch {
-	case b.BaseDelay < 0 || b.BaseDelay > MaxMaxTimeout:
-		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultBackoffBase))
-	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxMaxTimeout:
-		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most %v (0 means the default, %v)", b.BaseDelay, MaxMaxTimeout, defaultBackoffMax))
+	case b.BaseDelay < 0 || b.BaseDelay > MaxBackoffDelay:
+		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most MaxBackoffDelay, %v (0 means the default, %v)", MaxBackoffDelay, defaultBackoffBase))
+	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxBackoffDelay:
+		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most MaxBackoffDelay, %v (0 means the default, %v)", b.BaseDelay, MaxBackoffDelay, defaultBackoffMax))
 	case b.Multiplier < 1 || math.IsNaN(b.Multiplier):
 		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultBackoffMultiplier))
 	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
 		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be between 0 and 1 (0 means the default, %v)", defaultBackoffJitter))
-	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMaxTimeout:
-		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultMinConnectTimeout))
+	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMinConnectTimeout:
+		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most MaxMinConnectTimeout, %v (0 means the default, %v)", MaxMinConnectTimeout, defaultMinConnectTimeout))
 	}
 	return b, nil
 }
