@@ -61,8 +61,16 @@ const (
 	MaxKeepaliveTimeout = 5 * time.Minute
 )
 
+// None, in a field whose documentation says so, asks explicitly for none of what the field
+// sets, where its zero value means a default other than none: CriticalReserve (no slots kept
+// for critical calls) and Backoff.Jitter (waits not randomised). It is the untyped constant
+// -1, so it fits each such field's type.
+const None = -1
+
 // Config configures a Reactor. The zero value of each field means its documented default;
-// New rejects values outside the documented bounds with an error naming the field.
+// where that default is not "none" and none is allowed, the field takes None for explicitly
+// none (CriticalReserve, Backoff.Jitter). New rejects values outside the documented bounds
+// with an error naming the field.
 type Config struct {
 	// Target is the gRPC target to dial: "host:port", or any target gRPC resolves, such as
 	// "dns:///db.internal:50051" (every address the name resolves to is a backend). Exactly
@@ -196,7 +204,7 @@ type Config struct {
 	// (MethodPolicy.Critical or calls.Options.Critical): other calls are rejected with
 	// ErrOverloaded once MaxOutstanding − CriticalReserve calls are outstanding, while
 	// critical ones are admitted up to MaxOutstanding. Default: MaxOutstanding/10 if a
-	// policy is Critical, none otherwise; -1 means none; at most MaxOutstanding − 1.
+	// policy is Critical, none otherwise; None means none; at most MaxOutstanding − 1.
 	//
 	// A reactor whose policies mark no method Critical reserves nothing by default, so that
 	// its other calls keep all of MaxOutstanding: a call marked only by calls.Options.Critical
@@ -282,7 +290,8 @@ type Backoff struct {
 	MaxDelay time.Duration
 	// Multiplier is the growth factor. Default 1.6; at least 1.
 	Multiplier float64
-	// Jitter randomises each wait by ±Jitter of it. Default 0.2; from 0 to 1.
+	// Jitter randomises each wait by ±Jitter of it. Default 0.2; None means no jitter, each
+	// wait exactly as computed; otherwise more than 0, at most 1.
 	Jitter float64
 	// MinConnectTimeout is the least time one connection attempt is given. Default 20 s; at
 	// most MaxMinConnectTimeout, 5 min.
@@ -422,9 +431,9 @@ func (c Config) resolveSettings() (Config, error) {
 		seen[m.Path()] = true
 	}
 	switch {
-	case c.CriticalReserve < -1 || c.CriticalReserve >= c.MaxOutstanding:
-		return c, fieldError("CriticalReserve", c.CriticalReserve, fmt.Sprintf("must be between 0 and MaxOutstanding − 1, %d (0 means the default; -1 means none)", c.MaxOutstanding-1))
-	case c.CriticalReserve == -1:
+	case c.CriticalReserve < None || c.CriticalReserve >= c.MaxOutstanding:
+		return c, fieldError("CriticalReserve", c.CriticalReserve, fmt.Sprintf("must be more than 0 and at most MaxOutstanding − 1, %d (0 means the default; None, -1, means none)", c.MaxOutstanding-1))
+	case c.CriticalReserve == None:
 		c.CriticalReserve = 0
 	case c.CriticalReserve == 0 && c.hasCriticalPolicy():
 		c.CriticalReserve = c.MaxOutstanding / 10
@@ -690,8 +699,11 @@ func (b Backoff) resolve() (Backoff, error) {
 	if b.Multiplier == 0 {
 		b.Multiplier = defaultBackoffMultiplier
 	}
-	if b.Jitter == 0 {
+	switch b.Jitter {
+	case 0:
 		b.Jitter = defaultBackoffJitter
+	case None:
+		b.Jitter = 0
 	}
 	if b.MinConnectTimeout == 0 {
 		b.MinConnectTimeout = defaultMinConnectTimeout
@@ -704,7 +716,7 @@ func (b Backoff) resolve() (Backoff, error) {
 	case b.Multiplier < 1 || math.IsNaN(b.Multiplier):
 		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultBackoffMultiplier))
 	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
-		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be between 0 and 1 (0 means the default, %v)", defaultBackoffJitter))
+		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v; None, -1, means no jitter)", defaultBackoffJitter))
 	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMinConnectTimeout:
 		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most MaxMinConnectTimeout, %v (0 means the default, %v)", MaxMinConnectTimeout, defaultMinConnectTimeout))
 	}

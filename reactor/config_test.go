@@ -77,9 +77,9 @@ func TestConfigInvalid(t *testing.T) {
 		{"Backoff.Multiplier below 1", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: 0.5}}), []string{"Config.Backoff.Multiplier", "0.5", "at least 1"}},
 		{"Backoff.Multiplier negative", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: -2}}), []string{"Config.Backoff.Multiplier", "-2", "at least 1"}},
 		{"Backoff.Multiplier NaN", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: math.NaN()}}), []string{"Config.Backoff.Multiplier", "NaN", "at least 1"}},
-		{"Backoff.Jitter negative", target(reactor.Config{Backoff: reactor.Backoff{Jitter: -0.1}}), []string{"Config.Backoff.Jitter", "-0.1", "between 0 and 1"}},
-		{"Backoff.Jitter over 1", target(reactor.Config{Backoff: reactor.Backoff{Jitter: 1.5}}), []string{"Config.Backoff.Jitter", "1.5", "between 0 and 1"}},
-		{"Backoff.Jitter NaN", target(reactor.Config{Backoff: reactor.Backoff{Jitter: math.NaN()}}), []string{"Config.Backoff.Jitter", "NaN", "between 0 and 1"}},
+		{"Backoff.Jitter negative", target(reactor.Config{Backoff: reactor.Backoff{Jitter: -0.1}}), []string{"Config.Backoff.Jitter", "-0.1", "more than 0 and at most 1"}},
+		{"Backoff.Jitter over 1", target(reactor.Config{Backoff: reactor.Backoff{Jitter: 1.5}}), []string{"Config.Backoff.Jitter", "1.5", "more than 0 and at most 1"}},
+		{"Backoff.Jitter NaN", target(reactor.Config{Backoff: reactor.Backoff{Jitter: math.NaN()}}), []string{"Config.Backoff.Jitter", "NaN", "more than 0 and at most 1"}},
 		{"Backoff.MinConnectTimeout -1", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: -1}}), []string{"Config.Backoff.MinConnectTimeout", "-1ns", "MaxMinConnectTimeout, 5m0s"}},
 		{"Backoff.MinConnectTimeout over 5 min", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: 2 * time.Hour}}), []string{"Config.Backoff.MinConnectTimeout", "2h0m0s", "MaxMinConnectTimeout, 5m0s"}},
 
