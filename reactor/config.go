@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/standin"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -501,13 +501,13 @@ func isNilDescriptor(d calls.Descriptor) bool {
 }
 
 // resolveConnection checks the fields that say how to reach the backends. A Config.Conn
-// that runs calls in memory (reactortest's Backend) accepts the fields of a dialled
+// that stands in for a dialled connection (standin.Is) accepts the fields of a dialled
 // connection, checked as for one: it ignores the transport's and honours the retries.
 func (c *Config) resolveConnection() error {
-	inMemory := c.Conn != nil && memconn.Is(c.Conn)
-	// An xDS Target with an in-memory Conn is the production target of a test: not dialled,
+	standIn := c.Conn != nil && standin.Is(c.Conn)
+	// An xDS Target with a stand-in Conn is the production target of a test: not dialled,
 	// but its rules apply (controlPlaneError, and no retries for Idempotent policies).
-	meshTest := inMemory && resolverConfigScheme(c.Target) != ""
+	meshTest := standIn && resolverConfigScheme(c.Target) != ""
 	set := 0
 	for _, ok := range []bool{c.Target != "" && !meshTest, len(c.Targets) > 0, c.Conn != nil} {
 		if ok {
@@ -521,7 +521,7 @@ func (c *Config) resolveConnection() error {
 		return errors.New("prpc: Config.Target, Config.Targets and Config.Conn are exclusive; set one")
 	case c.Conn == nil && c.ConnServiceConfig != "":
 		return errors.New("prpc: Config.ConnServiceConfig applies only with Config.Conn: it is the service config Conn was dialled with")
-	case c.Conn != nil && !inMemory:
+	case c.Conn != nil && !standIn:
 		if err := c.dialOnlyError(); err != nil {
 			return err
 		}
@@ -655,13 +655,13 @@ func joinFields(fields []string) string {
 }
 
 // callConn returns the connection the reactor calls with c.Conn: c.Conn itself, or, for a
-// connection that runs calls in memory, the one it returns for c's retry policy (none with
-// an xDS Target, the production target of a test).
+// stand-in for a dialled connection, the one it returns for c's retry policy (none with an
+// xDS Target, the production target of a test).
 func (c *Config) callConn() grpc.ClientConnInterface {
-	if !memconn.Is(c.Conn) {
+	if !standin.Is(c.Conn) {
 		return c.Conn
 	}
-	retry := memconn.Retry{
+	retry := standin.Retry{
 		MaxAttempts:        c.Retry.MaxAttempts,
 		RetryableCodes:     slices.Clone(c.Retry.RetryableCodes),
 		ThrottleMaxTokens:  c.Retry.ThrottleMaxTokens,
@@ -669,7 +669,7 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 	}
 	for _, p := range c.Policies {
 		// Under an xDS Target the route's retry policy decides, which a test cannot know:
-		// prpc adds no retries of its own, in memory as on the wire.
+		// prpc adds no retries of its own, with a stand-in as on the wire.
 		if p.Idempotent && resolverConfigScheme(c.Target) == "" {
 			if retry.Idempotent == nil {
 				retry.Idempotent = make(map[string]bool)
@@ -677,7 +677,7 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 			retry.Idempotent[p.Method.Path()] = true
 		}
 	}
-	return memconn.Reactor(c.Conn, retry)
+	return standin.For(c.Conn, retry)
 }
 
 // balancer returns the load-balancing policy prpc puts in the generated service config, or

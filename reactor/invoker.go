@@ -20,7 +20,7 @@ import (
 	"github.com/trixnew/prpc/internal/callerr"
 	"github.com/trixnew/prpc/internal/lanecodec"
 	"github.com/trixnew/prpc/internal/limitcheck"
-	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/standin"
 )
 
 // lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
@@ -163,8 +163,8 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 	}
 	// The request metadata is a value of the parent, so that gRPC gets the call's own context,
 	// to which the contexts it derives attach without a goroutine; and so, with a clock other
-	// than the system's, is the deadline on that clock, for a connection in memory
-	// (reactortest.Backend) to time its handler out by.
+	// than the system's, is the deadline on that clock (standin.WithDeadline), for a
+	// connection that runs handlers itself to time them out by.
 	var parent context.Context
 	if x := c.Extra; x != nil {
 		parent = x.Parent
@@ -173,7 +173,7 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 		}
 	}
 	if !r.system {
-		parent = memconn.WithDeadline(orBackground(parent), memconn.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
+		parent = standin.WithDeadline(orBackground(parent), standin.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
 	}
 	ctx := newCallCtx(parent, deadline)
 	if err := c.SetCancel(&ctx.State); err != nil { // cut meanwhile
