@@ -43,7 +43,7 @@ type Method[Req, Resp proto.Message] callcore.Method[Req, Resp]
 // before that package registers its file. The check costs one registry lookup, once per
 // declaration.
 func NewMethod[Req, Resp proto.Message](path string) (*Method[Req, Resp], error) {
-	if err := ValidatePath(path); err != nil {
+	if err := validatePath(path); err != nil {
 		return nil, err
 	}
 	var zero Resp
@@ -95,9 +95,9 @@ func (m *Method[Req, Resp]) core() *callcore.Method[Req, Resp] {
 	return (*callcore.Method[Req, Resp])(m)
 }
 
-// ValidatePath reports whether path is a valid gRPC method path, "/[package.]Service/Method",
+// validatePath reports whether path is a valid gRPC method path, "/[package.]Service/Method",
 // with an error that quotes it.
-func ValidatePath(path string) error {
+func validatePath(path string) error {
 	if !validPath(path) {
 		return fmt.Errorf("prpc: invalid gRPC method path %q: expected /package.Service/Method", path)
 	}

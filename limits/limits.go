@@ -1,22 +1,17 @@
-// Package limits holds prpc's size limits with their defaults and bounds, the rules for
-// outgoing metadata, and the capping of gRPC's own message and header limits so that no
-// option can raise them above the configured ones.
+// Package limits holds prpc's size limits, with their defaults and bounds, and the errors
+// that name a limit a call broke.
 //
 // A program sets Limits through reactor.Config.Limits; the reactor validates them once, in
-// reactor.New, and applies them to every call: the request's size (CheckRequest) and the
-// request metadata (NormalizeMetadata) before anything is sent, the response's size through
-// gRPC's own limit (CallOptions), received header blocks for the whole connection
-// (DialOptions), and the response metadata a call keeps (MetadataSize). A limit broken before
-// sending is a *SizeError or a *MetadataError, which the reactor turns into the call's
-// calls.ErrTooLarge or calls.ErrInvalidArgument. Nothing here keeps state; every function is
-// safe for concurrent use.
+// reactor.New (Validate tells a program the same beforehand), and applies them to every call:
+// the request's size and the request metadata before anything is sent, the response's size
+// through gRPC's own limit, received header blocks for the whole connection, and the response
+// metadata a call keeps. A call that breaks a limit fails with calls.ErrTooLarge, and its
+// error's message names the Limits field that sets the limit; one whose request metadata
+// breaks gRPC's rules fails with calls.ErrInvalidArgument, naming the key.
 package limits
 
 import (
 	"fmt"
-	"math"
-
-	"google.golang.org/grpc"
 )
 
 // Defaults, taken from pRPC, but for DefaultMaxReceivedHeaderBytes (pRPC leaves it to the
@@ -40,9 +35,9 @@ const (
 	MaxReceivedHeaderLimit = 16 << 20 // upper bound of MaxReceivedHeaderBytes
 )
 
-// HeaderListSlack is the least MaxReceivedHeaderBytes must exceed MaxMetadataBytes by: room
+// headerListSlack is the least MaxReceivedHeaderBytes must exceed MaxMetadataBytes by: room
 // for the headers gRPC itself sends with the metadata (status, message, content-type, …).
-const HeaderListSlack = 8 << 10
+const headerListSlack = 8 << 10
 
 // Limits bounds the bytes of one call. The zero value of each field means its default.
 type Limits struct {
@@ -80,7 +75,8 @@ type Limits struct {
 	// MaxReceivedHeaderBytes, counted as HPACK counts, plus the per-entry overhead of Go's
 	// maps. With reactor.Config.Conn, the caller's connection enforces its own limit (set it
 	// with grpc.WithMaxHeaderListSize); prpc still drops metadata over MaxMetadataBytes.
-	// Default 1 MiB; at least MaxMetadataBytes + HeaderListSlack, at most 16 MiB.
+	// Default 1 MiB; at least MaxMetadataBytes + 8 KiB (room for the headers gRPC sends
+	// itself), at most 16 MiB.
 	MaxReceivedHeaderBytes int
 }
 
@@ -119,63 +115,14 @@ func (l Limits) Validate() error {
 				c.name, c.value, c.max, c.d)
 		}
 	}
-	least := l.WithDefaults().MaxMetadataBytes + HeaderListSlack
+	least := l.WithDefaults().MaxMetadataBytes + headerListSlack
 	switch v := l.MaxReceivedHeaderBytes; {
 	case v == 0 && DefaultMaxReceivedHeaderBytes < least:
 		return fmt.Errorf("prpc: Limits.MaxReceivedHeaderBytes is unset; its default, %d, is below MaxMetadataBytes + %d, %d; set it",
-			DefaultMaxReceivedHeaderBytes, HeaderListSlack, least)
+			DefaultMaxReceivedHeaderBytes, headerListSlack, least)
 	case v < 0 || v > MaxReceivedHeaderLimit || v != 0 && v < least:
 		return fmt.Errorf("prpc: Limits.MaxReceivedHeaderBytes is %d; must be between MaxMetadataBytes + %d, %d, and %d (0 means the default, %d)",
-			v, HeaderListSlack, least, MaxReceivedHeaderLimit, DefaultMaxReceivedHeaderBytes)
+			v, headerListSlack, least, MaxReceivedHeaderLimit, DefaultMaxReceivedHeaderBytes)
 	}
 	return nil
-}
-
-// CheckRequest returns a *SizeError if an encoded request of n bytes is over the limit.
-func (l Limits) CheckRequest(n int) error {
-	if n > l.MaxRequestBytes {
-		return &SizeError{What: "request", Field: "MaxRequestBytes", Size: n, Limit: l.MaxRequestBytes}
-	}
-	return nil
-}
-
-// CallOptions returns the gRPC call options that cap gRPC's own send and receive message
-// limits at l. Put them after any user options: for these options the last one wins.
-func (l Limits) CallOptions() []grpc.CallOption {
-	return []grpc.CallOption{
-		grpc.MaxCallSendMsgSize(l.MaxRequestBytes),
-		grpc.MaxCallRecvMsgSize(l.MaxResponseBytes),
-	}
-}
-
-// DialOptions returns the dial options that advertise and enforce, for the whole connection,
-// MaxReceivedHeaderBytes (its default if unset) as the limit of the header lists accepted from
-// the server; prpc always sets it, so gRPC's own default never applies. Put them after any
-// user options: for these options the last one wins. The message size limits are call options
-// (CallOptions), which every call passes last; repeating them as the connection's default
-// call options would only make grpc-go merge the two lists, an allocation per call.
-func (l Limits) DialOptions() []grpc.DialOption {
-	headers := min(max(int64(l.WithDefaults().MaxReceivedHeaderBytes), 0), math.MaxUint32) // int64: 32-bit platforms too
-	return []grpc.DialOption{
-		grpc.WithMaxHeaderListSize(uint32(headers)),
-	}
-}
-
-// SizeError reports a request, response or metadata over its limit, and names the field of
-// Limits that sets the limit.
-type SizeError struct {
-	What  string // "request", "response" or "metadata"
-	Field string // the Limits field that sets Limit: "MaxRequestBytes", "MaxResponseBytes" or "MaxMetadataBytes"
-	Size  int    // bytes
-	Limit int    // bytes
-}
-
-// Error returns a message naming the size, the limit and the Limits field that sets it, for
-// example "request is 5000 bytes, over the 4096-byte limit (Limits.MaxRequestBytes)". A
-// SizeError without a Field names only the size and the limit.
-func (e *SizeError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s is %d bytes, over the %d-byte limit", e.What, e.Size, e.Limit)
-	}
-	return fmt.Sprintf("%s is %d bytes, over the %d-byte limit (Limits.%s)", e.What, e.Size, e.Limit, e.Field)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
-	"github.com/trixnew/prpc/limits"
+	"github.com/trixnew/prpc/internal/limitcheck"
 )
 
 // Call submits a call of method m with request req and returns its promise at once. It never
@@ -125,7 +125,7 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 		var md metadata.MD
 		if len(opts.Metadata) > 0 {
 			var err error
-			if md, err = limits.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
+			if md, err = limitcheck.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
 				return r.rejectLimit(ops, err)
 			}
 		}
@@ -199,7 +199,7 @@ func (r *Reactor) admit(limit int64) bool {
 
 // rejectLimit rejects the call for breaking a limit or a metadata rule.
 func (r *Reactor) rejectLimit(ops *callcore.Ops, err error) *calls.Error {
-	var se *limits.SizeError
+	var se *limitcheck.SizeError
 	if errors.As(err, &se) {
 		return r.reject(ops, callerr.TooLarge, err.Error(), nil)
 	}

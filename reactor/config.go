@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/standin"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -41,8 +41,36 @@ const (
 	MaxMaxOutstanding = 1 << 20
 )
 
+// Upper bounds of the connection's timings, for programs that check their own configuration
+// before New; New rejects a value above its bound with an error naming the field. They are
+// minutes, not MaxMaxTimeout's hour: each is a wait during which the connection is down or
+// suspect and its calls fail or queue, and gRPC's own defaults are seconds.
+const (
+	// MaxBackoffDelay bounds Backoff.BaseDelay and Backoff.MaxDelay: a reconnect wait
+	// longer than a few minutes keeps the connection down (every call failing with
+	// Unavailable) long after the backend is back. gRPC's connection backoff protocol caps
+	// the wait at 120 s by default.
+	MaxBackoffDelay = 5 * time.Minute
+	// MaxMinConnectTimeout bounds Backoff.MinConnectTimeout: an attempt given longer than a
+	// few minutes to connect only delays the next one, toward a backend that may since have
+	// come back. gRPC's default is 20 s.
+	MaxMinConnectTimeout = 5 * time.Minute
+	// MaxKeepaliveTimeout bounds Keepalive.Timeout: keepalive is there to notice a silently
+	// dead connection before the calls' deadlines, and a wait of more than a few minutes for
+	// the ping's answer notices it after them. gRPC's default is 20 s.
+	MaxKeepaliveTimeout = 5 * time.Minute
+)
+
+// None, in a field whose documentation says so, asks explicitly for none of what the field
+// sets, where its zero value means a default other than none: CriticalReserve (no slots kept
+// for critical calls) and Backoff.Jitter (waits not randomised). It is the untyped constant
+// -1, so it fits each such field's type.
+const None = -1
+
 // Config configures a Reactor. The zero value of each field means its documented default;
-// New rejects values outside the documented bounds with an error naming the field.
+// where that default is not "none" and none is allowed, the field takes None for explicitly
+// none (CriticalReserve, Backoff.Jitter). New rejects values outside the documented bounds
+// with an error naming the field.
 type Config struct {
 	// Target is the gRPC target to dial: "host:port", or any target gRPC resolves, such as
 	// "dns:///db.internal:50051" (every address the name resolves to is a backend). Exactly
@@ -176,7 +204,7 @@ type Config struct {
 	// (MethodPolicy.Critical or calls.Options.Critical): other calls are rejected with
 	// ErrOverloaded once MaxOutstanding − CriticalReserve calls are outstanding, while
 	// critical ones are admitted up to MaxOutstanding. Default: MaxOutstanding/10 if a
-	// policy is Critical, none otherwise; -1 means none; at most MaxOutstanding − 1.
+	// policy is Critical, none otherwise; None means none; at most MaxOutstanding − 1.
 	//
 	// A reactor whose policies mark no method Critical reserves nothing by default, so that
 	// its other calls keep all of MaxOutstanding: a call marked only by calls.Options.Critical
@@ -190,7 +218,7 @@ type Config struct {
 
 	// Keepalive, if its Time is set, makes the connection ping the server after Time without
 	// activity and close it (failing its calls with Unavailable) when no answer comes within
-	// Timeout (default 20 s, at most 1 h), so a silently dead connection is noticed before
+	// Timeout (default 20 s, at most MaxKeepaliveTimeout, 5 min), so a silently dead connection is noticed before
 	// the calls' deadlines. Off by default: servers refuse pings more often than their
 	// enforcement policy allows (grpc-go servers: once per 5 minutes by default) with a
 	// too_many_pings GOAWAY that fails every call on the connection, so enable it only with a
@@ -254,17 +282,19 @@ type Config struct {
 // protocol: after a failed attempt the next waits BaseDelay, then ×Multiplier each time up to
 // MaxDelay, each randomised by ±Jitter.
 type Backoff struct {
-	// BaseDelay is the wait after the first failure. Default 100 ms; at most 1 h.
+	// BaseDelay is the wait after the first failure. Default 100 ms; at most
+	// MaxBackoffDelay, 5 min.
 	BaseDelay time.Duration
 	// MaxDelay is the longest wait. Default 5 s, or BaseDelay if that is longer; at least
-	// BaseDelay, at most 1 h.
+	// BaseDelay, at most MaxBackoffDelay, 5 min.
 	MaxDelay time.Duration
 	// Multiplier is the growth factor. Default 1.6; at least 1.
 	Multiplier float64
-	// Jitter randomises each wait by ±Jitter of it. Default 0.2; from 0 to 1.
+	// Jitter randomises each wait by ±Jitter of it. Default 0.2; None means no jitter, each
+	// wait exactly as computed; otherwise more than 0, at most 1.
 	Jitter float64
 	// MinConnectTimeout is the least time one connection attempt is given. Default 20 s; at
-	// most 1 h.
+	// most MaxMinConnectTimeout, 5 min.
 	MinConnectTimeout time.Duration
 }
 
@@ -401,9 +431,9 @@ func (c Config) resolveSettings() (Config, error) {
 		seen[m.Path()] = true
 	}
 	switch {
-	case c.CriticalReserve < -1 || c.CriticalReserve >= c.MaxOutstanding:
-		return c, fieldError("CriticalReserve", c.CriticalReserve, fmt.Sprintf("must be between 0 and MaxOutstanding − 1, %d (0 means the default; -1 means none)", c.MaxOutstanding-1))
-	case c.CriticalReserve == -1:
+	case c.CriticalReserve < None || c.CriticalReserve >= c.MaxOutstanding:
+		return c, fieldError("CriticalReserve", c.CriticalReserve, fmt.Sprintf("must be more than 0 and at most MaxOutstanding − 1, %d (0 means the default; None, -1, means none)", c.MaxOutstanding-1))
+	case c.CriticalReserve == None:
 		c.CriticalReserve = 0
 	case c.CriticalReserve == 0 && c.hasCriticalPolicy():
 		c.CriticalReserve = c.MaxOutstanding / 10
@@ -438,8 +468,8 @@ func validateKeepalive(k *keepalive.ClientParameters) error {
 		return nil
 	case k.Time < minKeepaliveTime:
 		return fieldError("Keepalive.Time", k.Time, fmt.Sprintf("must be at least %v, grpc-go's minimum, when keepalive is used", minKeepaliveTime))
-	case k.Timeout < 0 || k.Timeout > MaxMaxTimeout:
-		return fieldError("Keepalive.Timeout", k.Timeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultKeepaliveTimeout))
+	case k.Timeout < 0 || k.Timeout > MaxKeepaliveTimeout:
+		return fieldError("Keepalive.Timeout", k.Timeout, fmt.Sprintf("must be more than 0 and at most MaxKeepaliveTimeout, %v (0 means the default, %v)", MaxKeepaliveTimeout, defaultKeepaliveTimeout))
 	}
 	if k.Timeout == 0 {
 		k.Timeout = defaultKeepaliveTimeout
@@ -471,13 +501,13 @@ func isNilDescriptor(d calls.Descriptor) bool {
 }
 
 // resolveConnection checks the fields that say how to reach the backends. A Config.Conn
-// that runs calls in memory (reactortest's Backend) accepts the fields of a dialled
+// that stands in for a dialled connection (standin.Is) accepts the fields of a dialled
 // connection, checked as for one: it ignores the transport's and honours the retries.
 func (c *Config) resolveConnection() error {
-	inMemory := c.Conn != nil && memconn.Is(c.Conn)
-	// An xDS Target with an in-memory Conn is the production target of a test: not dialled,
+	standIn := c.Conn != nil && standin.Is(c.Conn)
+	// An xDS Target with a stand-in Conn is the production target of a test: not dialled,
 	// but its rules apply (controlPlaneError, and no retries for Idempotent policies).
-	meshTest := inMemory && resolverConfigScheme(c.Target) != ""
+	meshTest := standIn && resolverConfigScheme(c.Target) != ""
 	set := 0
 	for _, ok := range []bool{c.Target != "" && !meshTest, len(c.Targets) > 0, c.Conn != nil} {
 		if ok {
@@ -491,7 +521,7 @@ func (c *Config) resolveConnection() error {
 		return errors.New("prpc: Config.Target, Config.Targets and Config.Conn are exclusive; set one")
 	case c.Conn == nil && c.ConnServiceConfig != "":
 		return errors.New("prpc: Config.ConnServiceConfig applies only with Config.Conn: it is the service config Conn was dialled with")
-	case c.Conn != nil && !inMemory:
+	case c.Conn != nil && !standIn:
 		if err := c.dialOnlyError(); err != nil {
 			return err
 		}
@@ -625,13 +655,13 @@ func joinFields(fields []string) string {
 }
 
 // callConn returns the connection the reactor calls with c.Conn: c.Conn itself, or, for a
-// connection that runs calls in memory, the one it returns for c's retry policy (none with
-// an xDS Target, the production target of a test).
+// stand-in for a dialled connection, the one it returns for c's retry policy (none with an
+// xDS Target, the production target of a test).
 func (c *Config) callConn() grpc.ClientConnInterface {
-	if !memconn.Is(c.Conn) {
+	if !standin.Is(c.Conn) {
 		return c.Conn
 	}
-	retry := memconn.Retry{
+	retry := standin.Retry{
 		MaxAttempts:        c.Retry.MaxAttempts,
 		RetryableCodes:     slices.Clone(c.Retry.RetryableCodes),
 		ThrottleMaxTokens:  c.Retry.ThrottleMaxTokens,
@@ -639,7 +669,7 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 	}
 	for _, p := range c.Policies {
 		// Under an xDS Target the route's retry policy decides, which a test cannot know:
-		// prpc adds no retries of its own, in memory as on the wire.
+		// prpc adds no retries of its own, with a stand-in as on the wire.
 		if p.Idempotent && resolverConfigScheme(c.Target) == "" {
 			if retry.Idempotent == nil {
 				retry.Idempotent = make(map[string]bool)
@@ -647,7 +677,7 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 			retry.Idempotent[p.Method.Path()] = true
 		}
 	}
-	return memconn.Reactor(c.Conn, retry)
+	return standin.For(c.Conn, retry)
 }
 
 // balancer returns the load-balancing policy prpc puts in the generated service config, or
@@ -669,23 +699,26 @@ func (b Backoff) resolve() (Backoff, error) {
 	if b.Multiplier == 0 {
 		b.Multiplier = defaultBackoffMultiplier
 	}
-	if b.Jitter == 0 {
+	switch b.Jitter {
+	case 0:
 		b.Jitter = defaultBackoffJitter
+	case None:
+		b.Jitter = 0
 	}
 	if b.MinConnectTimeout == 0 {
 		b.MinConnectTimeout = defaultMinConnectTimeout
 	}
 	switch {
-	case b.BaseDelay < 0 || b.BaseDelay > MaxMaxTimeout:
-		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultBackoffBase))
-	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxMaxTimeout:
-		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most %v (0 means the default, %v)", b.BaseDelay, MaxMaxTimeout, defaultBackoffMax))
+	case b.BaseDelay < 0 || b.BaseDelay > MaxBackoffDelay:
+		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most MaxBackoffDelay, %v (0 means the default, %v)", MaxBackoffDelay, defaultBackoffBase))
+	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxBackoffDelay:
+		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most MaxBackoffDelay, %v (0 means the default, %v)", b.BaseDelay, MaxBackoffDelay, defaultBackoffMax))
 	case b.Multiplier < 1 || math.IsNaN(b.Multiplier):
 		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultBackoffMultiplier))
 	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
-		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be between 0 and 1 (0 means the default, %v)", defaultBackoffJitter))
-	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMaxTimeout:
-		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, defaultMinConnectTimeout))
+		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v; None, -1, means no jitter)", defaultBackoffJitter))
+	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMinConnectTimeout:
+		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most MaxMinConnectTimeout, %v (0 means the default, %v)", MaxMinConnectTimeout, defaultMinConnectTimeout))
 	}
 	return b, nil
 }

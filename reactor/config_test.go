@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
+	"github.com/trixnew/prpc/internal/lanecodec"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/limits"
 	"github.com/trixnew/prpc/reactor"
@@ -69,19 +69,19 @@ func TestConfigInvalid(t *testing.T) {
 		{"Limits.MaxReceivedHeaderBytes below MaxMetadataBytes + 8 KiB", target(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 100 << 10, MaxReceivedHeaderBytes: 100 << 10}}), []string{"Config.Limits.MaxReceivedHeaderBytes", "102400", "MaxMetadataBytes + 8192", "110592"}},
 		{"Limits.MaxReceivedHeaderBytes unset, default below MaxMetadataBytes + 8 KiB", conn(reactor.Config{Limits: limits.Limits{MaxMetadataBytes: 1 << 20}}), []string{"Config.Limits.MaxReceivedHeaderBytes", "unset", "1048576", "1056768", "set it"}},
 
-		{"Backoff.BaseDelay -1", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: -1}}), []string{"Config.Backoff.BaseDelay", "-1ns", "1h0m0s"}},
-		{"Backoff.BaseDelay over 1h", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: 2 * time.Hour}}), []string{"Config.Backoff.BaseDelay", "2h0m0s", "1h0m0s"}},
+		{"Backoff.BaseDelay -1", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: -1}}), []string{"Config.Backoff.BaseDelay", "-1ns", "MaxBackoffDelay, 5m0s"}},
+		{"Backoff.BaseDelay over 5 min", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: 2 * time.Hour}}), []string{"Config.Backoff.BaseDelay", "2h0m0s", "MaxBackoffDelay, 5m0s"}},
 		{"Backoff.MaxDelay below BaseDelay", target(reactor.Config{Backoff: reactor.Backoff{BaseDelay: 2 * time.Second, MaxDelay: time.Second}}), []string{"Config.Backoff.MaxDelay", "1s", "BaseDelay (2s)"}},
 		{"Backoff.MaxDelay -1", target(reactor.Config{Backoff: reactor.Backoff{MaxDelay: -1}}), []string{"Config.Backoff.MaxDelay", "-1ns"}},
-		{"Backoff.MaxDelay over 1h", target(reactor.Config{Backoff: reactor.Backoff{MaxDelay: 2 * time.Hour}}), []string{"Config.Backoff.MaxDelay", "2h0m0s", "1h0m0s"}},
+		{"Backoff.MaxDelay over 5 min", target(reactor.Config{Backoff: reactor.Backoff{MaxDelay: 2 * time.Hour}}), []string{"Config.Backoff.MaxDelay", "2h0m0s", "MaxBackoffDelay, 5m0s"}},
 		{"Backoff.Multiplier below 1", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: 0.5}}), []string{"Config.Backoff.Multiplier", "0.5", "at least 1"}},
 		{"Backoff.Multiplier negative", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: -2}}), []string{"Config.Backoff.Multiplier", "-2", "at least 1"}},
 		{"Backoff.Multiplier NaN", target(reactor.Config{Backoff: reactor.Backoff{Multiplier: math.NaN()}}), []string{"Config.Backoff.Multiplier", "NaN", "at least 1"}},
-		{"Backoff.Jitter negative", target(reactor.Config{Backoff: reactor.Backoff{Jitter: -0.1}}), []string{"Config.Backoff.Jitter", "-0.1", "between 0 and 1"}},
-		{"Backoff.Jitter over 1", target(reactor.Config{Backoff: reactor.Backoff{Jitter: 1.5}}), []string{"Config.Backoff.Jitter", "1.5", "between 0 and 1"}},
-		{"Backoff.Jitter NaN", target(reactor.Config{Backoff: reactor.Backoff{Jitter: math.NaN()}}), []string{"Config.Backoff.Jitter", "NaN", "between 0 and 1"}},
-		{"Backoff.MinConnectTimeout -1", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: -1}}), []string{"Config.Backoff.MinConnectTimeout", "-1ns", "1h0m0s"}},
-		{"Backoff.MinConnectTimeout over 1h", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: 2 * time.Hour}}), []string{"Config.Backoff.MinConnectTimeout", "2h0m0s", "1h0m0s"}},
+		{"Backoff.Jitter negative", target(reactor.Config{Backoff: reactor.Backoff{Jitter: -0.1}}), []string{"Config.Backoff.Jitter", "-0.1", "more than 0 and at most 1"}},
+		{"Backoff.Jitter over 1", target(reactor.Config{Backoff: reactor.Backoff{Jitter: 1.5}}), []string{"Config.Backoff.Jitter", "1.5", "more than 0 and at most 1"}},
+		{"Backoff.Jitter NaN", target(reactor.Config{Backoff: reactor.Backoff{Jitter: math.NaN()}}), []string{"Config.Backoff.Jitter", "NaN", "more than 0 and at most 1"}},
+		{"Backoff.MinConnectTimeout -1", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: -1}}), []string{"Config.Backoff.MinConnectTimeout", "-1ns", "MaxMinConnectTimeout, 5m0s"}},
+		{"Backoff.MinConnectTimeout over 5 min", target(reactor.Config{Backoff: reactor.Backoff{MinConnectTimeout: 2 * time.Hour}}), []string{"Config.Backoff.MinConnectTimeout", "2h0m0s", "MaxMinConnectTimeout, 5m0s"}},
 
 		{"Methods with nil", conn(reactor.Config{Methods: []calls.Descriptor{echo, nil}}), []string{"Config.Methods[1]", "nil"}},
 		{"Methods with nil first", conn(reactor.Config{Methods: []calls.Descriptor{nil}}), []string{"Config.Methods[0]", "nil"}},
@@ -139,7 +139,7 @@ func TestConfigBackoffAccepted(t *testing.T) {
 		{"zero", reactor.Backoff{}},
 		{"all set", reactor.Backoff{BaseDelay: time.Millisecond, MaxDelay: time.Second, Multiplier: 1, Jitter: 1, MinConnectTimeout: time.Second}},
 		{"BaseDelay above the default MaxDelay", reactor.Backoff{BaseDelay: 10 * time.Second}},
-		{"at max", reactor.Backoff{BaseDelay: time.Hour, MaxDelay: time.Hour, MinConnectTimeout: time.Hour}},
+		{"at max", reactor.Backoff{BaseDelay: reactor.MaxBackoffDelay, MaxDelay: reactor.MaxBackoffDelay, MinConnectTimeout: reactor.MaxMinConnectTimeout}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,7 +182,7 @@ func TestConfigDefaults(t *testing.T) {
 	for _, o := range c.opts {
 		switch o := o.(type) {
 		case grpc.ForceCodecV2CallOption:
-			_, codecOK = o.CodecV2.(*codec.Codec)
+			_, codecOK = o.CodecV2.(*lanecodec.Codec)
 		case grpc.MaxSendMsgSizeCallOption:
 			send = o.MaxSendMsgSize // the last one wins
 		case grpc.MaxRecvMsgSizeCallOption:

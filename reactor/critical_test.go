@@ -103,7 +103,7 @@ func TestCriticalReserve(t *testing.T) {
 }
 
 // TestCriticalReserveDefault checks CriticalReserve's default: 10% of MaxOutstanding
-// when a method policy is Critical, none otherwise or with -1. A critical call rejected with
+// when a method policy is Critical, none otherwise or with None. A critical call rejected with
 // no reserve is told that CriticalReserve is zero, never left to guess why Critical did not
 // help; a critical call with room is never rejected.
 func TestCriticalReserveDefault(t *testing.T) {
@@ -118,7 +118,7 @@ func TestCriticalReserveDefault(t *testing.T) {
 	}{
 		{"critical policy", critical, 0, 90, "including the 10 reserved for critical calls"},
 		{"no critical policy", nil, 0, 100, "Config.CriticalReserve is 0"},
-		{"critical policy, reserve -1", critical, -1, 100, "Config.CriticalReserve is 0"},
+		{"critical policy, reserve None", critical, reactor.None, 100, "Config.CriticalReserve is 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})

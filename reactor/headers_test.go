@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/limits"
@@ -157,7 +158,7 @@ func TestResponseMetadataIsOptIn(t *testing.T) {
 }
 
 // TestReceivedMetadataOverLimitDropped: a response header or trailer larger than
-// MaxMetadataBytes, counted as limits.MetadataSize counts (key + value + 32, "-bin" values
+// MaxMetadataBytes, counted as limitcheck.MetadataSize counts (key + value + 32, "-bin" values
 // after base64), is replaced whole by an empty MD, on success and on failure, and a warning
 // names the method and the block but not the value; one at the limit is kept as sent. The
 // call's outcome is untouched: the response arrives, a failure keeps its code, message and
@@ -167,14 +168,14 @@ func TestReceivedMetadataOverLimitDropped(t *testing.T) {
 	// pad returns metadata of key with one value, of exactly size bytes as counted.
 	pad := func(key string, size int) metadata.MD {
 		md := metadata.MD{key: {"SECRET-" + strings.Repeat("v", size-len(key)-32-len("SECRET-"))}}
-		require.Equal(t, size, limits.MetadataSize(md))
+		require.Equal(t, size, limitcheck.MetadataSize(md))
 		return md
 	}
 	// binPad returns "x-pad-bin" metadata whose value of n raw bytes, counted after base64,
 	// makes size bytes.
 	binPad := func(n, size int) metadata.MD {
 		md := metadata.MD{"x-pad-bin": {"SECRET-" + strings.Repeat("\x00", n-len("SECRET-"))}}
-		require.Equal(t, size, limits.MetadataSize(md))
+		require.Equal(t, size, limitcheck.MetadataSize(md))
 		return md
 	}
 	small := metadata.MD{"x-small": {"s"}}

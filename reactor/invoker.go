@@ -16,11 +16,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
-	"github.com/trixnew/prpc/codec"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
-	"github.com/trixnew/prpc/internal/memconn"
-	"github.com/trixnew/prpc/limits"
+	"github.com/trixnew/prpc/internal/lanecodec"
+	"github.com/trixnew/prpc/internal/limitcheck"
+	"github.com/trixnew/prpc/internal/standin"
 )
 
 // lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
@@ -57,7 +57,7 @@ type laneState struct {
 	r               *Reactor
 	inv             int
 	load            *atomic.Int32
-	codec           *codec.Codec
+	codec           *lanecodec.Codec
 	header, trailer metadata.MD
 	peer            peer.Peer
 	// The call options: the peer is always asked for, for Stats' per-backend counts; the
@@ -68,7 +68,7 @@ type laneState struct {
 }
 
 func (r *Reactor) newLane(inv int) *laneState {
-	l := &laneState{r: r, inv: inv, load: &r.loads[inv].Int32, codec: codec.New(r.cfg.Limits)}
+	l := &laneState{r: r, inv: inv, load: &r.loads[inv].Int32, codec: lanecodec.New(r.cfg.Limits)}
 	l.bare = append(append([]grpc.CallOption{grpc.ForceCodecV2(l.codec)}, r.baseOpts...), grpc.Peer(&l.peer))
 	l.withMetadata = append(append([]grpc.CallOption(nil), l.bare...), grpc.Header(&l.header), grpc.Trailer(&l.trailer))
 	return l
@@ -163,8 +163,8 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 	}
 	// The request metadata is a value of the parent, so that gRPC gets the call's own context,
 	// to which the contexts it derives attach without a goroutine; and so, with a clock other
-	// than the system's, is the deadline on that clock, for a connection in memory
-	// (reactortest.Backend) to time its handler out by.
+	// than the system's, is the deadline on that clock (standin.WithDeadline), for a
+	// connection that runs handlers itself to time them out by.
 	var parent context.Context
 	if x := c.Extra; x != nil {
 		parent = x.Parent
@@ -173,7 +173,7 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 		}
 	}
 	if !r.system {
-		parent = memconn.WithDeadline(orBackground(parent), memconn.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
+		parent = standin.WithDeadline(orBackground(parent), standin.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
 	}
 	ctx := newCallCtx(parent, deadline)
 	if err := c.SetCancel(&ctx.State); err != nil { // cut meanwhile
@@ -212,14 +212,14 @@ func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOpt
 }
 
 // keepMetadata returns md, the response header or trailer (what) of c, if its size counted as
-// limits.MetadataSize counts it is within MaxMetadataBytes. A larger one is dropped whole: it
+// limitcheck.MetadataSize counts it is within MaxMetadataBytes. A larger one is dropped whole: it
 // returns an empty MD and logs a warning naming the method, the block and the sizes, never the
 // values. A nil md stays nil. It costs one pass over md's keys and values.
 func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) metadata.MD {
 	if len(md) == 0 {
 		return md
 	}
-	size, limit := limits.MetadataSize(md), r.cfg.Limits.MaxMetadataBytes
+	size, limit := limitcheck.MetadataSize(md), r.cfg.Limits.MaxMetadataBytes
 	if size <= limit {
 		return md
 	}
@@ -262,7 +262,7 @@ func (r *Reactor) transportError(c *callcore.Call, err error, trailer metadata.M
 		return localError(callerr.InvalidArgument, c.Ops.Path, msgRequestModified, nil)
 	}
 	if encodeErr != nil {
-		var se *limits.SizeError
+		var se *limitcheck.SizeError
 		if errors.As(encodeErr, &se) {
 			return localError(callerr.TooLarge, c.Ops.Path, encodeErr.Error(), nil)
 		}

@@ -44,6 +44,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/limitcheck"
 )
 
 // Reactor runs unary gRPC calls for one host goroutine. Create it with New; call Tick from one
@@ -224,7 +225,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 		r.conn = r.cc
 		r.ownScheme = resolverConfigScheme(cfg.Target)
 	}
-	r.baseOpts = cfg.Limits.CallOptions()
+	r.baseOpts = limitcheck.CallOptions(cfg.Limits)
 	return r, nil
 }
 
@@ -281,7 +282,7 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 		opts = append(opts, resolverOpt)
 		field = "Targets"
 	}
-	opts = append(opts, cfg.Limits.DialOptions()...)
+	opts = append(opts, limitcheck.DialOptions(cfg.Limits)...)
 	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("prpc: Config.%s: %w", field, err)

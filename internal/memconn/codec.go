@@ -1,3 +1,7 @@
+// Package memconn treats a call's messages as gRPC's unary path does (Encode, Decode), for
+// connections that run calls in memory: reactortest's Backend and the fake connections of
+// package reactor's tests. Package reactor itself never imports it; it knows such a
+// connection only as a stand-in (internal/standin).
 package memconn
 
 import (

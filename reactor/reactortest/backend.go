@@ -14,6 +14,7 @@ import (
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/standin"
 )
 
 // Backend is an in-memory gRPC backend: a grpc.ClientConnInterface to pass as
@@ -78,7 +79,7 @@ import (
 // ServiceConfig sets are not honoured), Backoff, Keepalive, LoadBalancing, HealthCheck and
 // HealthCheckService. A Backend is always ready, so WaitForReady changes nothing.
 type Backend struct {
-	inMemory // marks the Backend for reactor.New, which hands it the retry policy
+	standIn // marks the Backend as a stand-in for reactor.New, which hands it the retry policy
 
 	mu       sync.Mutex
 	handlers map[string]handlerFunc // by Handle, by path
@@ -91,8 +92,8 @@ type Backend struct {
 // response or the call's error.
 type handlerFunc func(ctx context.Context, req []byte) (proto.Message, error)
 
-// inMemory is embedded under an unexported name so that the tag stays out of the API.
-type inMemory = memconn.Tag
+// standIn is embedded under an unexported name so that the mark stays out of the API.
+type standIn = standin.Mark
 
 var _ grpc.ClientConnInterface = (*Backend)(nil)
 
@@ -104,13 +105,13 @@ func NewBackend() *Backend {
 		services: make(map[string]bool),
 		calls:    make(map[string]int),
 	}
-	b.inMemory = memconn.NewTag(b.forReactor)
+	b.standIn = standin.NewMark(b.forReactor)
 	return b
 }
 
 // forReactor returns the connection a reactor configured with retry calls: b itself, or, if
 // the reactor's policies mark methods idempotent, a view of b that retries their calls.
-func (b *Backend) forReactor(retry memconn.Retry) grpc.ClientConnInterface {
+func (b *Backend) forReactor(retry standin.Retry) grpc.ClientConnInterface {
 	if len(retry.Idempotent) == 0 {
 		return b
 	}
@@ -249,7 +250,7 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 // detaches deadline, once the handler has returned. For other calls, it is ctx, whose
 // deadline is on the system clock, with a nil deadline.
 func handlerBase(ctx context.Context) (base context.Context, deadline *clockContext, release func()) {
-	if d, ok := memconn.DeadlineOf(ctx); ok {
+	if d, ok := standin.DeadlineOf(ctx); ok {
 		if clock, ok := d.Clock.(*ManualClock); ok {
 			deadline, detach := clock.handlerContext(ctx, d.At)
 			base, cancel := context.WithCancel(deadline) // context.Cause finds the error in it

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/trixnew/prpc/internal/donectx"
-	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/standin"
 )
 
 // clockContext is the context of a Backend handler whose call's deadline is on a ManualClock,
@@ -80,7 +80,7 @@ func (x *clockContext) Deadline() (time.Time, bool) { return x.at, true }
 // Value returns the parent's values, except the call's deadline on the reactor's clock,
 // which is not the deadline of calls the handler makes.
 func (x *clockContext) Value(key any) any {
-	if _, ok := key.(memconn.DeadlineKey); ok {
+	if _, ok := key.(standin.DeadlineKey); ok {
 		return nil
 	}
 	return x.parent.Value(key)

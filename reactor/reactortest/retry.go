@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/standin"
 )
 
 // defaultRetryBuffer is how many bytes of a call grpc-go keeps for retrying it by default
@@ -31,11 +32,11 @@ const pushbackKey = "grpc-retry-pushback-ms"
 // reactor has its own view and its own throttle, as each has its own channel in production.
 type retrying struct {
 	b        *Backend
-	policy   memconn.Retry
+	policy   standin.Retry
 	throttle throttle
 }
 
-func newRetrying(b *Backend, policy memconn.Retry) *retrying {
+func newRetrying(b *Backend, policy standin.Retry) *retrying {
 	tokens := float64(policy.ThrottleMaxTokens)
 	return &retrying{b: b, policy: policy, throttle: throttle{tokens: tokens, max: tokens, ratio: policy.ThrottleTokenRatio}}
 }

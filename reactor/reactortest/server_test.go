@@ -17,7 +17,7 @@ import (
 
 	"github.com/trixnew/prpc/calls"
 	prpccodec "github.com/trixnew/prpc/codec"
-	"github.com/trixnew/prpc/internal/memconn"
+	"github.com/trixnew/prpc/internal/standin"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/limits"
@@ -157,7 +157,7 @@ func TestBackendDeadlinePassedBeforeHandler(t *testing.T) {
 		return &testpb.EchoResponse{}, nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx = memconn.WithDeadline(ctx, memconn.Deadline{Clock: clock, At: start.Add(-time.Nanosecond)})
+	ctx = standin.WithDeadline(ctx, standin.Deadline{Clock: clock, At: start.Add(-time.Nanosecond)})
 	result := make(chan error, 1)
 	go func() { result <- b.Invoke(ctx, echo.Path(), &testpb.EchoRequest{}, &testpb.EchoResponse{}) }()
 	require.Eventually(t, func() bool { return b.Calls(echo.Path()) == 1 }, 10*time.Second, time.Millisecond)

@@ -1,4 +1,4 @@
-package limits_test
+package limitcheck_test
 
 import (
 	"encoding/base64"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/limits"
 )
 
@@ -24,7 +25,7 @@ func TestNormalizeMetadataLowercasesAndCopies(t *testing.T) {
 		"Trace.Span_Id": {"7"},
 		"X-Blob-Bin":    {"\x00\xff\r\n"},
 	}
-	out, err := limits.NormalizeMetadata(in, limits.DefaultMaxMetadataBytes)
+	out, err := limitcheck.NormalizeMetadata(in, limits.DefaultMaxMetadataBytes)
 	require.NoError(t, err)
 	require.Equal(t, metadata.MD{
 		"x-request-id":  {"abc"},
@@ -47,7 +48,7 @@ func TestNormalizeMetadataLowercasesAndCopies(t *testing.T) {
 
 func TestNormalizeMetadataEmpty(t *testing.T) {
 	for _, md := range []metadata.MD{nil, {}} {
-		out, err := limits.NormalizeMetadata(md, 0)
+		out, err := limitcheck.NormalizeMetadata(md, 0)
 		require.NoError(t, err)
 		require.Nil(t, out)
 	}
@@ -97,10 +98,10 @@ func TestNormalizeMetadataRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := limits.NormalizeMetadata(tt.md, limits.DefaultMaxMetadataBytes)
+			out, err := limitcheck.NormalizeMetadata(tt.md, limits.DefaultMaxMetadataBytes)
 			require.Error(t, err)
 			require.Nil(t, out)
-			var me *limits.MetadataError
+			var me *limitcheck.MetadataError
 			require.True(t, errors.As(err, &me), "want *MetadataError, got %T: %v", err, err)
 			require.Contains(t, tt.wantKey, me.Key)
 			require.NotEmpty(t, me.Reason)
@@ -133,8 +134,8 @@ func TestNormalizeMetadataReservedReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			_, err := limits.NormalizeMetadata(metadata.MD{tt.key: {"v"}}, limits.DefaultMaxMetadataBytes)
-			var me *limits.MetadataError
+			_, err := limitcheck.NormalizeMetadata(metadata.MD{tt.key: {"v"}}, limits.DefaultMaxMetadataBytes)
+			var me *limitcheck.MetadataError
 			require.ErrorAs(t, err, &me)
 			require.Equal(t, tt.key, me.Key)
 			require.Contains(t, me.Reason, "is reserved for gRPC and HTTP/2")
@@ -166,7 +167,7 @@ func TestNormalizeMetadataBinValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := limits.NormalizeMetadata(metadata.MD{tt.key: tt.vals}, limits.DefaultMaxMetadataBytes)
+			out, err := limitcheck.NormalizeMetadata(metadata.MD{tt.key: tt.vals}, limits.DefaultMaxMetadataBytes)
 			require.NoError(t, err)
 			require.Equal(t, tt.vals, out[strings.ToLower(tt.key)])
 		})
@@ -194,20 +195,20 @@ func TestMetadataSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, limits.MetadataSize(tt.md))
+			require.Equal(t, tt.want, limitcheck.MetadataSize(tt.md))
 			if len(tt.md) == 0 {
 				return
 			}
 			// Exactly at the limit passes; one byte less as the limit fails.
-			out, err := limits.NormalizeMetadata(tt.md, tt.want)
+			out, err := limitcheck.NormalizeMetadata(tt.md, tt.want)
 			require.NoError(t, err)
-			require.Equal(t, tt.want, limits.MetadataSize(out))
+			require.Equal(t, tt.want, limitcheck.MetadataSize(out))
 
-			out, err = limits.NormalizeMetadata(tt.md, tt.want-1)
+			out, err = limitcheck.NormalizeMetadata(tt.md, tt.want-1)
 			require.Nil(t, out)
-			var se *limits.SizeError
+			var se *limitcheck.SizeError
 			require.True(t, errors.As(err, &se), "want *SizeError, got %T: %v", err, err)
-			require.Equal(t, limits.SizeError{What: "metadata", Field: "MaxMetadataBytes", Size: tt.want, Limit: tt.want - 1}, *se)
+			require.Equal(t, limitcheck.SizeError{What: "metadata", Field: "MaxMetadataBytes", Size: tt.want, Limit: tt.want - 1}, *se)
 			require.Equal(t, fmt.Sprintf("metadata is %d bytes, over the %d-byte limit (Limits.MaxMetadataBytes)", tt.want, tt.want-1), err.Error())
 		})
 	}
@@ -215,8 +216,8 @@ func TestMetadataSize(t *testing.T) {
 
 func TestNormalizeMetadataSizeErrorHidesValue(t *testing.T) {
 	md := metadata.MD{"authorization": {secret + strings.Repeat("x", 100)}}
-	_, err := limits.NormalizeMetadata(md, 50)
-	var se *limits.SizeError
+	_, err := limitcheck.NormalizeMetadata(md, 50)
+	var se *limitcheck.SizeError
 	require.True(t, errors.As(err, &se))
 	require.NotContains(t, err.Error(), "s3cr3t")
 }
@@ -236,10 +237,10 @@ func FuzzNormalizeMetadata(f *testing.F) {
 		if k2 != k1 {
 			in[k2] = []string{v2, v1}
 		}
-		out, err := limits.NormalizeMetadata(in, maxBytes)
+		out, err := limitcheck.NormalizeMetadata(in, maxBytes)
 		if err != nil {
-			var me *limits.MetadataError
-			var se *limits.SizeError
+			var me *limitcheck.MetadataError
+			var se *limitcheck.SizeError
 			if !errors.As(err, &me) && !errors.As(err, &se) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
@@ -285,7 +286,7 @@ func FuzzNormalizeMetadata(f *testing.F) {
 			}
 			require.Equal(t, 1, found)
 		}
-		require.Equal(t, size, limits.MetadataSize(out))
+		require.Equal(t, size, limitcheck.MetadataSize(out))
 		require.LessOrEqual(t, size, maxBytes)
 	})
 }

@@ -1,4 +1,4 @@
-package limits
+package limitcheck
 
 import (
 	"encoding/base64"
