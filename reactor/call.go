@@ -10,6 +10,7 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/limitcheck"
 )
 
@@ -145,18 +146,18 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 			return err
 		}
 	}
-	var flags submitFlags
+	var flags callqueue.SubmitFlags
 	if (opts.WaitForReady || policy.waitForReady) && !opts.FailFast {
-		flags |= submitWaitForReady
+		flags |= callqueue.SubmitWaitForReady
 	}
 	if opts.ResponseMetadata || policy.metadata {
-		flags |= submitMetadata
+		flags |= callqueue.SubmitMetadata
 	}
 	if critical {
-		flags |= submitCritical
+		flags |= callqueue.SubmitCritical
 	}
 	now := r.now()
-	s, at, ok := r.subs.reserve()
+	s, at, ok := r.subs.Reserve()
 	if !ok {
 		r.admitted.Add(-1)
 		if r.owned != nil {
@@ -167,9 +168,9 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	if pos != nil {
 		*pos = uint32(at)
 	}
-	s.target, s.ops, s.req, s.extra, s.flags = t, ops, req, extra, flags
-	s.submitted, s.deadline = now, now+int64(timeout)
-	if !r.subs.publish(s, at) {
+	s.Target, s.Ops, s.Req, s.Extra, s.Flags = t, ops, req, extra, flags
+	s.Submitted, s.Deadline = now, now+int64(timeout)
+	if !r.subs.Publish(s, at) {
 		// The reactor goroutine exited between admission and now (Close won the race).
 		r.admitted.Add(-1)
 		if r.owned != nil {

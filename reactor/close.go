@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/trixnew/prpc/internal/callqueue"
 )
 
 // Close shuts the reactor down: it stops admitting calls at once, and waits for the calls
@@ -87,7 +89,7 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 		case <-ctxDone:
 			ctxErr = ctx.Err()
 			ctxDone = nil
-			r.in.pushAbort(ctxErr)
+			r.in.PushAbort(ctxErr)
 			t := time.NewTimer(laneGrace)
 			defer t.Stop()
 			giveUp = t.C
@@ -111,7 +113,7 @@ const laneGrace = 500 * time.Millisecond
 // has settled.
 func (r *Reactor) beginClose() {
 	r.closing.Store(true)
-	r.in.push(event{kind: evClose})
+	r.in.Push(callqueue.Event{Kind: callqueue.EvClose})
 }
 
 // silenceHost stops the calls of OnReady for good: once Shutdown or Close has begun, the host

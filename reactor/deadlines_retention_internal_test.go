@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/testpb"
 )
 
@@ -22,8 +23,8 @@ func TestSettledCallsAreNotRetained(t *testing.T) {
 		name  string
 		calls int
 	}{
-		{"fewer than a pruning batch", compactAfter / 2},
-		{"several batches", 3*compactAfter + 7},
+		{"fewer than a pruning batch", callqueue.CompactAfter / 2},
+		{"several batches", 3*callqueue.CompactAfter + 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

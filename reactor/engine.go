@@ -11,6 +11,7 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/callqueue"
 )
 
 // engine is the state owned by the reactor goroutine: the deadline heap, this turn's admitted
@@ -20,9 +21,9 @@ import (
 // running.
 type engine struct {
 	r       *Reactor
-	heap    *deadlineHeap
-	records recordPool
-	sub     submission // the submission being accepted
+	heap    *callqueue.DeadlineHeap
+	records callqueue.RecordPool
+	sub     callqueue.Submission // the submission being accepted
 	// byPos names the record of each call accepted, by its submission position modulo the
 	// ring's size, for the cancels of promises, which know only the position. An entry is
 	// overwritten a lap of the ring later. Admission bounds the calls outstanding by the
@@ -32,7 +33,7 @@ type engine struct {
 	byPos    []posEntry
 	lapped   map[uint32]posEntry
 	accepted []accepted // calls accepted this turn, by method, not counted in Stats yet
-	admitted []work
+	admitted []callqueue.Work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
 	// the reactor settled them: they leave the InFlight and load gauges once this turn's
 	// settled calls are queued for Tick, so that a Stats reader who sees a call gone from
@@ -45,8 +46,8 @@ type engine struct {
 	held    map[*callcore.Call]uint64
 	cuts    uint64 // calls cut while a lane ran them, for held's order
 	settled []*callcore.Call
-	events  []event
-	done    []completion
+	events  []callqueue.Event
+	done    []callqueue.Completion
 	timer   Timer
 	armed   bool  // the timer is set and has not been seen to fire
 	armedAt int64 // the deadline the timer is set for, while armed
@@ -72,8 +73,8 @@ func (r *Reactor) start() {
 func newEngine(r *Reactor) *engine {
 	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers),
 		held: make(map[*callcore.Call]uint64)}
-	e.records.freed = &r.freed
-	e.byPos = make([]posEntry, len(r.subs.slots))
+	e.records.Freed = &r.freed
+	e.byPos = make([]posEntry, r.subs.Size())
 	e.timer.Stop()
 	return e
 }
@@ -82,7 +83,7 @@ func (e *engine) run() {
 	for {
 		e.wait()
 		if e.turn() {
-			e.r.work.close() // every call left in it was dropped, its request released
+			e.r.work.Close() // every call left in it was dropped, its request released
 			e.finish(e.waitLanes())
 			return
 		}
@@ -111,15 +112,14 @@ func (e *engine) waitLanes() int {
 // producer that publishes after the look wakes it.
 func (e *engine) wait() {
 	r := e.r
-	r.subs.sleeping.Store(true)
-	if !r.subs.ready() {
+	if r.subs.BeginSleep() {
 		select {
-		case <-r.in.wake:
+		case <-r.in.Wake():
 		case <-e.timer.C():
 			e.armed = false
 		}
 	}
-	r.subs.sleeping.Store(false)
+	r.subs.EndSleep()
 }
 
 // turn is one turn of the reactor goroutine: it takes the submitted calls, the inbox's events
@@ -168,14 +168,14 @@ func (e *engine) turn() (done bool) {
 // begin starts a turn: it takes the inbox's events and the lanes' reports, then reads the
 // clock for the turn (turn's step 1).
 func (e *engine) begin() {
-	e.events, e.done = e.r.in.take(e.events, e.done)
+	e.events, e.done = e.r.in.Take(e.events, e.done)
 	e.nowNs = e.r.now()
 }
 
 // acceptNext accepts the next published submission, if any, and reports whether there was
 // one (turn's step 2).
 func (e *engine) acceptNext() bool {
-	pos, ok := e.r.subs.take(&e.sub)
+	pos, ok := e.r.subs.Take(&e.sub)
 	if ok {
 		e.accept(pos, &e.sub)
 	}
@@ -194,30 +194,30 @@ func (e *engine) end() (done bool) {
 	//    7: a Stats reader who sees a call gone from InFlight can Tick and get it.
 	e.release()
 	// 9. Drop the heap's dead entries, now that this turn settled what it could.
-	e.heap.prune()
-	return e.closing && e.heap.live() == 0
+	e.heap.Prune()
+	return e.closing && e.heap.Live() == 0
 }
 
 // accept gives a submitted call a record and schedules it: it times out at once if its
 // deadline has passed, is cancelled at once if its promise was, and otherwise joins this
 // turn's calls for the lanes.
-func (e *engine) accept(pos uint64, s *submission) {
-	critical := s.flags&submitCritical != 0 // record clears s
+func (e *engine) accept(pos uint64, s *callqueue.Submission) {
+	critical := s.Flags&callqueue.SubmitCritical != 0 // record clears s
 	c, gen := e.record(pos, s)
 	e.admit(c, gen, critical)
 }
 
 // record gives the call of s, submitted at pos, a record and counts it for Stats
 // (countAccepted).
-func (e *engine) record(pos uint64, s *submission) (c *callcore.Call, gen uint32) {
-	c = e.records.get()
-	c.Ops, c.Target, c.Req, c.Extra = s.ops, s.target, s.req, s.extra
-	c.Submitted, c.Deadline = s.submitted, s.deadline
-	c.WaitForReady, c.Metadata = s.flags&submitWaitForReady != 0, s.flags&submitMetadata != 0
-	clearSubmission(s)
+func (e *engine) record(pos uint64, s *callqueue.Submission) (c *callcore.Call, gen uint32) {
+	c = e.records.Get()
+	c.Ops, c.Target, c.Req, c.Extra = s.Ops, s.Target, s.Req, s.Extra
+	c.Submitted, c.Deadline = s.Submitted, s.Deadline
+	c.WaitForReady, c.Metadata = s.Flags&callqueue.SubmitWaitForReady != 0, s.Flags&callqueue.SubmitMetadata != 0
+	callqueue.ClearSubmission(s)
 	e.countOne(e.r.method(c.Ops))
 	gen = c.Gen()
-	slot := &e.byPos[pos&e.r.subs.mask]
+	slot := &e.byPos[e.r.subs.Index(pos)]
 	if old := *slot; old.c != nil && old.c.Unsettled(old.gen) {
 		e.keepLapped(old)
 	}
@@ -246,7 +246,7 @@ func (e *engine) keepLapped(ent posEntry) {
 // byPosition returns the entry of the call submitted at pos (modulo 2³²), if it may still be
 // unsettled.
 func (e *engine) byPosition(pos uint32) (posEntry, bool) {
-	if ent := e.byPos[uint64(pos)&e.r.subs.mask]; ent.c != nil && uint32(ent.pos) == pos {
+	if ent := e.byPos[e.r.subs.Index(uint64(pos))]; ent.c != nil && uint32(ent.pos) == pos {
 		return ent, true
 	}
 	ent, ok := e.lapped[pos]
@@ -301,39 +301,39 @@ func (e *engine) countOne(m *methodEntry) {
 // laneDone handles a lane's report that it has finished with d.c, which the reactor cut while
 // the lane ran it: the call's outcome, recorded when it was cut, now goes to Tick, since no
 // lane reads its request any more.
-func (e *engine) laneDone(d completion) {
-	e.finished[d.inv]++
-	delete(e.held, d.c)
-	d.c.Settled = d.c.Since(e.nowNs) // its outcome goes to Tick now: the lane's transport call is over
-	e.settled = append(e.settled, d.c)
+func (e *engine) laneDone(d callqueue.Completion) {
+	e.finished[d.Inv]++
+	delete(e.held, d.C)
+	d.C.Settled = d.C.Since(e.nowNs) // its outcome goes to Tick now: the lane's transport call is over
+	e.settled = append(e.settled, d.C)
 }
 
-func (e *engine) handle(ev *event) {
-	c, gen := ev.c, ev.gen
-	switch ev.kind {
-	case evCancelPos: // Promise.Cancel
-		ent, ok := e.byPosition(ev.pos)
+func (e *engine) handle(ev *callqueue.Event) {
+	c, gen := ev.C, ev.Gen
+	switch ev.Kind {
+	case callqueue.EvCancelPos: // Promise.Cancel
+		ent, ok := e.byPosition(ev.Pos)
 		if !ok {
 			return // delivered long ago
 		}
 		if taken, sent := e.take(ent.c, ent.gen, false); taken {
 			e.settle(ent.c, localError(callerr.Cancelled, ent.c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, sent)
 		}
-	case evCancel: // the parent context is done
-		taken, sent := e.take(c, gen, ev.deadline)
+	case callqueue.EvCancel: // the parent context is done
+		taken, sent := e.take(c, gen, ev.Deadline)
 		if !taken {
 			return // settled already, or the record has moved on to another call
 		}
 		cause := c.Parent().Err()
-		if ev.deadline { // the parent's earlier deadline applies
+		if ev.Deadline { // the parent's earlier deadline applies
 			e.settle(c, localError(callerr.Timeout, c.Ops.Path, "deadline of the parent context exceeded", cause), callcore.ReasonTimeout, sent)
 			return
 		}
 		e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "parent context done: "+cause.Error(), cause), callcore.ReasonCancelled, sent)
-	case evClose:
+	case callqueue.EvClose:
 		e.closing = true
-	case evAbort:
-		e.abort(e.r.in.abortErr())
+	case callqueue.EvAbort:
+		e.abort(e.r.in.AbortErr())
 	}
 }
 
@@ -345,14 +345,14 @@ func (e *engine) admit(c *callcore.Call, gen uint32, critical bool) {
 		e.timeout(c, false)
 		return
 	}
-	e.heap.push(c, gen)
+	e.heap.Push(c, gen)
 	if parent := c.Parent(); parent != nil && parent.Done() != nil {
 		in := e.r.in
 		c.Extra.StopParent = context.AfterFunc(parent, func() {
-			in.push(event{kind: evCancel, gen: gen, c: c, deadline: errors.Is(parent.Err(), context.DeadlineExceeded)})
+			in.Push(callqueue.Event{Kind: callqueue.EvCancel, Gen: gen, C: c, Deadline: errors.Is(parent.Err(), context.DeadlineExceeded)})
 		})
 	}
-	e.admitted = append(e.admitted, work{c: c, gen: gen, critical: critical})
+	e.admitted = append(e.admitted, callqueue.Work{C: c, Gen: gen, Critical: critical})
 }
 
 // dispatch hands this turn's admitted calls, but those already settled, to the lanes' ready
@@ -363,13 +363,13 @@ func (e *engine) dispatch() {
 	}
 	ready := e.admitted[:0]
 	for _, w := range e.admitted {
-		if w.c.Unsettled(w.gen) { // no lane has seen it yet: only the reactor can have settled it
-			w.c.Queued = true
+		if w.C.Unsettled(w.Gen) { // no lane has seen it yet: only the reactor can have settled it
+			w.C.Queued = true
 			ready = append(ready, w)
 		}
 	}
 	e.r.queued.Add(int32(len(ready)))
-	e.r.work.push(ready)
+	e.r.work.Push(ready)
 	clear(e.admitted)
 	e.admitted = e.admitted[:0]
 }
@@ -399,12 +399,12 @@ func (e *engine) expire() {
 // expireOne settles the call with the earliest deadline if that has passed, and reports
 // whether one had.
 func (e *engine) expireOne() bool {
-	ent, ok := e.heap.earliest()
-	if !ok || ent.at > e.nowNs {
+	ent, ok := e.heap.Earliest()
+	if !ok || ent.At > e.nowNs {
 		return false
 	}
-	if taken, sent := e.take(ent.c, ent.gen, true); taken { // else a lane settled it just now; earliest skips it
-		e.timeout(ent.c, sent)
+	if taken, sent := e.take(ent.C, ent.Gen, true); taken { // else a lane settled it just now; earliest skips it
+		e.timeout(ent.C, sent)
 	}
 	return true
 }
@@ -428,14 +428,14 @@ func (e *engine) abort(cause error) {
 		sent bool
 	}
 	var taken []cut
-	for ent := range e.heap.all() {
-		if e.drop(ent.c, ent.gen) {
-			taken = append(taken, cut{ent.c, false})
+	for ent := range e.heap.All() {
+		if e.drop(ent.C, ent.Gen) {
+			taken = append(taken, cut{ent.C, false})
 		}
 	}
-	for ent := range e.heap.all() {
-		if ok, _ := e.take(ent.c, ent.gen, false); ok {
-			taken = append(taken, cut{ent.c, true})
+	for ent := range e.heap.All() {
+		if ok, _ := e.take(ent.C, ent.Gen, false); ok {
+			taken = append(taken, cut{ent.C, true})
 		}
 	}
 	e.r.cutOff.Add(uint64(len(taken)))
@@ -478,7 +478,7 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 	if !sent {
 		markNotSent(err)
 	}
-	e.heap.remove(c)
+	e.heap.Remove(c)
 	if c.Extra != nil && c.Extra.StopParent != nil {
 		c.Extra.StopParent()
 		c.Extra.StopParent = nil
@@ -530,7 +530,7 @@ func (e *engine) flush() {
 	if len(e.settled) == 0 {
 		return
 	}
-	e.r.out.push(e.settled...)
+	e.r.out.Push(e.settled...)
 	clear(e.settled)
 	e.settled = e.settled[:0]
 	e.r.wakeHost()
@@ -541,17 +541,17 @@ func (e *engine) flush() {
 // burst the earliest deadline moves on almost every turn, as the oldest calls complete, and
 // moving the timer each time would cost a runtime timer update per turn for nothing.
 func (e *engine) arm() {
-	ent, ok := e.heap.earliest()
+	ent, ok := e.heap.Earliest()
 	switch {
 	case !ok:
 		if e.armed {
 			e.timer.Stop()
 			e.armed = false
 		}
-	case e.armed && e.armedAt <= ent.at:
+	case e.armed && e.armedAt <= ent.At:
 	default:
-		e.timer.Reset(max(e.r.timeAt(ent.at).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
-		e.armed, e.armedAt = true, ent.at
+		e.timer.Reset(max(e.r.timeAt(ent.At).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
+		e.armed, e.armedAt = true, ent.At
 	}
 }
 
@@ -562,7 +562,7 @@ func (e *engine) arm() {
 func (e *engine) finish(left int) {
 	r := e.r
 	e.timer.Stop()
-	_, done := r.in.close()
+	_, done := r.in.Close()
 	e.nowNs = r.now() // the settle time of the calls below
 	// The lanes' last reports: calls they finished with after the reactor cut them.
 	for _, d := range done {
@@ -580,7 +580,7 @@ func (e *engine) finish(left int) {
 	}
 	// Calls admitted before Close whose submission was published after the last turn; the
 	// producers of later ones take them back and fail them themselves.
-	r.subs.close(func(pos uint64, s *submission) {
+	r.subs.Close(func(pos uint64, s *callqueue.Submission) {
 		c, gen := e.record(pos, s)
 		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
 		e.settle(c, localError(callerr.Closed, c.Ops.Path, "reactor closed before the call was sent", nil), callcore.ReasonClosed, false)
@@ -593,13 +593,13 @@ func (e *engine) finish(left int) {
 		r.subconns.release()
 	}
 	if len(e.settled) > 0 {
-		r.out.push(e.settled...)
+		r.out.Push(e.settled...)
 		select {
 		case r.ready <- struct{}{}:
 		default:
 		}
 	}
-	r.recordsMade = e.records.made
+	r.recordsMade = e.records.Made
 	close(r.done)
 }
 
@@ -640,7 +640,7 @@ func (e *engine) abandonLanes() int {
 // delivered, so never freed and reused: the stuck lane, whose hook may still read the
 // request, reads c once its transport call returns, and nothing writes c any more.
 func (e *engine) standIn(c *callcore.Call) *callcore.Call {
-	s := e.records.get()
+	s := e.records.Get()
 	gen := s.Gen()
 	s.Ops, s.Target, s.Req, s.Extra = c.Ops, c.Target, c.Req, c.Extra
 	s.Submitted, s.Deadline, s.WaitForReady, s.Metadata = c.Submitted, c.Deadline, c.WaitForReady, c.Metadata

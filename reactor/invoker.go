@@ -18,6 +18,7 @@ import (
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
+	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/lanecodec"
 	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/internal/standin"
@@ -32,7 +33,7 @@ func (r *Reactor) lane(inv int) {
 	defer func() { r.laneExit <- struct{}{} }()
 	l := r.newLane(inv)
 	for {
-		w, ok := r.work.take()
+		w, ok := r.work.Take()
 		if !ok {
 			return
 		}
@@ -43,10 +44,10 @@ func (r *Reactor) lane(inv int) {
 		var value proto.Message
 		var err error
 		if r.owned != nil {
-			err = l.checkRequest(w.c)
+			err = l.checkRequest(w.C)
 		}
 		if err == nil {
-			value, err = r.invoke(w.c, ctx, l.options(w.c))
+			value, err = r.invoke(w.C, ctx, l.options(w.C))
 		}
 		l.finish(w, ctx, value, err)
 	}
@@ -76,8 +77,8 @@ func (r *Reactor) newLane(inv int) *laneState {
 
 // start claims w's call for the lane and returns its transport context, or nil if the
 // reactor settled it first.
-func (l *laneState) start(w work) *callCtx {
-	ctx := l.r.claim(w.c, w.gen, l.load)
+func (l *laneState) start(w callqueue.Work) *callCtx {
+	ctx := l.r.claim(w.C, w.Gen, l.load)
 	if ctx != nil {
 		l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
 	}
@@ -94,8 +95,8 @@ func (l *laneState) options(c *callcore.Call) []grpc.CallOption {
 
 // finish settles w's call, which the lane started, with the transport call's result, unless
 // the reactor cut it meanwhile: then it reports that the lane has finished with it.
-func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error) {
-	r, c := l.r, w.c
+func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, err error) {
+	r, c := l.r, w.C
 	header, trailer := r.keepMetadata(c, "header", l.header), r.keepMetadata(c, "trailer", l.trailer)
 	if err != nil {
 		err = r.laneError(c, err, trailer, l.codec.Err(), l.peer.Addr != nil)
@@ -105,13 +106,13 @@ func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error)
 		l.codec.Forget()
 	}
 	r.backends.record(&l.backend, l.peer.Addr, ctx.picked, err)
-	if !c.Move(w.gen, callcore.Running, callcore.Completed) {
+	if !c.Move(w.Gen, callcore.Running, callcore.Completed) {
 		// The reactor cut the call and recorded its outcome; it queues the call for Tick,
 		// and takes it off the gauges, once it has this report. If Close gave up on the lane
 		// (a hook of the host held it past Close's context and laneGrace), the report is
 		// refused: the call was delivered without it, through a record of its own, and
 		// nothing writes c any more.
-		r.in.complete(completion{c: c, inv: int32(l.inv)})
+		r.in.Complete(callqueue.Completion{C: c, Inv: int32(l.inv)})
 		return
 	}
 	r.settleCompleted(c, value, err, header, trailer)
@@ -120,8 +121,8 @@ func (l *laneState) finish(w work, ctx *callCtx, value proto.Message, err error)
 	// The reactor goroutine prunes the deadline heap of the calls lanes settled when it next
 	// runs: wake it once all are settled (Close may be waiting for that) and every
 	// compactAfter settlements, so that settled calls do not stay referenced for long.
-	if left := r.deadlines.settledByLane(); left%compactAfter == 0 {
-		r.in.signal()
+	if left := r.deadlines.SettledByLane(); left%callqueue.CompactAfter == 0 {
+		r.in.Signal()
 	}
 }
 
@@ -137,7 +138,7 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 		c.Reason = reasonOf(err)
 	}
 	c.Settled = c.Since(r.now()) // the end of Stats.Transport's phase, the start of TickWait's
-	r.out.push(c)
+	r.out.Push(c)
 	r.wakeHost()
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/testpb"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestOwnershipReleasedWhenTheRingIsGone(t *testing.T) {
 	r, err := newReactor(Config{Conn: simConn{}, CheckRequestOwnership: true})
 	require.NoError(t, err)
-	r.subs.gone.Store(true) // the reactor goroutine exited, and Close has not set closing yet
+	r.subs.Close(func(uint64, *callqueue.Submission) {}) // the reactor goroutine exited, and Close has not set closing yet
 	req := &testpb.EchoRequest{Message: "first"}
 	for _, msg := range []string{"first", "second"} {
 		req.Message = msg

@@ -44,6 +44,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/limitcheck"
 )
 
@@ -71,11 +72,11 @@ type Reactor struct {
 	baseOpts   []grpc.CallOption
 	owner      owner
 	ownerRef   callcore.OwnerRef // &owner, for promises
-	in         *inbox
-	subs       *submissionRing // admitted calls, from Call and Go to the reactor goroutine
+	in         *callqueue.Inbox
+	subs       *callqueue.SubmissionRing // admitted calls, from Call and Go to the reactor goroutine
 	ready      chan struct{}
 	notify     *notifier // calls OnReady; nil without it
-	work       *readyQueue
+	work       *callqueue.ReadyQueue
 	loads      []invokerLoad // per invoker, written by its lanes
 	subconns   *subconnTable
 	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
@@ -90,7 +91,7 @@ type Reactor struct {
 	abandon  chan struct{}
 	done     chan struct{} // closed when the reactor goroutine has exited
 	closing  atomic.Bool   // Close has begun: no call is admitted any more
-	_        cacheLinePad
+	_        callqueue.CacheLinePad
 
 	// Host goroutine: admission (Call, Go) and delivery (Tick, Close). admitted is the calls
 	// admitted and not yet delivered, which MaxOutstanding bounds; Call from another
@@ -100,19 +101,19 @@ type Reactor struct {
 	delivery    []*callcore.Call
 	head        int
 	host        host
-	recycled    []*callcore.Call // records this Tick freed, for freed
-	deliveredAt int64            // the time of the delivery in progress, for its latency
-	hostq       hostQueue        // rejected at submission or redelivered: never waits on a lane
+	recycled    []*callcore.Call    // records this Tick freed, for freed
+	deliveredAt int64               // the time of the delivery in progress, for its latency
+	hostq       callqueue.HostQueue // rejected at submission or redelivered: never waits on a lane
 	closeOnce   sync.Once
 	closeErr    error
-	_           cacheLinePad
+	_           callqueue.CacheLinePad
 
 	// Written by the lanes and the reactor goroutine as calls settle, read by Tick: the
 	// settled calls and the host's wake-up flag (a wake-up was sent and Tick has not drained
 	// since).
-	out   outbox
+	out   callqueue.Outbox
 	armed atomic.Bool
-	_     cacheLinePad
+	_     callqueue.CacheLinePad
 
 	// Written by the reactor goroutine and the lanes per call: the gauges Stats reads (lanes
 	// keep inFlight; queued goes up when the reactor queues calls and down when a lane claims
@@ -120,8 +121,8 @@ type Reactor struct {
 	// lanes count their settlements.
 	queued    atomic.Int32
 	inFlight  atomic.Int32
-	deadlines deadlineHeap
-	_         cacheLinePad
+	deadlines callqueue.DeadlineHeap
+	_         callqueue.CacheLinePad
 
 	// Counters, under mu: the reactor goroutine counts accepted calls once per turn, Tick
 	// counts each delivered call, Stats reads them.
@@ -132,7 +133,7 @@ type Reactor struct {
 
 	// Records of delivered calls, on their way back from the Tick goroutine to the reactor
 	// goroutine's pool.
-	freed freedRecords
+	freed callqueue.FreedRecords
 
 	// Per-backend counters, written by the lanes, and connectivity, written by gRPC's
 	// balancer (nil with Config.Conn).
@@ -186,9 +187,9 @@ func newReactor(cfg Config) (*Reactor, error) {
 		conn:  cfg.callConn(),
 		clock: cfg.Clock,
 		epoch: cfg.Clock.Now(),
-		in:    newInbox(),
+		in:    callqueue.NewInbox(),
 		ready: make(chan struct{}, 1),
-		work:  newReadyQueue(),
+		work:  callqueue.NewReadyQueue(),
 		loads: make([]invokerLoad, cfg.Workers),
 		done:  make(chan struct{}),
 		// Every lane's exit fits: a lane never waits to exit.
@@ -198,9 +199,9 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.owner.r = r
 	r.ownerRef.Owner = &r.owner
 	r.host.r = r
-	r.subs = newSubmissionRing(cfg.MaxOutstanding, r.in.wake)
+	r.subs = callqueue.NewSubmissionRing(cfg.MaxOutstanding, r.in.Wake())
 	r.overloaded = [2]string{r.overloadMessage(false), r.overloadMessage(true)}
-	r.hostq.init()
+	r.hostq.Init()
 	if cfg.OnReady != nil {
 		r.notify = newNotifier(cfg.OnReady)
 	}
@@ -335,7 +336,7 @@ type owner struct{ r *Reactor }
 
 // Cancel implements callcore.Owner.
 func (o *owner) Cancel(pos uint32) {
-	o.r.in.push(event{kind: evCancelPos, pos: pos})
+	o.r.in.Push(callqueue.Event{Kind: callqueue.EvCancelPos, Pos: pos})
 }
 
 // Redeliver implements callcore.Owner.
@@ -345,6 +346,6 @@ func (o *owner) Redeliver(t callcore.Target) { o.r.deliverNext(t) }
 // queue, which no lane touches, and wakes the host unless a wake-up is pending already. Safe
 // from any goroutine; it never blocks.
 func (r *Reactor) deliverNext(t callcore.Target) {
-	r.hostq.push(t)
+	r.hostq.Push(t)
 	r.wakeHost()
 }

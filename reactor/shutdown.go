@@ -68,5 +68,5 @@ func (r *Reactor) Shutdown(ctx context.Context) error {
 //	}
 //	r.Close(ctx) // cuts off what is still running, if the deadline passed
 func (r *Reactor) Idle() bool {
-	return r.admitted.Load() == 0 && r.hostq.idle()
+	return r.admitted.Load() == 0 && r.hostq.Idle()
 }

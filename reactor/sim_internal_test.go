@@ -280,7 +280,7 @@ func (w *simWorld) step() {
 		if !w.aborted {
 			add(2, func() {
 				w.aborted = true
-				w.r.in.pushAbort(context.DeadlineExceeded)
+				w.r.in.PushAbort(context.DeadlineExceeded)
 				w.note("Close's context runs out: the reactor cuts off what is left")
 			})
 		}
@@ -315,9 +315,7 @@ func (w *simWorld) busyLanes() int {
 
 // workQueued reports whether calls, dropped ones included, wait in the lanes' queue.
 func (w *simWorld) workQueued() bool {
-	w.r.work.mu.Lock()
-	defer w.r.work.mu.Unlock()
-	return w.r.work.calls.len() > 0
+	return w.r.work.Len() > 0
 }
 
 // cancelOne cancels a random call that has a promise.
@@ -356,7 +354,7 @@ func (w *simWorld) closeReturns() {
 		}
 	}
 	w.readOutbox()
-	if r.out.n.Load() != 0 {
+	if r.out.Len() != 0 {
 		w.fail("after Close, a lane that Close had given up on queued its call for Tick")
 	}
 	w.checkClosed()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/testpb"
 )
 
@@ -115,7 +116,7 @@ type simLane struct {
 	l        *laneState
 	busy     bool
 	stuck    bool // Close gave up on the lane, a hook of the host holding it: its call was delivered
-	w        work
+	w        callqueue.Work
 	ctx      *callCtx
 	call     *simCall
 	failures int           // attempts left that fail with Unavailable, before the last
@@ -365,7 +366,7 @@ func (w *simWorld) callbackRan(c *simCall, resp *testpb.EchoResponse, err error)
 // when its attempt is due or its call was cut.
 func (w *simWorld) laneStep(sl *simLane) {
 	if !sl.busy {
-		wk, ok := w.r.work.tryTake()
+		wk, ok := w.r.work.TryTake()
 		if !ok {
 			return
 		}
@@ -374,24 +375,24 @@ func (w *simWorld) laneStep(sl *simLane) {
 			w.note("lane skips a settled call")
 			return
 		}
-		c := w.callOf(wk.c)
+		c := w.callOf(wk.C)
 		sl.busy, sl.w, sl.ctx, sl.call = true, wk, ctx, c
 		c.starts++
 		if c.starts > 1 {
 			w.fail("call %d: started by a lane %d times", c.id, c.starts)
 		}
 		// The ownership check, as the lane runs it; the game never modifies a request.
-		if err := sl.l.checkRequest(wk.c); err != nil {
+		if err := sl.l.checkRequest(wk.C); err != nil {
 			w.fail("call %d: its request, which nobody modified, failed the ownership check", c.id)
 		}
 		// gRPC encodes the request with the lane's codec before it sends anything.
-		if _, err := sl.l.codec.Marshal(wk.c.Req); err != nil {
+		if _, err := sl.l.codec.Marshal(wk.C.Req); err != nil {
 			w.note("lane: call %d does not encode", c.id)
 			w.laneFinish(sl, nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err))
 			return
 		}
 		sl.failures = 0
-		if wk.c.Ops.Path == simSave.Path() && w.pct(40) {
+		if wk.C.Ops.Path == simSave.Path() && w.pct(40) {
 			sl.failures = 1 + w.rng.IntN(2) // Unavailable first: gRPC retries the idempotent method
 		}
 		sl.outcome = w.outcome()
@@ -419,14 +420,14 @@ func (w *simWorld) laneStep(sl *simLane) {
 		w.laneFinish(sl, nil, status.Error(sl.outcome.code, "simulated failure"))
 		return
 	}
-	resp := sl.w.c.Ops.NewResponse().(*testpb.EchoResponse)
-	resp.Message = sl.w.c.Req.(*testpb.EchoRequest).GetMessage()
+	resp := sl.w.C.Ops.NewResponse().(*testpb.EchoResponse)
+	resp.Message = sl.w.C.Req.(*testpb.EchoRequest).GetMessage()
 	w.laneFinish(sl, resp, nil)
 }
 
 // attempt is the sending of one attempt of sl's call: never after the call settled.
 func (w *simWorld) attempt(sl *simLane) {
-	if !sl.w.c.Unsettled(sl.w.gen) {
+	if !sl.w.C.Unsettled(sl.w.Gen) {
 		w.fail("call %d: an attempt was sent after the call settled", sl.call.id)
 	}
 }
@@ -509,7 +510,7 @@ func (w *simWorld) turnStep() {
 		}
 	case turnEnd:
 		if e.end() {
-			r.work.close()
+			r.work.Close()
 			w.turn = simTurn{phase: turnStopping}
 			w.note("turn: the reactor is done; the lanes stop")
 			return
@@ -558,10 +559,7 @@ func (w *simWorld) turnWanted() bool {
 		return true
 	}
 	r := w.r
-	r.in.mu.Lock()
-	inbox := len(r.in.events) + len(r.in.done)
-	r.in.mu.Unlock()
-	return r.subs.ready() || inbox > 0 || w.timerDue()
+	return r.subs.Ready() || r.in.Pending() > 0 || w.timerDue()
 }
 
 // tick has the host run Tick with a random budget, and checks the budget on the simulated
@@ -584,27 +582,27 @@ func (w *simWorld) tick() {
 // readOutbox adds the calls queued for Tick since the last look to the settlement order.
 func (w *simWorld) readOutbox() {
 	r := w.r
-	if int(r.out.n.Load()) == w.outSeen {
+	if r.out.Len() == w.outSeen {
 		return // nothing queued since the last look (a swap would have emptied it)
 	}
-	r.out.mu.Lock()
-	defer r.out.mu.Unlock()
-	if len(r.out.calls) < w.outSeen {
-		w.outSeen = 0 // Tick swapped the queue out
-	}
-	for _, rec := range r.out.calls[w.outSeen:] {
-		c := w.callOf(rec)
-		if c == nil {
-			w.fail("a record in the delivery queue belongs to no submitted call")
-			continue
+	r.out.Inspect(func(queued []*callcore.Call) {
+		if len(queued) < w.outSeen {
+			w.outSeen = 0 // Tick swapped the queue out
 		}
-		if c.settledAt != 0 {
-			w.fail("call %d: queued for Tick twice", c.id)
+		for _, rec := range queued[w.outSeen:] {
+			c := w.callOf(rec)
+			if c == nil {
+				w.fail("a record in the delivery queue belongs to no submitted call")
+				continue
+			}
+			if c.settledAt != 0 {
+				w.fail("call %d: queued for Tick twice", c.id)
+			}
+			w.settled = append(w.settled, c)
+			c.settledAt = len(w.settled)
 		}
-		w.settled = append(w.settled, c)
-		c.settledAt = len(w.settled)
-	}
-	w.outSeen = len(r.out.calls)
+		w.outSeen = len(queued)
+	})
 }
 
 // check verifies the invariants that hold after every step.
@@ -634,8 +632,8 @@ func (w *simWorld) check() {
 	}
 	// Between steps no Tick is in progress: the gauge holds a time exactly when a settled
 	// call waits for Tick, in the outbox or in the batch in hand.
-	_, gauge := r.out.oldest()
-	if waiting := r.out.n.Load() > 0 || r.head < len(r.delivery); gauge != waiting {
+	_, gauge := r.out.Oldest()
+	if waiting := int32(r.out.Len()) > 0 || r.head < len(r.delivery); gauge != waiting {
 		w.fail("OldestUndelivered: a settled call waits for Tick: %v; the gauge holds a time: %v", waiting, gauge)
 	}
 }
@@ -654,7 +652,7 @@ func (w *simWorld) checkClosed() {
 	if r.owned != nil && r.owned.len() != 0 {
 		w.fail("after Close, %d requests are still owned by calls", r.owned.len())
 	}
-	if !r.hostq.idle() || r.out.n.Load() != 0 || r.head != len(r.delivery) {
+	if !r.hostq.Idle() || int32(r.out.Len()) != 0 || r.head != len(r.delivery) {
 		w.fail("after Close, callbacks still wait for a Tick")
 	}
 	if !r.Idle() {

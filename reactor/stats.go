@@ -390,7 +390,7 @@ func (r *Reactor) Stats() Stats {
 		ms.Latency, ms.QueueWait, ms.Transport, ms.TickWait = l.whole, l.queue, l.transport, l.tickWait
 		s.Methods[m.path] = ms
 	}
-	if settled, ok := r.out.oldest(); ok {
+	if settled, ok := r.out.Oldest(); ok {
 		s.OldestUndelivered = max(time.Duration(r.now()-settled), 0)
 	}
 	var states map[string]connectivity.State

@@ -59,7 +59,7 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	// Disarm before looking, even when idle: a wake-up whose calls an earlier Tick already
 	// took must not leave armed set, or the next completion would not wake the host.
 	r.armed.Store(false)
-	if r.head == len(r.delivery) && r.out.n.Load() == 0 && r.hostq.idle() {
+	if r.head == len(r.delivery) && r.out.Len() == 0 && r.hostq.Idle() {
 		return TickReport{}
 	}
 	start := r.now()
@@ -69,8 +69,8 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	// Tick costs beyond its callbacks does not grow with the backlog left by a host that
 	// stopped ticking.
 	end := len(r.delivery)
-	fresh := int(r.out.n.Load())
-	mark := r.hostq.mark()
+	fresh := r.out.Len()
+	mark := r.hostq.Mark()
 	now, delivered := start, 0
 	busy := false // a lane was appending to the outbox; its wake-up brings the host back
 	// The clock is read after every delivery, so that a Tick overruns its budget by one
@@ -95,7 +95,7 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 			// delivery is used up (each delivered entry was cleared): the outbox keeps its
 			// storage, and its batch, in which calls settled since start follow the fresh
 			// ones, becomes the batch in hand. A budgeted Tick does not wait for the lock.
-			batch, ok := r.out.swap(r.delivery[:0], all)
+			batch, ok := r.out.Swap(r.delivery[:0], all)
 			if !ok {
 				busy = true
 				break
@@ -115,7 +115,7 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	// The host queue comes last, and never depends on another goroutine: a lane holding the
 	// outbox cannot hold these back.
 	for delivered == 0 || !spent() {
-		t := r.hostq.next(mark)
+		t := r.hostq.Next(mark)
 		if t == nil {
 			break
 		}
@@ -126,14 +126,14 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	if delivered > 0 && (all || budget <= 0) {
 		now = r.now() // for Elapsed: spent did not read the clock
 	}
-	r.recycled = r.freed.give(r.recycled)
-	remaining := end - r.head + fresh + r.hostq.waiting()
+	r.recycled = r.freed.Give(r.recycled)
+	remaining := end - r.head + fresh + r.hostq.Waiting()
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
-		r.out.taken.clear()
+		r.out.AllDelivered()
 	} else {
 		c := r.delivery[r.head]
-		r.out.taken.set(c.At(c.Settled))
+		r.out.SetUndelivered(c.At(c.Settled))
 	}
 	// Leftovers need a wake-up, unless a completion during this Tick already sent one (that
 	// one stands for the leftovers too, so OnReady still runs at most once between drains),

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/testpb"
 )
 
@@ -41,7 +42,7 @@ func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	var settled atomic.Int32 // read by Never's condition, which may outlive Never
 	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
 	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
-	require.Eventually(t, func() bool { return r.out.n.Load() == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return r.out.Len() == 2 }, 5*time.Second, time.Millisecond)
 	drainReady := func() {
 		select {
 		case <-r.Ready():
@@ -50,7 +51,7 @@ func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	}
 	drainReady() // the two calls' wake-up
 
-	r.out.mu.Lock()
+	release := holdOutbox(r)
 	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
 	// The third call's lane answers it at once and blocks appending it: it is in flight until
 	// it has appended.
@@ -66,7 +67,7 @@ func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	require.Equal(t, TickReport{Delivered: 0, Remaining: 2}, rep, "the third call is not in the queue yet")
 	drainReady()
 	require.False(t, r.armed.Load(), "the Tick left the wake-up to the lane")
-	r.out.mu.Unlock() // the lane appends, then wakes the host
+	release() // the lane appends, then wakes the host
 	select {
 	case <-r.Ready():
 	case <-time.After(5 * time.Second):
@@ -78,17 +79,29 @@ func TestTickDoesNotWaitForTheOutbox(t *testing.T) {
 	require.EqualValues(t, 3, settled.Load())
 
 	Call(r, tickEcho, &testpb.EchoRequest{}, nil).Always(func() { settled.Add(1) })
-	require.Eventually(t, func() bool { return r.out.n.Load() == 1 }, 5*time.Second, time.Millisecond)
-	r.out.mu.Lock()
+	require.Eventually(t, func() bool { return r.out.Len() == 1 }, 5*time.Second, time.Millisecond)
+	release = holdOutbox(r)
 	drained := make(chan TickReport, 1)
 	go func() { drained <- r.tick(0, true) }() // as Close drains
 	require.Never(t, func() bool { return len(drained) > 0 || settled.Load() == 4 }, 20*time.Millisecond, time.Millisecond,
 		"the drain must wait for the outbox")
-	r.out.mu.Unlock()
+	release()
 	require.Equal(t, 1, (<-drained).Delivered)
 	require.EqualValues(t, 4, settled.Load())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, r.Close(ctx))
+}
+
+// holdOutbox holds the outbox's lock, as a lane preempted while appending holds it, until the
+// returned function is called.
+func holdOutbox(r *Reactor) (release func()) {
+	held, done := make(chan struct{}), make(chan struct{})
+	go r.out.Inspect(func([]*callcore.Call) {
+		close(held)
+		<-done
+	})
+	<-held
+	return func() { close(done) }
 }

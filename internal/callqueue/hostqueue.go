@@ -1,4 +1,4 @@
-package reactor
+package callqueue
 
 import (
 	"sync/atomic"
@@ -6,7 +6,7 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// hostQueue holds the calls whose callbacks must run at the next Tick without passing through
+// HostQueue holds the calls whose callbacks must run at the next Tick without passing through
 // another goroutine: calls that Call or Go rejected at submission (their promise, or for Go a
 // callcore.Rejected that holds the callback and the error), and delivered calls that got new
 // callbacks (their promise). Any goroutine pushes; only the Tick goroutine takes. Lanes never
@@ -20,32 +20,33 @@ import (
 // reachable from top through the older links, whatever the other pushers are doing; the
 // forward links, which make taking the oldest call cheap, may lag for a moment behind a pusher
 // that lost its CPU between its two steps, and the Tick then finds the next node from top.
-type hostQueue struct {
-	top    atomic.Pointer[hostNode] // the newest node; never nil
+type HostQueue struct {
+	top    atomic.Pointer[HostNode] // the newest node; never nil
 	pushed atomic.Int64             // pushes published
 	// Owned by the Tick goroutine: the last node taken (at first a stub) and how many nodes
 	// were taken.
-	last  *hostNode
+	last  *HostNode
 	taken int64
 }
 
-// hostNode is one push: a call's target (its promise, or the callback of a call Go rejected)
+// HostNode is one push: a call's target (its promise, or the callback of a call Go rejected)
 // and its links.
-type hostNode struct {
+type HostNode struct {
 	t     callcore.Target
-	older *hostNode                // written before the node is published; cleared once taken
-	newer atomic.Pointer[hostNode] // written by the pusher of the next node, after publishing it
+	older *HostNode                // written before the node is published; cleared once taken
+	newer atomic.Pointer[HostNode] // written by the pusher of the next node, after publishing it
 }
 
-func (q *hostQueue) init() {
-	stub := new(hostNode)
+// Init makes the queue empty; call it once, before any other method.
+func (q *HostQueue) Init() {
+	stub := new(HostNode)
 	q.top.Store(stub)
 	q.last = stub
 }
 
-// push adds t. Safe from any goroutine; it never blocks.
-func (q *hostQueue) push(t callcore.Target) {
-	n := &hostNode{t: t}
+// Push adds t. Safe from any goroutine; it never blocks.
+func (q *HostQueue) Push(t callcore.Target) {
+	n := &HostNode{t: t}
 	for {
 		t := q.top.Load()
 		n.older = t
@@ -57,19 +58,19 @@ func (q *hostQueue) push(t callcore.Target) {
 	}
 }
 
-// idle reports whether nothing waits. Tick goroutine only.
-func (q *hostQueue) idle() bool { return q.top.Load() == q.last }
+// Idle reports whether nothing waits. Tick goroutine only.
+func (q *HostQueue) Idle() bool { return q.top.Load() == q.last }
 
-// mark returns the newest node now: a Tick delivers up to it, and never the calls pushed by
+// Mark returns the newest node now: a Tick delivers up to it, and never the calls pushed by
 // the callbacks it runs. Tick goroutine only.
-func (q *hostQueue) mark() *hostNode { return q.top.Load() }
+func (q *HostQueue) Mark() *HostNode { return q.top.Load() }
 
-// waiting returns how many pushed calls have not been taken. Tick goroutine only.
-func (q *hostQueue) waiting() int { return int(q.pushed.Load() - q.taken) }
+// Waiting returns how many pushed calls have not been taken. Tick goroutine only.
+func (q *HostQueue) Waiting() int { return int(q.pushed.Load() - q.taken) }
 
-// next takes the oldest call not yet taken, provided it is no newer than mark; it returns nil
+// Next takes the oldest call not yet taken, provided it is no newer than mark; it returns nil
 // when the calls up to mark are all taken. Tick goroutine only.
-func (q *hostQueue) next(mark *hostNode) callcore.Target {
+func (q *HostQueue) Next(mark *HostNode) callcore.Target {
 	if q.last == mark {
 		return nil
 	}

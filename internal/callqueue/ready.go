@@ -1,4 +1,4 @@
-package reactor
+package callqueue
 
 import (
 	"sync"
@@ -6,7 +6,7 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// readyQueue holds the admitted calls waiting for an invoker lane: critical calls first, then
+// ReadyQueue holds the admitted calls waiting for an invoker lane: critical calls first, then
 // the others, each class in submission order. The reactor goroutine pushes each turn's
 // admitted calls at once; every lane takes its next call from here as soon as its previous
 // one returns, without a round trip through the reactor goroutine, so that requests reach the
@@ -15,7 +15,7 @@ import (
 // CPU per call.
 //
 // A call settled while it waits here stays until a lane takes it and finds it Dropped.
-type readyQueue struct {
+type ReadyQueue struct {
 	mu       sync.Mutex
 	critical fifo // calls of critical methods or with calls.Options.Critical
 	calls    fifo // every other call
@@ -24,17 +24,18 @@ type readyQueue struct {
 	cond     sync.Cond
 }
 
-func newReadyQueue() *readyQueue {
-	q := &readyQueue{}
+// NewReadyQueue returns an empty, open ready queue.
+func NewReadyQueue() *ReadyQueue {
+	q := &ReadyQueue{}
 	q.cond.L = &q.mu
 	return q
 }
 
-// push appends cs, each to its class, and wakes as many waiting lanes as it can use.
-func (q *readyQueue) push(cs []work) {
+// Push appends cs, each to its class, and wakes as many waiting lanes as it can use.
+func (q *ReadyQueue) Push(cs []Work) {
 	q.mu.Lock()
 	for _, c := range cs {
-		if c.critical {
+		if c.Critical {
 			q.critical.push(c)
 		} else {
 			q.calls.push(c)
@@ -47,14 +48,14 @@ func (q *readyQueue) push(cs []work) {
 	}
 }
 
-// take returns the next call, waiting for one; it returns false once the queue is closed
+// Take returns the next call, waiting for one; it returns false once the queue is closed
 // and empty.
-func (q *readyQueue) take() (work, bool) {
+func (q *ReadyQueue) Take() (Work, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.len() == 0 {
+	for q.size() == 0 {
 		if q.closed {
-			return work{}, false
+			return Work{}, false
 		}
 		q.waiters++
 		q.cond.Wait()
@@ -63,29 +64,36 @@ func (q *readyQueue) take() (work, bool) {
 	return q.pop(), true
 }
 
-// tryTake returns the next call without waiting, or false if there is none.
-func (q *readyQueue) tryTake() (work, bool) {
+// TryTake returns the next call without waiting, or false if there is none.
+func (q *ReadyQueue) TryTake() (Work, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.len() == 0 {
-		return work{}, false
+	if q.size() == 0 {
+		return Work{}, false
 	}
 	return q.pop(), true
 }
 
-// len returns the number of calls waiting; the caller holds mu.
-func (q *readyQueue) len() int { return q.critical.len() + q.calls.len() }
+// Len returns the number of calls waiting, dropped ones included.
+func (q *ReadyQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.size()
+}
+
+// size returns the number of calls waiting; the caller holds mu.
+func (q *ReadyQueue) size() int { return q.critical.len() + q.calls.len() }
 
 // pop returns the next call, critical first; the caller holds mu and has seen one waiting.
-func (q *readyQueue) pop() work {
+func (q *ReadyQueue) pop() Work {
 	if q.critical.len() > 0 {
 		return q.critical.pop()
 	}
 	return q.calls.pop()
 }
 
-// close makes take return false once the queue is empty.
-func (q *readyQueue) close() {
+// Close makes take return false once the queue is empty.
+func (q *ReadyQueue) Close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
@@ -94,16 +102,16 @@ func (q *readyQueue) close() {
 
 // fifo is a growable ring of calls waiting for an invoker slot.
 type fifo struct {
-	buf        []work
+	buf        []Work
 	head, size int
 }
 
 func (f *fifo) len() int { return f.size }
 
-func (f *fifo) push(c work) {
+func (f *fifo) push(c Work) {
 	if f.size == len(f.buf) {
 		n := max(16, 2*len(f.buf))
-		buf := make([]work, n)
+		buf := make([]Work, n)
 		for i := 0; i < f.size; i++ {
 			buf[i] = f.buf[(f.head+i)%len(f.buf)]
 		}
@@ -113,18 +121,18 @@ func (f *fifo) push(c work) {
 	f.size++
 }
 
-func (f *fifo) pop() work {
+func (f *fifo) pop() Work {
 	c := f.buf[f.head]
-	f.buf[f.head] = work{}
+	f.buf[f.head] = Work{}
 	f.head = (f.head + 1) % len(f.buf)
 	f.size--
 	return c
 }
 
-// work is an entry of the ready queue: one use of a record. A lane claims it only if the
+// Work is an entry of the ready queue: one use of a record. A lane claims it only if the
 // record is still on that use, Unclaimed.
-type work struct {
-	c        *callcore.Call
-	gen      uint32
-	critical bool // taken before every call that is not
+type Work struct {
+	C        *callcore.Call
+	Gen      uint32
+	Critical bool // taken before every call that is not
 }

@@ -1,4 +1,4 @@
-package reactor
+package callqueue
 
 import (
 	"sync"
@@ -6,28 +6,28 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// recordSlab is how many call records are made at once: a burst that outgrows the records
-// kept so far costs one allocation per recordSlab calls instead of one per call, and its
+// RecordSlab is how many call records are made at once: a burst that outgrows the records
+// kept so far costs one allocation per RecordSlab calls instead of one per call, and its
 // records lie side by side in memory, in the order the reactor goroutine takes them.
-const recordSlab = 64
+const RecordSlab = 64
 
-// recordPool is the reactor goroutine's store of call records: it gives each submitted call a
+// RecordPool is the reactor goroutine's store of call records: it gives each submitted call a
 // record, taking first one that an earlier call left behind. Records are the reactor
 // goroutine's alone, apart from those the Tick goroutine hands back (freed), so the pool needs
 // no lock but freed's. It keeps as many records as were ever outstanding at once, so that a
 // burst reuses memory an earlier one touched rather than fresh pages.
-type recordPool struct {
+type RecordPool struct {
 	free  []*callcore.Call
 	spare []callcore.Call // records of the newest slab that no call has taken yet
-	made  int             // records taken from slabs so far
-	freed *freedRecords
+	Made  int             // records taken from slabs so far
+	Freed *FreedRecords
 }
 
-// get returns a free record: a kept one, one the Tick goroutine handed back, or a new one.
+// Get returns a free record: a kept one, one the Tick goroutine handed back, or a new one.
 // Reactor goroutine only.
-func (p *recordPool) get() *callcore.Call {
+func (p *RecordPool) Get() *callcore.Call {
 	if len(p.free) == 0 {
-		p.free = p.freed.swap(p.free)
+		p.free = p.Freed.Swap(p.free)
 	}
 	if n := len(p.free); n > 0 {
 		c := p.free[n-1]
@@ -36,24 +36,24 @@ func (p *recordPool) get() *callcore.Call {
 		return c
 	}
 	if len(p.spare) == 0 {
-		p.spare = make([]callcore.Call, recordSlab)
+		p.spare = make([]callcore.Call, RecordSlab)
 	}
 	c := &p.spare[0]
 	p.spare = p.spare[1:]
-	p.made++
+	p.Made++
 	return c
 }
 
-// freedRecords carries the records of delivered calls from the Tick goroutine, which frees
+// FreedRecords carries the records of delivered calls from the Tick goroutine, which frees
 // them, back to the reactor goroutine, in one hold of its lock per Tick.
-type freedRecords struct {
+type FreedRecords struct {
 	mu   sync.Mutex
 	recs []*callcore.Call
 }
 
-// give hands recs, recycled, to the reactor goroutine, and returns recs emptied for reuse.
+// Give hands recs, recycled, to the reactor goroutine, and returns recs emptied for reuse.
 // Tick goroutine only.
-func (f *freedRecords) give(recs []*callcore.Call) []*callcore.Call {
+func (f *FreedRecords) Give(recs []*callcore.Call) []*callcore.Call {
 	if len(recs) == 0 {
 		return recs
 	}
@@ -64,9 +64,9 @@ func (f *freedRecords) give(recs []*callcore.Call) []*callcore.Call {
 	return recs[:0]
 }
 
-// swap returns the records handed back so far and keeps spare, which must be empty, for the
+// Swap returns the records handed back so far and keeps spare, which must be empty, for the
 // next ones: slices change hands, records are never copied. Reactor goroutine only.
-func (f *freedRecords) swap(spare []*callcore.Call) []*callcore.Call {
+func (f *FreedRecords) Swap(spare []*callcore.Call) []*callcore.Call {
 	f.mu.Lock()
 	out := f.recs
 	f.recs = spare[:0]

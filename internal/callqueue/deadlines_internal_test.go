@@ -1,4 +1,4 @@
-package reactor
+package callqueue
 
 import (
 	"math/rand/v2"
@@ -26,7 +26,7 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 		{"mostly pushes", 5000, 0.3, "random"},
 		{"mostly removals, compactions", 20000, 0.7, "random"},
 		{"equal deadlines", 3000, 0.5, "same"},
-		{"burst then drain", 2 * compactAfter * 4, 0.5, "random"},
+		{"burst then drain", 2 * CompactAfter * 4, 0.5, "random"},
 		{"rising deadlines", 20000, 0.5, "rising"},
 		{"rising, mostly pushes", 5000, 0.2, "rising"},
 		{"mostly rising", 20000, 0.5, "mostly rising"},
@@ -35,42 +35,42 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(tt.ops)))
-			var h deadlineHeap
+			var h DeadlineHeap
 			var live []*callcore.Call // the model
 			lagging := 0              // calls lanes settled and have not counted out yet
 			check := func() {
-				require.Equal(t, len(live)+lagging, h.live())
-				require.LessOrEqual(t, h.len(), max(2*h.live()+1, compactAfter*2))
-				got, ok := h.earliest()
+				require.Equal(t, len(live)+lagging, h.Live())
+				require.LessOrEqual(t, h.Len(), max(2*h.Live()+1, CompactAfter*2))
+				got, ok := h.Earliest()
 				if len(live) == 0 {
 					require.False(t, ok)
 					if lagging == 0 {
-						require.Zero(t, h.len(), "no entry may outlive the last live call")
-						require.Empty(t, slices.Collect(h.all()))
+						require.Zero(t, h.Len(), "no entry may outlive the last live call")
+						require.Empty(t, slices.Collect(h.All()))
 					}
 					return
 				}
 				minAt := slices.MinFunc(live, func(a, b *callcore.Call) int { return int(a.Deadline - b.Deadline) }).Deadline
 				require.True(t, ok)
-				require.True(t, got.c.Unsettled(got.gen))
-				require.Equal(t, minAt, got.at)
-				require.Equal(t, minAt, got.c.Deadline)
+				require.True(t, got.C.Unsettled(got.Gen))
+				require.Equal(t, minAt, got.At)
+				require.Equal(t, minAt, got.C.Deadline)
 			}
 			settle := func(c *callcore.Call, byLane bool) {
 				if byLane { // as a lane does, then the reactor's next turn; the count may lag
 					require.True(t, c.Move(c.Gen(), callcore.Unclaimed, callcore.Completed))
 					lagging++
 					for ; lagging > 0 && rng.IntN(3) > 0; lagging-- {
-						h.settledByLane()
+						h.SettledByLane()
 					}
-					h.prune()
+					h.Prune()
 					return
 				}
 				require.True(t, c.Move(c.Gen(), callcore.Unclaimed, callcore.Dropped))
-				h.remove(c)
+				h.Remove(c)
 				require.False(t, c.InHeap)
-				h.remove(c) // removing twice is a no-op
-				h.prune()   // as the engine does after every turn
+				h.Remove(c) // removing twice is a no-op
+				h.Prune()   // as the engine does after every turn
 			}
 			for i := range tt.ops {
 				switch {
@@ -79,8 +79,8 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 					settle(live[j], rng.IntN(2) == 0)
 					live = slices.Delete(live, j, j+1)
 				case len(live) > 0 && rng.IntN(10) == 0: // expire the earliest, as the engine does
-					e, _ := h.earliest()
-					c := e.c
+					e, _ := h.Earliest()
+					c := e.C
 					settle(c, false)
 					live = slices.DeleteFunc(live, func(x *callcore.Call) bool { return x == c })
 				default:
@@ -96,7 +96,7 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 						at = int64(i) - rng.Int64N(2)*rng.Int64N(50) // half of them up to 49 early
 					}
 					c := &callcore.Call{Deadline: at}
-					h.push(c, c.Gen())
+					h.Push(c, c.Gen())
 					live = append(live, c)
 				}
 				check()
@@ -107,9 +107,9 @@ func TestDeadlineHeapAgainstModel(t *testing.T) {
 				check()
 			}
 			for ; lagging > 0; lagging-- {
-				h.settledByLane()
+				h.SettledByLane()
 			}
-			h.prune()
+			h.Prune()
 			check()
 		})
 	}

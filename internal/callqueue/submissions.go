@@ -1,4 +1,4 @@
-package reactor
+package callqueue
 
 import (
 	"sync/atomic"
@@ -8,30 +8,30 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 )
 
-// submission is what Call or Go hands the reactor goroutine for one admitted call: all the
+// Submission is what Call or Go hands the reactor goroutine for one admitted call: all the
 // reactor needs to give it a record, and no more, so that a burst writes as little as it can
 // on the submitting goroutine.
-type submission struct {
-	seq       atomic.Uint64 // the ring position the slot is ready for (see submissionRing)
-	target    callcore.Target
-	ops       *callcore.Ops
-	req       proto.Message
-	submitted int64
-	deadline  int64
-	extra     *callcore.Extra
-	flags     submitFlags
+type Submission struct {
+	seq       atomic.Uint64 // the ring position the slot is ready for (see SubmissionRing)
+	Target    callcore.Target
+	Ops       *callcore.Ops
+	Req       proto.Message
+	Submitted int64
+	Deadline  int64
+	Extra     *callcore.Extra
+	Flags     SubmitFlags
 }
 
-// submitFlags are a submission's booleans.
-type submitFlags uint8
+// SubmitFlags are a submission's booleans.
+type SubmitFlags uint8
 
 const (
-	submitWaitForReady submitFlags = 1 << iota // grpc.WaitForReady(true)
-	submitMetadata                             // ask for the response header and trailer
-	submitCritical                             // critical: a lane takes it before the others
+	SubmitWaitForReady SubmitFlags = 1 << iota // grpc.WaitForReady(true)
+	SubmitMetadata                             // ask for the response header and trailer
+	SubmitCritical                             // critical: a lane takes it before the others
 )
 
-// submissionRing is the queue of admitted calls from the goroutines that call Call or Go to
+// SubmissionRing is the queue of admitted calls from the goroutines that call Call or Go to
 // the reactor goroutine: a bounded ring of slots with a sequence number each (Vyukov's bounded
 // queue), lock-free for its producers, with one consumer. It holds as many slots as
 // MaxOutstanding allows calls, rounded up to a power of two, so it is never full: a slot
@@ -49,18 +49,18 @@ const (
 // that takes its slot back itself. Both take a slot with a compare-and-swap of its seq to
 // seqDead, so exactly one of them does, and a slot taken so is never reused: no producer
 // reserves a slot once the ring is gone.
-type submissionRing struct {
+type SubmissionRing struct {
 	// Set at creation, then only read.
-	slots []submission
+	slots []Submission
 	mask  uint64
 	wake  chan struct{}
-	_     cacheLinePad
+	_     CacheLinePad
 
 	head atomic.Uint64 // the next position a producer takes
-	_    cacheLinePad
+	_    CacheLinePad
 
 	tail uint64 // the next position the consumer takes; the consumer's alone
-	_    cacheLinePad
+	_    CacheLinePad
 
 	// Written by the consumer as it sleeps and wakes, and once as it exits; read by every
 	// producer as it publishes.
@@ -68,13 +68,13 @@ type submissionRing struct {
 	gone     atomic.Bool // the consumer has exited
 }
 
-// newSubmissionRing returns a ring of at least n slots that wakes the consumer on wake.
-func newSubmissionRing(n int, wake chan struct{}) *submissionRing {
+// NewSubmissionRing returns a ring of at least n slots that wakes the consumer on wake.
+func NewSubmissionRing(n int, wake chan struct{}) *SubmissionRing {
 	size := 1
 	for size < n {
 		size *= 2
 	}
-	q := &submissionRing{slots: make([]submission, size), mask: uint64(size - 1), wake: wake}
+	q := &SubmissionRing{slots: make([]Submission, size), mask: uint64(size - 1), wake: wake}
 	for i := range q.slots {
 		q.slots[i].seq.Store(uint64(i))
 	}
@@ -84,9 +84,26 @@ func newSubmissionRing(n int, wake chan struct{}) *submissionRing {
 // seqDead is the seq of a slot taken after the consumer exited: it matches no position.
 const seqDead = ^uint64(0)
 
-// reserve returns a free slot and its position, for the caller to fill and then publish, or
+// Size returns the number of slots: MaxOutstanding rounded up to a power of two.
+func (q *SubmissionRing) Size() int { return len(q.slots) }
+
+// Index returns the slot index of position pos, in [0, Size()).
+func (q *SubmissionRing) Index(pos uint64) int { return int(pos & q.mask) }
+
+// BeginSleep tells producers that the consumer may block on the wake channel, then reports
+// whether it may: false if a submission was published meanwhile. The consumer calls EndSleep
+// once it is awake, whatever BeginSleep returned. Consumer only.
+func (q *SubmissionRing) BeginSleep() bool {
+	q.sleeping.Store(true)
+	return !q.Ready()
+}
+
+// EndSleep tells producers that the consumer is awake: they need not wake it. Consumer only.
+func (q *SubmissionRing) EndSleep() { q.sleeping.Store(false) }
+
+// Reserve returns a free slot and its position, for the caller to fill and then publish, or
 // false if the consumer is gone. Safe from any goroutine; it never blocks.
-func (q *submissionRing) reserve() (*submission, uint64, bool) {
+func (q *SubmissionRing) Reserve() (*Submission, uint64, bool) {
 	for {
 		if q.gone.Load() {
 			return nil, 0, false
@@ -107,10 +124,10 @@ func (q *submissionRing) reserve() (*submission, uint64, bool) {
 	}
 }
 
-// publish hands the filled slot s, reserved at pos, to the consumer, waking it if it sleeps,
+// Publish hands the filled slot s, reserved at pos, to the consumer, waking it if it sleeps,
 // and reports true; or, if the consumer is gone and did not take it, frees the slot and
 // reports false: the caller then settles the call itself, from what it submitted.
-func (q *submissionRing) publish(s *submission, pos uint64) bool {
+func (q *SubmissionRing) Publish(s *Submission, pos uint64) bool {
 	s.seq.Store(pos + 1)
 	if q.gone.Load() {
 		if s.seq.CompareAndSwap(pos+1, seqDead) {
@@ -127,39 +144,39 @@ func (q *submissionRing) publish(s *submission, pos uint64) bool {
 	return true
 }
 
-// take copies out the next published submission, frees its slot and returns its position and
+// Take copies out the next published submission, frees its slot and returns its position and
 // true, or reports false if none is published yet. Consumer only, while not gone.
-func (q *submissionRing) take(out *submission) (uint64, bool) {
+func (q *SubmissionRing) Take(out *Submission) (uint64, bool) {
 	pos := q.tail
 	s := &q.slots[pos&q.mask]
 	if s.seq.Load() != pos+1 {
 		return 0, false
 	}
-	copySubmission(out, s)
-	clearSubmission(s)
+	CopySubmission(out, s)
+	ClearSubmission(s)
 	s.seq.Store(pos + q.mask + 1)
 	q.tail++
 	return pos, true
 }
 
-// ready reports whether a submission is published at the consumer's position. Consumer only.
-func (q *submissionRing) ready() bool {
+// Ready reports whether a submission is published at the consumer's position. Consumer only.
+func (q *SubmissionRing) Ready() bool {
 	return q.slots[q.tail&q.mask].seq.Load() == q.tail+1
 }
 
-// close marks the consumer gone and takes every submission published so far, in any slot,
+// Close marks the consumer gone and takes every submission published so far, in any slot,
 // calling f with each and its position; producers take back what they publish later. The
 // slots keep their references, for the reactor's remaining life. Consumer only, once.
-func (q *submissionRing) close(f func(uint64, *submission)) {
+func (q *SubmissionRing) Close(f func(uint64, *Submission)) {
 	q.gone.Store(true)
 	head := q.head.Load()
-	var out submission
+	var out Submission
 	for pos := q.tail; pos < head; pos++ {
 		s := &q.slots[pos&q.mask]
 		if s.seq.Load() != pos+1 {
 			continue // not published yet: its producer takes it back
 		}
-		copySubmission(&out, s) // before the compare-and-swap, while the slot is surely ours to read
+		CopySubmission(&out, s) // before the compare-and-swap, while the slot is surely ours to read
 		if s.seq.CompareAndSwap(pos+1, seqDead) {
 			f(pos, &out)
 		}
@@ -167,13 +184,13 @@ func (q *submissionRing) close(f func(uint64, *submission)) {
 	q.tail = head
 }
 
-// copySubmission copies every field of src but seq to dst.
-func copySubmission(dst, src *submission) {
-	dst.target, dst.ops, dst.req = src.target, src.ops, src.req
-	dst.submitted, dst.deadline, dst.extra, dst.flags = src.submitted, src.deadline, src.extra, src.flags
+// CopySubmission copies every field of src but seq to dst.
+func CopySubmission(dst, src *Submission) {
+	dst.Target, dst.Ops, dst.Req = src.Target, src.Ops, src.Req
+	dst.Submitted, dst.Deadline, dst.Extra, dst.Flags = src.Submitted, src.Deadline, src.Extra, src.Flags
 }
 
-// clearSubmission drops a taken slot's references, so that it keeps nothing alive.
-func clearSubmission(s *submission) {
-	s.target, s.ops, s.req, s.extra = nil, nil, nil, nil
+// ClearSubmission drops a taken slot's references, so that it keeps nothing alive.
+func ClearSubmission(s *Submission) {
+	s.Target, s.Ops, s.Req, s.Extra = nil, nil, nil, nil
 }

@@ -1,4 +1,4 @@
-package reactor
+package callqueue
 
 import (
 	"sync"
@@ -14,17 +14,17 @@ type target struct{ id int }
 
 func (*target) Deliver(callcore.Host, *callcore.Call) {}
 
-func newHostQueue() *hostQueue {
-	q := new(hostQueue)
-	q.init()
+func newHostQueue() *HostQueue {
+	q := new(HostQueue)
+	q.Init()
 	return q
 }
 
 // takeAll takes every call up to the current mark.
-func takeAll(q *hostQueue) []callcore.Target {
+func takeAll(q *HostQueue) []callcore.Target {
 	var out []callcore.Target
-	mark := q.mark()
-	for c := q.next(mark); c != nil; c = q.next(mark) {
+	mark := q.Mark()
+	for c := q.Next(mark); c != nil; c = q.Next(mark) {
 		out = append(out, c)
 	}
 	return out
@@ -32,22 +32,22 @@ func takeAll(q *hostQueue) []callcore.Target {
 
 func TestHostQueueOrderAndMark(t *testing.T) {
 	q := newHostQueue()
-	require.True(t, q.idle())
-	require.Nil(t, q.next(q.mark()))
+	require.True(t, q.Idle())
+	require.Nil(t, q.Next(q.Mark()))
 	a, b, c := new(target), new(target), new(target)
-	q.push(a)
-	q.push(b)
-	require.False(t, q.idle())
-	require.Equal(t, 2, q.waiting())
-	mark := q.mark()
-	q.push(c) // after the mark: not taken by this round
-	require.Same(t, a, q.next(mark))
-	require.Same(t, b, q.next(mark))
-	require.Nil(t, q.next(mark))
-	require.Equal(t, 1, q.waiting())
+	q.Push(a)
+	q.Push(b)
+	require.False(t, q.Idle())
+	require.Equal(t, 2, q.Waiting())
+	mark := q.Mark()
+	q.Push(c) // after the mark: not taken by this round
+	require.Same(t, a, q.Next(mark))
+	require.Same(t, b, q.Next(mark))
+	require.Nil(t, q.Next(mark))
+	require.Equal(t, 1, q.Waiting())
 	require.Equal(t, []callcore.Target{c}, takeAll(q))
-	require.True(t, q.idle())
-	require.Zero(t, q.waiting())
+	require.True(t, q.Idle())
+	require.Zero(t, q.Waiting())
 }
 
 // TestHostQueueForwardLinkLag checks that a call whose pusher has published it but not yet
@@ -57,15 +57,15 @@ func TestHostQueueForwardLinkLag(t *testing.T) {
 	calls := make([]callcore.Target, 5)
 	for i := range calls {
 		calls[i] = &target{id: i}
-		q.push(calls[i])
+		q.Push(calls[i])
 	}
 	// The pushers of the second and fourth nodes lost their CPU before their forward links.
-	second := q.mark().older.older.older
+	second := q.Mark().older.older.older
 	second.older.newer.Store(nil)
-	fourth := q.mark().older
+	fourth := q.Mark().older
 	fourth.older.newer.Store(nil)
 	require.Equal(t, calls, takeAll(q))
-	require.True(t, q.idle())
+	require.True(t, q.Idle())
 }
 
 // TestHostQueueConcurrentPushers checks that with many pushers racing, every call is taken
@@ -90,7 +90,7 @@ func TestHostQueueConcurrentPushers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, c := range all[p] {
-				q.push(c)
+				q.Push(c)
 			}
 		}()
 	}
@@ -112,5 +112,5 @@ func TestHostQueueConcurrentPushers(t *testing.T) {
 		}
 	}
 	require.Equal(t, pushers*each, seen)
-	require.True(t, q.idle())
+	require.True(t, q.Idle())
 }

@@ -1,4 +1,4 @@
-package reactor
+package callqueue
 
 import (
 	"sync"
@@ -10,33 +10,33 @@ import (
 )
 
 // push submits one call whose submitted field is v, and reports whether the consumer took it.
-func pushValue(q *submissionRing, v int64) bool {
-	s, pos, ok := q.reserve()
+func pushValue(q *SubmissionRing, v int64) bool {
+	s, pos, ok := q.Reserve()
 	if !ok {
 		return false
 	}
-	s.submitted = v
-	return q.publish(s, pos)
+	s.Submitted = v
+	return q.Publish(s, pos)
 }
 
 func TestSubmissionRingOrder(t *testing.T) {
-	q := newSubmissionRing(5, make(chan struct{}, 1))
+	q := NewSubmissionRing(5, make(chan struct{}, 1))
 	require.Len(t, q.slots, 8, "rounded up to a power of two")
-	var out submission
+	var out Submission
 	for lap := range 3 { // past the end of the slots, three times
 		for i := range 8 {
 			require.True(t, pushValue(q, int64(lap*8+i)))
 		}
-		require.True(t, q.ready())
+		require.True(t, q.Ready())
 		for i := range 8 {
-			pos, ok := q.take(&out)
+			pos, ok := q.Take(&out)
 			require.True(t, ok)
 			require.Equal(t, uint64(lap*8+i), pos, "its position")
-			require.Equal(t, int64(lap*8+i), out.submitted)
+			require.Equal(t, int64(lap*8+i), out.Submitted)
 		}
-		_, ok := q.take(&out)
+		_, ok := q.Take(&out)
 		require.False(t, ok)
-		require.False(t, q.ready())
+		require.False(t, q.Ready())
 	}
 }
 
@@ -44,7 +44,7 @@ func TestSubmissionRingOrder(t *testing.T) {
 // once, and each producer's in the order it published them.
 func TestSubmissionRingConcurrent(t *testing.T) {
 	const producers, each = 8, 2000
-	q := newSubmissionRing(64, make(chan struct{}, 1))
+	q := NewSubmissionRing(64, make(chan struct{}, 1))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64) // admission: at most 64 published and not taken
 	var refused atomic.Int64       // submissions the ring refused: the consumer waits for none of them
@@ -61,19 +61,19 @@ func TestSubmissionRingConcurrent(t *testing.T) {
 		})
 	}
 	next := make([]int, producers)
-	var out submission
+	var out Submission
 	for taken := 0; taken+int(refused.Load()) < producers*each; {
-		if _, ok := q.take(&out); !ok {
+		if _, ok := q.Take(&out); !ok {
 			continue
 		}
 		<-sem
 		taken++
-		p, i := int(out.submitted)/each, int(out.submitted)%each
+		p, i := int(out.Submitted)/each, int(out.Submitted)%each
 		require.Equal(t, next[p], i, "producer %d's submissions in order", p)
 		next[p]++
 	}
 	wg.Wait()
-	require.False(t, q.ready())
+	require.False(t, q.Ready())
 }
 
 // A consumer that exits takes what is published; a producer that publishes after that takes
@@ -81,7 +81,7 @@ func TestSubmissionRingConcurrent(t *testing.T) {
 func TestSubmissionRingClose(t *testing.T) {
 	for round := range 200 {
 		const producers, each = 4, 16
-		q := newSubmissionRing(producers*each, make(chan struct{}, 1))
+		q := NewSubmissionRing(producers*each, make(chan struct{}, 1))
 		var mu sync.Mutex
 		seen := map[int64]string{}
 		note := func(v int64, by string) {
@@ -97,26 +97,26 @@ func TestSubmissionRingClose(t *testing.T) {
 				<-start
 				for i := range each {
 					v := int64(p*each + i)
-					s, pos, ok := q.reserve()
+					s, pos, ok := q.Reserve()
 					if !ok {
 						note(v, "its producer, refused")
 						continue
 					}
-					s.submitted = v
-					if !q.publish(s, pos) {
+					s.Submitted = v
+					if !q.Publish(s, pos) {
 						note(v, "its producer")
 					}
 				}
 			})
 		}
 		close(start)
-		var out submission
+		var out Submission
 		for range round % 8 { // some taken while running
-			if _, ok := q.take(&out); ok {
-				note(out.submitted, "the consumer")
+			if _, ok := q.Take(&out); ok {
+				note(out.Submitted, "the consumer")
 			}
 		}
-		q.close(func(_ uint64, s *submission) { note(s.submitted, "the consumer's close") })
+		q.Close(func(_ uint64, s *Submission) { note(s.Submitted, "the consumer's close") })
 		wg.Wait()
 		require.Len(t, seen, producers*each, "round %d: a submission was lost", round)
 	}
@@ -125,7 +125,7 @@ func TestSubmissionRingClose(t *testing.T) {
 // A producer wakes the consumer that said it sleeps, once.
 func TestSubmissionRingWakes(t *testing.T) {
 	wake := make(chan struct{}, 1)
-	q := newSubmissionRing(4, wake)
+	q := NewSubmissionRing(4, wake)
 	require.True(t, pushValue(q, 1))
 	require.Empty(t, wake, "no wake-up for a consumer that is not sleeping")
 	q.sleeping.Store(true)
@@ -139,7 +139,7 @@ func TestSubmissionRingWakes(t *testing.T) {
 // TestSubmissionSize keeps a submission slot at 80 bytes: the host writes one per call, so in
 // a burst each byte of it is a byte of the ring the game loop's thread writes per call.
 func TestSubmissionSize(t *testing.T) {
-	if got, limit := unsafe.Sizeof(submission{}), uintptr(80); got > limit {
+	if got, limit := unsafe.Sizeof(Submission{}), uintptr(80); got > limit {
 		t.Errorf("a submission slot is %d bytes, over its budget of %d", got, limit)
 	}
 }
