@@ -1,4 +1,4 @@
-package reactor
+package dial
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestUnwrappingPickerContexts(t *testing.T) {
 	require.Same(t, inner, pr.SubConn, "a context without the slot")
 
 	var picked string
-	ctx := context.WithValue(context.Background(), pickedKey{}, &picked)
+	ctx := context.WithValue(context.Background(), PickedKey{}, &picked)
 	pr, err = p.Pick(balancer.PickInfo{FullMethodName: "/prpctest.TestService/Echo", Ctx: ctx})
 	require.NoError(t, err)
 	require.Same(t, inner, pr.SubConn)
