@@ -31,9 +31,9 @@ import (
 // certificate, and a server that refuses it says so with an alert on the first read.
 
 // HandshakeLog holds the most recent handshake failure of a reactor's connections. It is
-// written once per connection attempt and read by Stats and by failed calls, never on the
-// path of a successful call. The zero HandshakeLog, a Config.Conn's, holds no failure and is
-// not plaintext.
+// written once per connection attempt and read by the reactor's Stats and failed calls, never
+// on the path of a successful call. The zero HandshakeLog, a Config.Conn's, holds no failure
+// and is not plaintext.
 type HandshakeLog struct {
 	last atomic.Pointer[calls.HandshakeError] // nil: no failure since the last success
 

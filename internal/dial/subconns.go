@@ -216,7 +216,7 @@ type PickedKey struct{}
 
 // observedSubConn wraps a subchannel so that its health (grpc.health.v1, which pick_first
 // learns through RegisterHealthListener) shows in the table too: a connected backend that
-// reports NOT_SERVING gets no calls, and Stats says so.
+// reports NOT_SERVING gets no calls, and the reactor's Stats says so.
 type observedSubConn struct {
 	balancer.SubConn
 	t    *SubconnTable
