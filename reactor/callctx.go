@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/trixnew/prpc/internal/dial"
 	"github.com/trixnew/prpc/internal/donectx"
 )
 
@@ -17,8 +18,8 @@ import (
 // insertion and removal to every call (BenchmarkHostCostStub counts the allocations per call).
 //
 // Its values are those of the call's parent context (calls.Options.Context), so trace spans
-// and other values travel, but for pickedKey: the slot where the balancer records the
-// backend it picks for the call (see subconns.go), saving a context.WithValue per call. Its
+// and other values travel, but for dial.PickedKey: the slot where the balancer records the
+// backend it picks for the call, saving a context.WithValue per call. Its
 // parent's cancellation does not reach it directly: the reactor watches the parent (admit)
 // and cuts the call, with the parent's error, so that a call is cut in one place.
 //
@@ -45,9 +46,9 @@ func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// Value returns the picked-backend slot for pickedKey, and the parent's values otherwise.
+// Value returns the picked-backend slot for dial.PickedKey, and the parent's values otherwise.
 func (c *callCtx) Value(key any) any {
-	if _, ok := key.(pickedKey); ok {
+	if _, ok := key.(dial.PickedKey); ok {
 		return &c.picked
 	}
 	return c.parent.Value(key)

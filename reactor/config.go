@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/meshtarget"
 	"github.com/trixnew/prpc/internal/standin"
 	"github.com/trixnew/prpc/limits"
 )
@@ -361,7 +362,7 @@ func (c Config) ServiceConfigJSON() (string, error) {
 	if err := c.resolveServiceConfigFields(); err != nil {
 		return "", err
 	}
-	if scheme := resolverConfigScheme(c.Target); scheme != "" {
+	if scheme := meshtarget.Scheme(c.Target); scheme != "" {
 		return "", fmt.Errorf("prpc: Config.Target %q is resolved by gRPC's %q resolver, which supplies the service config itself; there is no service config of prpc's to dial it with", c.Target, scheme)
 	}
 	c, err := c.resolveSettings()
@@ -507,7 +508,7 @@ func (c *Config) resolveConnection() error {
 	standIn := c.Conn != nil && standin.Is(c.Conn)
 	// An xDS Target with a stand-in Conn is the production target of a test: not dialled,
 	// but its rules apply (controlPlaneError, and no retries for Idempotent policies).
-	meshTest := standIn && resolverConfigScheme(c.Target) != ""
+	meshTest := standIn && meshtarget.Scheme(c.Target) != ""
 	set := 0
 	for _, ok := range []bool{c.Target != "" && !meshTest, len(c.Targets) > 0, c.Conn != nil} {
 		if ok {
@@ -564,12 +565,12 @@ func (c *Config) resolveServiceConfigFields() error {
 }
 
 // controlPlaneError returns nil, or, if Target's resolver supplies the service config
-// (resolverConfigScheme: xDS) and c sets a field that the control plane owns there, an error
+// (meshtarget.Scheme: xDS) and c sets a field that the control plane owns there, an error
 // naming each such field and what decides it under xDS instead. Idempotent policies are
 // accepted: under xDS the route's retry policy decides which calls are retried, and prpc adds
 // no retries of its own. ServiceConfigLookup is accepted: the lookup is on for such a target.
 func (c *Config) controlPlaneError() error {
-	scheme := resolverConfigScheme(c.Target)
+	scheme := meshtarget.Scheme(c.Target)
 	if scheme == "" {
 		return nil
 	}
@@ -670,7 +671,7 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 	for _, p := range c.Policies {
 		// Under an xDS Target the route's retry policy decides, which a test cannot know:
 		// prpc adds no retries of its own, with a stand-in as on the wire.
-		if p.Idempotent && resolverConfigScheme(c.Target) == "" {
+		if p.Idempotent && meshtarget.Scheme(c.Target) == "" {
 			if retry.Idempotent == nil {
 				retry.Idempotent = make(map[string]bool)
 			}

@@ -590,7 +590,7 @@ func (e *engine) finish(left int) {
 		if err := r.cc.Close(); err != nil {
 			r.cfg.Logger.Warn("prpc: closing the connection", "error", err)
 		}
-		r.subconns.release()
+		r.subconns.Release()
 	}
 	if len(e.settled) > 0 {
 		r.out.Push(e.settled...)

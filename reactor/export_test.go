@@ -1,5 +1,7 @@
 package reactor
 
+import "github.com/trixnew/prpc/internal/dial"
+
 // ServiceConfigOf exposes the service config prpc generates for a connection it dials, for
 // tests: its balancer reports to a table of id 0.
 func ServiceConfigOf(cfg Config) (string, error) {
@@ -7,7 +9,7 @@ func ServiceConfigOf(cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cfg.serviceConfig(&subconnTable{}), nil
+	return cfg.serviceConfig(&dial.SubconnTable{}), nil
 }
 
 // LaneGrace exposes laneGrace, how long Close waits for invoker lanes once it has cut every

@@ -19,6 +19,7 @@ import (
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
 	"github.com/trixnew/prpc/internal/callqueue"
+	"github.com/trixnew/prpc/internal/dial"
 	"github.com/trixnew/prpc/internal/lanecodec"
 	"github.com/trixnew/prpc/internal/limitcheck"
 	"github.com/trixnew/prpc/internal/standin"
@@ -277,11 +278,11 @@ func (r *Reactor) transportError(c *callcore.Call, err error, trailer metadata.M
 			return localError(callerr.Cancelled, c.Ops.Path, "parent context done: "+perr.Error(), perr)
 		}
 	}
-	if he := r.handshakes.cause(err); he != nil {
+	if he := r.handshakes.Cause(err); he != nil {
 		return handshakeError(c.Ops.Path, err, trailer, he)
 	}
-	if r.handshakes.plaintext {
-		err = withPlaintextHint(err)
+	if r.handshakes.Plaintext() {
+		err = dial.WithPlaintextHint(err)
 	}
 	requestBytes := 0
 	if status.Code(err) == codes.ResourceExhausted { // a limit: ours, or the server's on the request

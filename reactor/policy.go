@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/dial"
 )
 
 // MethodPolicy sets the defaults of one method's calls. A call's Options may override
@@ -182,7 +183,7 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 // serviceConfig returns the service config prpc generates from c: the balancer (gRPC's,
 // wrapped to report backend states to table, or gRPC's own if table is nil), health checking,
 // and a retry policy for each idempotent method.
-func (c *Config) serviceConfig(table *subconnTable) string {
+func (c *Config) serviceConfig(table *dial.SubconnTable) string {
 	type name struct {
 		Service string `json:"service"`
 		Method  string `json:"method,omitempty"`
@@ -205,9 +206,6 @@ func (c *Config) serviceConfig(table *subconnTable) string {
 	type healthCheck struct {
 		ServiceName string `json:"serviceName"`
 	}
-	type observed struct {
-		Table uint64 `json:"table"`
-	}
 	var sc struct {
 		LoadBalancingConfig []map[string]any `json:"loadBalancingConfig"`
 		HealthCheckConfig   *healthCheck     `json:"healthCheckConfig,omitempty"`
@@ -217,11 +215,11 @@ func (c *Config) serviceConfig(table *subconnTable) string {
 	if table == nil {
 		plain := c.balancer()
 		if plain == "" {
-			plain = "pick_first" // the wrapper's child, observedBalancerName("")
+			plain = "pick_first" // the wrapper's child, as in table.BalancingConfig("")
 		}
 		sc.LoadBalancingConfig = []map[string]any{{plain: struct{}{}}}
 	} else {
-		sc.LoadBalancingConfig = []map[string]any{{observedBalancerName(c.balancer()): observed{Table: table.id}}}
+		sc.LoadBalancingConfig = []map[string]any{table.BalancingConfig(c.balancer())}
 	}
 	if c.HealthCheck {
 		sc.HealthCheckConfig = &healthCheck{ServiceName: c.HealthCheckService}

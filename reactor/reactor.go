@@ -34,7 +34,6 @@
 package reactor
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +44,9 @@ import (
 
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
+	"github.com/trixnew/prpc/internal/dial"
 	"github.com/trixnew/prpc/internal/limitcheck"
+	"github.com/trixnew/prpc/internal/meshtarget"
 )
 
 // Reactor runs unary gRPC calls for one host goroutine. Create it with New; call Tick from one
@@ -78,9 +79,9 @@ type Reactor struct {
 	notify     *notifier // calls OnReady; nil without it
 	work       *callqueue.ReadyQueue
 	loads      []invokerLoad // per invoker, written by its lanes
-	subconns   *subconnTable
+	subconns   *dial.SubconnTable
 	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
-	// or "" (resolverConfigScheme).
+	// or "" (meshtarget.Scheme).
 	ownScheme string
 	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
 	// (see ownership.go).
@@ -139,8 +140,8 @@ type Reactor struct {
 	// balancer (nil with Config.Conn).
 	backends backendTable
 
-	// The last failed security handshake, for Stats and failed calls (see handshake.go).
-	handshakes handshakeLog
+	// The last failed security handshake, for Stats and failed calls (see internal/dial).
+	handshakes dial.HandshakeLog
 
 	// Written by the reactor goroutine before done is closed: stuckLanes is how many lanes
 	// it left behind (see laneGrace); recordsMade is how many call records it made, for
@@ -218,34 +219,43 @@ func newReactor(cfg Config) (*Reactor, error) {
 		}
 	}
 	if r.conn == nil {
-		r.subconns = newSubconnTable()
-		if r.cc, err = dial(cfg, &r.handshakes, r.subconns); err != nil {
-			r.subconns.release()
+		r.subconns = dial.NewSubconnTable()
+		var opts dial.Options
+		if opts, err = cfg.dialOptions(r.subconns); err == nil {
+			r.cc, err = dial.NewClient(opts, &r.handshakes, r.subconns)
+		}
+		if err != nil {
+			r.subconns.Release()
 			return nil, err
 		}
 		r.conn = r.cc
-		r.ownScheme = resolverConfigScheme(cfg.Target)
+		r.ownScheme = meshtarget.Scheme(cfg.Target)
 	}
 	r.baseOpts = limitcheck.CallOptions(cfg.Limits)
 	return r, nil
 }
 
-// dial creates the reactor's connection. Credentials other than Insecure are wrapped to record
-// the outcome of every handshake in handshakes.
-func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.ClientConn, error) {
+// dialOptions returns the settings of the connection New dials for cfg, whose balancers
+// report each backend's connectivity to subconns.
+func (cfg *Config) dialOptions(subconns *dial.SubconnTable) (dial.Options, error) {
 	tc, err := cfg.Credentials.transport()
 	if err != nil {
-		return nil, err
+		return dial.Options{}, err
 	}
-	if _, plaintext := cfg.Credentials.(insecureCreds); !plaintext {
-		tc = newRecordingCreds(tc, handshakes)
+	// Credentials other than Insecure are wrapped to record the outcome of every handshake.
+	_, plaintext := cfg.Credentials.(insecureCreds)
+	sc := cfg.ServiceConfig
+	if sc == "" {
+		sc = cfg.serviceConfig(subconns)
 	}
-	handshakes.plaintext = tc.Info().SecurityProtocol == "insecure" // FromTransport's too
 	b := cfg.Backoff
-	opts := append([]grpc.DialOption(nil), cfg.DialOptions...)
-	opts = append(opts,
-		grpc.WithTransportCredentials(tc),
-		grpc.WithConnectParams(grpc.ConnectParams{
+	return dial.Options{
+		Target:           cfg.Target,
+		Targets:          cfg.Targets,
+		Credentials:      tc,
+		RecordHandshakes: !plaintext,
+		DialOptions:      cfg.DialOptions,
+		ConnectParams: grpc.ConnectParams{
 			Backoff: backoff.Config{
 				BaseDelay:  b.BaseDelay,
 				Multiplier: b.Multiplier,
@@ -253,53 +263,12 @@ func dial(cfg Config, handshakes *handshakeLog, subconns *subconnTable) (*grpc.C
 				MaxDelay:   b.MaxDelay,
 			},
 			MinConnectTimeout: b.MinConnectTimeout,
-		}),
-	)
-	if cfg.Keepalive.Time > 0 {
-		opts = append(opts, grpc.WithKeepaliveParams(cfg.Keepalive))
-	}
-	// A resolver that supplies the service config (xDS) gets neither prpc's default config nor
-	// the lookup turned off: the config it supplies is the control plane's, and the balancing
-	// and routing of every call depend on it.
-	ownScheme := resolverConfigScheme(cfg.Target) // "" with Targets
-	if ownScheme != "" {
-		if rb := observingResolver(ownScheme, subconns); rb != nil {
-			opts = append(opts, grpc.WithResolvers(rb)) // after DialOptions, whose resolvers win
-		}
-	} else {
-		sc := cfg.ServiceConfig
-		if sc == "" {
-			sc = cfg.serviceConfig(subconns)
-		}
-		opts = append(opts, grpc.WithDefaultServiceConfig(sc))
-		if !cfg.ServiceConfigLookup {
-			opts = append(opts, grpc.WithDisableServiceConfig())
-		}
-	}
-	target, field := cfg.Target, "Target"
-	if len(cfg.Targets) > 0 {
-		var resolverOpt grpc.DialOption
-		target, resolverOpt = staticResolver(cfg.Targets)
-		opts = append(opts, resolverOpt)
-		field = "Targets"
-	}
-	opts = append(opts, limitcheck.DialOptions(cfg.Limits)...)
-	cc, err := grpc.NewClient(target, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("prpc: Config.%s: %w", field, err)
-	}
-	if field == "Target" {
-		scheme := unresolvedScheme(target, cc.CanonicalTarget())
-		if scheme == "" && ownScheme != "" && !resolvedWith(cc.CanonicalTarget(), ownScheme) {
-			scheme = ownScheme // "xds:svc" without the xds package: gRPC took it for a DNS name
-		}
-		if scheme != "" {
-			cc.Close()
-			return nil, unresolvedSchemeError(target, scheme)
-		}
-	}
-	cc.Connect()
-	return cc, nil
+		},
+		Keepalive:           cfg.Keepalive,
+		ServiceConfig:       sc,
+		ServiceConfigLookup: cfg.ServiceConfigLookup,
+		Limits:              cfg.Limits,
+	}, nil
 }
 
 // Conn returns the connection r calls with, for the RPCs prpc does not make: streaming

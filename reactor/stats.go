@@ -395,7 +395,7 @@ func (r *Reactor) Stats() Stats {
 	}
 	var states map[string]connectivity.State
 	if r.subconns != nil {
-		states = r.subconns.byAddr()
+		states = r.subconns.ByAddr()
 	}
 	s.Backends = r.backends.snapshot(states)
 	s.Queued = int(r.queued.Load())
@@ -415,7 +415,7 @@ func (r *Reactor) Stats() Stats {
 		}
 		s.Invokers[i] = InvokerStats{Load: l, State: st}
 	}
-	if he := r.handshakes.load(); he != nil {
+	if he := r.handshakes.Load(); he != nil {
 		s.LastConnError, s.LastConnErrorKind = he.Error(), he.Kind
 	}
 	if g, ok := r.conn.(interface{ GetState() connectivity.State }); ok {

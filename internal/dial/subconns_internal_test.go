@@ -1,7 +1,8 @@
-package reactor
+package dial
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,9 +33,28 @@ func TestUnwrappingPickerContexts(t *testing.T) {
 	require.Same(t, inner, pr.SubConn, "a context without the slot")
 
 	var picked string
-	ctx := context.WithValue(context.Background(), pickedKey{}, &picked)
+	ctx := context.WithValue(context.Background(), PickedKey{}, &picked)
 	pr, err = p.Pick(balancer.PickInfo{FullMethodName: "/prpctest.TestService/Echo", Ctx: ctx})
 	require.NoError(t, err)
 	require.Same(t, inner, pr.SubConn)
 	require.Equal(t, "127.0.0.1:1", picked, "a prpc call's context")
+}
+
+// TestBalancingConfigParses checks that the balancing config a table writes into a service
+// config names an observing balancer that gRPC knows, and that its parser reads the table's id
+// back: the writer and the parser of that config must agree.
+func TestBalancingConfigParses(t *testing.T) {
+	table := NewSubconnTable()
+	defer table.Release()
+	for name, want := range map[string]string{"round_robin": observedRoundRobin, "": observedPickFirst, "pick_first": observedPickFirst} {
+		entry := table.BalancingConfig(name)
+		require.Len(t, entry, 1, name)
+		js, err := json.Marshal(entry[want])
+		require.NoError(t, err, name)
+		b := balancer.Get(want)
+		require.NotNil(t, b, name)
+		cfg, err := b.(balancer.ConfigParser).ParseConfig(js)
+		require.NoError(t, err, name)
+		require.Equal(t, table.id, cfg.(*observedConfig).Table, name)
+	}
 }

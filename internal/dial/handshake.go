@@ -1,9 +1,7 @@
-package reactor
+package dial
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -22,39 +20,46 @@ import (
 )
 
 // gRPC reports every failed security handshake as Unavailable with the cause flattened into
-// the message, exactly as it reports a backend that is down. To tell the two apart, dial wraps
-// the transport credentials (every kind but Insecure) in recordingCreds, which classifies the
-// real cause of each failed handshake and records it in the reactor's handshakeLog; Stats
-// reports it, and laneError attaches it to the calls it failed.
+// the message, exactly as it reports a backend that is down. To tell the two apart, NewClient
+// wraps the transport credentials (every kind but reactor.Insecure) in recordingCreds, which
+// classifies the real cause of each failed handshake (classify.go) and records it in the
+// reactor's HandshakeLog; the reactor's Stats reports it, and its laneError attaches it to the
+// calls it failed.
 //
 // A handshake counts as successful only when the server's first bytes arrive after it: with
 // TLS 1.3 the client finishes its handshake before the server has checked the client's
 // certificate, and a server that refuses it says so with an alert on the first read.
 
-// handshakeLog holds the most recent handshake failure of a reactor's connections. It is
-// written once per connection attempt and read by Stats and by failed calls, never on the
-// path of a successful call.
-type handshakeLog struct {
+// HandshakeLog holds the most recent handshake failure of a reactor's connections. It is
+// written once per connection attempt and read by the reactor's Stats and failed calls, never
+// on the path of a successful call. The zero HandshakeLog, a Config.Conn's, holds no failure
+// and is not plaintext.
+type HandshakeLog struct {
 	last atomic.Pointer[calls.HandshakeError] // nil: no failure since the last success
 
 	// plaintext: the connection's credentials are insecure, so it has no handshake to
-	// record. Set by dial before any call; read-only after.
+	// record. Set by NewClient before any call; read-only after.
 	plaintext bool
 }
 
-func (l *handshakeLog) failed(he *calls.HandshakeError) { l.last.Store(he) }
-func (l *handshakeLog) succeeded()                      { l.last.Store(nil) }
+func (l *HandshakeLog) failed(he *calls.HandshakeError) { l.last.Store(he) }
+func (l *HandshakeLog) succeeded()                      { l.last.Store(nil) }
 
-// load returns the failure recorded since the last successful handshake, or nil.
-func (l *handshakeLog) load() *calls.HandshakeError { return l.last.Load() }
+// Load returns the failure recorded since the last successful handshake, or nil.
+func (l *HandshakeLog) Load() *calls.HandshakeError { return l.last.Load() }
 
-// cause returns the recorded failure if err, a call's transport error, is an Unavailable
+// Plaintext reports whether the connection's credentials are insecure (reactor.Insecure, or
+// insecure transport credentials), so that it has no handshake to record; the errors of its
+// failed calls then go through WithPlaintextHint.
+func (l *HandshakeLog) Plaintext() bool { return l.plaintext }
+
+// Cause returns the recorded failure if err, a call's transport error, is an Unavailable
 // status whose message quotes it, that is if this failure is what failed the call; otherwise
 // nil. Quoting is the only link gRPC leaves between a connection attempt and the calls it
 // fails, and it keeps a stale record from labelling a later, unrelated Unavailable (a refused
 // TCP connection, a server's own Unavailable status).
-func (l *handshakeLog) cause(err error) *calls.HandshakeError {
-	he := l.load()
+func (l *HandshakeLog) Cause(err error) *calls.HandshakeError {
+	he := l.Load()
 	if he == nil {
 		return nil
 	}
@@ -74,13 +79,13 @@ func (l *handshakeLog) cause(err error) *calls.HandshakeError {
 // server's HTTP/2 preface arrived.
 const plaintextHint = "; the server may require TLS (reactor.TLS): this reactor's Credentials are plaintext"
 
-// withPlaintextHint returns err, a call's transport error on a plaintext connection, with
+// WithPlaintextHint returns err, a call's transport error on a plaintext connection, with
 // plaintextHint added to its message if it is an Unavailable status that says the server's
 // HTTP/2 preface never came. A TLS server closes a connection whose first bytes are not a
 // TLS record, or answers them with a TLS alert, which grpc-go reports as a failure to read
 // the preface; with no handshake on the client's side, the text is the only clue. A plaintext
 // server that closes a connection at once is reported the same way, hence "may".
-func withPlaintextHint(err error) error {
+func WithPlaintextHint(err error) error {
 	st, ok := status.FromError(err)
 	if !ok || st.Code() != codes.Unavailable {
 		return err
@@ -98,10 +103,10 @@ func withPlaintextHint(err error) error {
 // of each client handshake in log. Everything else passes through.
 type recordingCreds struct {
 	credentials.TransportCredentials
-	log *handshakeLog
+	log *HandshakeLog
 }
 
-func newRecordingCreds(tc credentials.TransportCredentials, log *handshakeLog) credentials.TransportCredentials {
+func newRecordingCreds(tc credentials.TransportCredentials, log *HandshakeLog) credentials.TransportCredentials {
 	return &recordingCreds{TransportCredentials: tc, log: log}
 }
 
@@ -228,89 +233,4 @@ type sysConn = syscall.Conn
 type watchedSyscallConn struct {
 	*watchedConn
 	sysConn
-}
-
-// classifyHandshake maps the error of a failed client handshake, or of the first read after
-// one, to its kind. See calls.HandshakeErrorKind for the table.
-func classifyHandshake(err error) calls.HandshakeErrorKind {
-	var (
-		unknownAuthority x509.UnknownAuthorityError
-		noRoots          x509.SystemRootsError
-		hostname         x509.HostnameError
-		invalid          x509.CertificateInvalidError
-		verification     *tls.CertificateVerificationError
-		recordHeader     tls.RecordHeaderError
-	)
-	switch {
-	case errors.As(err, &unknownAuthority), errors.As(err, &noRoots):
-		return calls.HandshakeUnknownAuthority
-	case errors.As(err, &hostname):
-		return calls.HandshakeNameMismatch
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return calls.HandshakeCertificateExpired
-	case errors.As(err, &verification), errors.As(err, &invalid):
-		return calls.HandshakeBadServerCertificate
-	case errors.As(err, &recordHeader):
-		return calls.HandshakeProtocolMismatch
-	case strings.Contains(err.Error(), "missing selected ALPN property"):
-		// grpc-go's credentials: the server completed TLS without agreeing to HTTP/2.
-		return calls.HandshakeProtocolMismatch
-	}
-	if a, ok := remoteAlert(err); ok {
-		switch a {
-		case alertBadCertificate, alertUnsupportedCertificate, alertCertificateRevoked,
-			alertCertificateExpired, alertCertificateUnknown, alertUnknownCA,
-			alertAccessDenied, alertCertificateRequired:
-			return calls.HandshakeClientCertificateRejected
-		case alertUnrecognizedName:
-			return calls.HandshakeNameMismatch
-		case alertProtocolVersion, alertInsufficientSecurity, alertNoApplicationProtocol:
-			return calls.HandshakeProtocolMismatch
-		}
-		// handshake_failure (40) among others: servers send it for a missing cipher suite
-		// as well as for a missing client certificate, so it stays unclassified.
-	}
-	return calls.HandshakeOther
-}
-
-// TLS alerts (RFC 8446 §6) that classify a failure.
-const (
-	alertBadCertificate         tls.AlertError = 42
-	alertUnsupportedCertificate tls.AlertError = 43
-	alertCertificateRevoked     tls.AlertError = 44
-	alertCertificateExpired     tls.AlertError = 45
-	alertCertificateUnknown     tls.AlertError = 46
-	alertUnknownCA              tls.AlertError = 48
-	alertAccessDenied           tls.AlertError = 49
-	alertProtocolVersion        tls.AlertError = 70
-	alertInsufficientSecurity   tls.AlertError = 71
-	alertUnrecognizedName       tls.AlertError = 112
-	alertCertificateRequired    tls.AlertError = 116
-	alertNoApplicationProtocol  tls.AlertError = 120
-)
-
-func isRemoteAlert(err error) bool {
-	_, ok := remoteAlert(err)
-	return ok
-}
-
-// remoteAlert returns the TLS alert the peer sent, if err reports one. crypto/tls reports a
-// received alert as a *net.OpError with Op "remote error" whose Err is of an unexported type
-// with the same text as tls.AlertError (the exported type is used for QUIC), so the alert is
-// recognised by its text.
-func remoteAlert(err error) (tls.AlertError, bool) {
-	if a, ok := errors.AsType[tls.AlertError](err); ok {
-		return a, true
-	}
-	op, ok := errors.AsType[*net.OpError](err)
-	if !ok || op.Op != "remote error" || op.Err == nil {
-		return 0, false
-	}
-	text := op.Err.Error()
-	for a := range 256 {
-		if tls.AlertError(a).Error() == text {
-			return tls.AlertError(a), true
-		}
-	}
-	return 0, false
 }

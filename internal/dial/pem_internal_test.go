@@ -1,4 +1,4 @@
-package reactor
+package dial
 
 import (
 	"encoding/pem"

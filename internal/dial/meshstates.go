@@ -1,4 +1,4 @@
-package reactor
+package dial
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ func init() { balancer.Register(observedParentBuilder{}) }
 
 // observingResolver returns the resolver builder that wraps the one registered for scheme,
 // or nil if none is.
-func observingResolver(scheme string, table *subconnTable) resolver.Builder {
+func observingResolver(scheme string, table *SubconnTable) resolver.Builder {
 	b := resolver.Get(scheme)
 	if b == nil {
 		return nil
@@ -35,7 +35,7 @@ func observingResolver(scheme string, table *subconnTable) resolver.Builder {
 
 type observedResolverBuilder struct {
 	resolver.Builder
-	table *subconnTable
+	table *SubconnTable
 }
 
 func (b observedResolverBuilder) Build(t resolver.Target, cc resolver.ClientConn, opts resolver.BuildOptions) (resolver.Resolver, error) {
@@ -46,7 +46,7 @@ func (b observedResolverBuilder) Build(t resolver.Target, cc resolver.ClientConn
 // config wrapped.
 type observedResolverCC struct {
 	resolver.ClientConn
-	table *subconnTable
+	table *SubconnTable
 }
 
 func (cc observedResolverCC) ParseServiceConfig(js string) *serviceconfig.ParseResult {
@@ -143,7 +143,7 @@ func (b *observedParent) UpdateClientConnState(s balancer.ClientConnState) error
 		return fmt.Errorf("prpc: %s: config of type %T", observedParentName, s.BalancerConfig)
 	}
 	if t, ok := subconnTables.Load(c.table); ok {
-		b.table.Store(t.(*subconnTable))
+		b.table.Store(t.(*SubconnTable))
 	}
 	if b.child == nil || b.childName != c.childName {
 		if b.child != nil {

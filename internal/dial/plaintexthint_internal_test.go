@@ -1,4 +1,4 @@
-package reactor
+package dial
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ func TestWithPlaintextHint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := withPlaintextHint(tt.err)
+			got := WithPlaintextHint(tt.err)
 			if !tt.wantHint {
 				require.Same(t, tt.err, got)
 				return

@@ -1,4 +1,4 @@
-package reactor
+package dial
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ import (
 // round_robin and pick_first balancers: gRPC tells a balancer the state of every subchannel
 // (one connection to one backend address) and exposes it nowhere else. The wrapper changes
 // nothing in how calls are balanced; it only copies each state change into the reactor's
-// subconnTable, found through an id in the balancer's config.
+// SubconnTable, found through an id in the balancer's config (SubconnTable.BalancingConfig).
 
 // Names of the observing balancers, registered once per process.
 const (
@@ -41,13 +41,14 @@ func observedBalancerName(name string) string {
 
 // subconnTables maps table ids, carried in balancer configs, to reactors' tables.
 var (
-	subconnTables sync.Map // uint64 → *subconnTable
+	subconnTables sync.Map // uint64 → *SubconnTable
 	nextTableID   atomic.Uint64
 )
 
-// subconnTable holds the connectivity state, and health where checked, of each live
-// subchannel of one connection.
-type subconnTable struct {
+// SubconnTable holds the connectivity state, and health where checked, of each live
+// subchannel of one connection. The zero table has id 0 and is registered nowhere, so no
+// balancer reports to it.
+type SubconnTable struct {
 	id     uint64
 	mu     sync.Mutex
 	next   uint64
@@ -61,7 +62,7 @@ type subconnState struct {
 	healthKnown bool
 }
 
-func (t *subconnTable) setHealth(id uint64, s connectivity.State) {
+func (t *SubconnTable) setHealth(id uint64, s connectivity.State) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.states[id]; ok {
@@ -70,16 +71,25 @@ func (t *subconnTable) setHealth(id uint64, s connectivity.State) {
 	}
 }
 
-func newSubconnTable() *subconnTable {
-	t := &subconnTable{id: nextTableID.Add(1), states: make(map[uint64]subconnState)}
+// NewSubconnTable returns a table registered under a new id, for the balancers of one
+// connection to report to. Release it once the connection is closed.
+func NewSubconnTable() *SubconnTable {
+	t := &SubconnTable{id: nextTableID.Add(1), states: make(map[uint64]subconnState)}
 	subconnTables.Store(t.id, t)
 	return t
 }
 
-// release unregisters the table once its connection is closed.
-func (t *subconnTable) release() { subconnTables.Delete(t.id) }
+// Release unregisters the table once its connection is closed.
+func (t *SubconnTable) Release() { subconnTables.Delete(t.id) }
 
-func (t *subconnTable) add(addr string) uint64 {
+// BalancingConfig returns the loadBalancingConfig entry of a service config that runs gRPC's
+// balancer name ("round_robin"; anything else: pick_first) wrapped to report the states of
+// its subchannels to t.
+func (t *SubconnTable) BalancingConfig(name string) map[string]any {
+	return map[string]any{observedBalancerName(name): map[string]uint64{"table": t.id}} // observedConfig
+}
+
+func (t *SubconnTable) add(addr string) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.next++
@@ -87,7 +97,7 @@ func (t *subconnTable) add(addr string) uint64 {
 	return t.next
 }
 
-func (t *subconnTable) set(id uint64, s connectivity.State) {
+func (t *SubconnTable) set(id uint64, s connectivity.State) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s == connectivity.Shutdown {
@@ -103,9 +113,9 @@ func (t *subconnTable) set(id uint64, s connectivity.State) {
 	}
 }
 
-// byAddr returns the best state of each address's live subchannels (Ready, then Connecting,
+// ByAddr returns the best state of each address's live subchannels (Ready, then Connecting,
 // Idle, TransientFailure).
-func (t *subconnTable) byAddr() map[string]connectivity.State {
+func (t *SubconnTable) ByAddr() map[string]connectivity.State {
 	rank := map[connectivity.State]int{connectivity.Ready: 4, connectivity.Connecting: 3, connectivity.Idle: 2, connectivity.TransientFailure: 1}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -147,13 +157,13 @@ func (b observedBuilder) ParseConfig(js json.RawMessage) (serviceconfig.LoadBala
 // observedBalancer forwards everything to the gRPC balancer it wraps.
 type observedBalancer struct {
 	child balancer.Balancer
-	table atomic.Pointer[subconnTable]
+	table atomic.Pointer[SubconnTable]
 }
 
 func (b *observedBalancer) UpdateClientConnState(s balancer.ClientConnState) error {
 	if c, ok := s.BalancerConfig.(*observedConfig); ok {
 		if t, ok := subconnTables.Load(c.Table); ok {
-			b.table.Store(t.(*subconnTable))
+			b.table.Store(t.(*SubconnTable))
 		}
 	}
 	s.BalancerConfig = nil // the wrapped balancers run with their default config
@@ -199,17 +209,17 @@ func (cc *observedCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubC
 	return &observedSubConn{SubConn: sc, t: t, id: id, addr: addrs[0].Addr}, nil
 }
 
-// pickedKey is the context key of the *string in which the picker records the address of the
+// PickedKey is the context key of the *string in which the picker records the address of the
 // backend it picked for a call, as the resolver gave it; calls are counted under that name, the
 // same as the backend's state, rather than under the peer's resolved address.
-type pickedKey struct{}
+type PickedKey struct{}
 
 // observedSubConn wraps a subchannel so that its health (grpc.health.v1, which pick_first
 // learns through RegisterHealthListener) shows in the table too: a connected backend that
-// reports NOT_SERVING gets no calls, and Stats says so.
+// reports NOT_SERVING gets no calls, and the reactor's Stats says so.
 type observedSubConn struct {
 	balancer.SubConn
-	t    *subconnTable
+	t    *SubconnTable
 	id   uint64
 	addr string
 }
@@ -237,7 +247,7 @@ func (p unwrappingPicker) Pick(info balancer.PickInfo) (balancer.PickResult, err
 	pr, err := p.Picker.Pick(info)
 	if osc, ok := pr.SubConn.(*observedSubConn); ok {
 		pr.SubConn = osc.SubConn
-		if h, ok := info.Ctx.Value(pickedKey{}).(*string); ok {
+		if h, ok := info.Ctx.Value(PickedKey{}).(*string); ok {
 			*h = osc.addr
 		}
 	}

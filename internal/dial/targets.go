@@ -1,4 +1,4 @@
-package reactor
+package dial
 
 import (
 	"fmt"
@@ -8,11 +8,8 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
-	_ "google.golang.org/grpc/health" // registers client-side health checking (Config.HealthCheck)
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
-
-	"github.com/trixnew/prpc/internal/meshtarget"
 )
 
 // staticScheme is the resolver scheme of Config.Targets. The resolver is passed to one
@@ -71,16 +68,10 @@ func unresolvedSchemeError(target, scheme string) error {
 			registered = append(registered, s)
 		}
 	}
-	return fieldError("Target", strconv.Quote(target), fmt.Sprintf(
-		"no gRPC resolver is registered for its scheme %q (grpc-go's registered: %s); import the package that registers it, or pass its builder in Config.DialOptions with grpc.WithResolvers; a \"host:port\" target needs no scheme",
-		scheme, strings.Join(registered, ", ")))
+	return fmt.Errorf(
+		"prpc: Config.Target is %s; no gRPC resolver is registered for its scheme %q (grpc-go's registered: %s); import the package that registers it, or pass its builder in Config.DialOptions with grpc.WithResolvers; a \"host:port\" target needs no scheme",
+		strconv.Quote(target), scheme, strings.Join(registered, ", "))
 }
-
-// resolverConfigScheme returns the scheme of target if its resolver supplies the service
-// config (meshtarget.Schemes: xds, google-c2p), as gRPC parses the target, or "". That gRPC
-// did resolve the target with that scheme is checked once the connection exists
-// (resolvedWith).
-func resolverConfigScheme(target string) string { return meshtarget.Scheme(target) }
 
 // resolvedWith reports whether gRPC resolves a connection whose canonical target
 // (grpc.ClientConn.CanonicalTarget) is canonical with the resolver of scheme, rather than
