@@ -214,6 +214,12 @@ type Config struct {
 	// marked critical one by one.
 	CriticalReserve int
 
+	// AdaptiveLimit, if set, lets the number of calls in flight adapt to the backend, from
+	// its Floor up to Workers × BatchSize, instead of always Workers × BatchSize: calls above
+	// the limit wait in prpc's queue (see AdaptiveLimit). Zero fields mean their defaults.
+	// Nil, the default, turns it off.
+	AdaptiveLimit *AdaptiveLimit
+
 	// Backoff is the reconnect backoff of the connection; zero fields mean their defaults.
 	Backoff Backoff
 
@@ -394,6 +400,9 @@ func (c Config) resolveSettings() (Config, error) {
 		if *f.p == 0 {
 			*f.p = f.deflt
 		}
+	}
+	if _, err := c.resolveLimit(); err != nil {
+		return c, err
 	}
 	if c.MaxTimeout < 0 || c.MaxTimeout > MaxMaxTimeout {
 		return c, fieldError("MaxTimeout", c.MaxTimeout, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxMaxTimeout, DefaultMaxTimeout))

@@ -15,3 +15,11 @@ func ServiceConfigOf(cfg Config) (string, error) {
 // LaneGrace exposes laneGrace, how long Close waits for invoker lanes once it has cut every
 // call off, for tests.
 const LaneGrace = laneGrace
+
+// LimitPlaces returns how many places under Config.AdaptiveLimit lanes hold, for tests: a
+// lane gives its place back when it next takes a call, just after its call was queued for
+// Tick.
+func LimitPlaces(r *Reactor) int {
+	_, places := r.work.Limit()
+	return places
+}

@@ -29,12 +29,14 @@ import (
 // ready queue as soon as its previous one returns, claims it, runs it with ClientConn.Invoke,
 // the cheapest call path in grpc-go (no extra goroutine per call, unary interceptors run), and
 // settles it with the result, unless the reactor settled it first. Its codec encodes each
-// request inside gRPC's call, into a buffer the lane reuses.
+// request inside gRPC's call, into a buffer the lane reuses. With Config.AdaptiveLimit, each
+// take gives back the place under the limit of the lane's previous call, with what that call
+// said about the backend (finish), and waits for a place for the next.
 func (r *Reactor) lane(inv int) {
 	defer func() { r.laneExit <- struct{}{} }()
 	l := r.newLane(inv)
 	for {
-		w, ok := r.work.Take()
+		w, ok := r.work.Take(&l.slot)
 		if !ok {
 			return
 		}
@@ -67,6 +69,9 @@ type laneState struct {
 	bare, withMetadata []grpc.CallOption
 	checkBuf           []byte       // with Config.CheckRequestOwnership, for checkRequest
 	backend            backendCache // the backend of the lane's last transport call
+	// slot is the lane's place under Config.AdaptiveLimit, and what its call said about the
+	// backend, which its next take gives back; the ready queue ignores it without the limit.
+	slot callqueue.Slot
 }
 
 func (r *Reactor) newLane(inv int) *laneState {
@@ -77,11 +82,14 @@ func (r *Reactor) newLane(inv int) *laneState {
 }
 
 // start claims w's call for the lane and returns its transport context, or nil if the
-// reactor settled it first.
+// reactor settled it first (the lane's place under the limit then goes back with the next
+// take, a Neutral signal: a call dropped while it waited says nothing about the backend).
 func (l *laneState) start(w callqueue.Work) *callCtx {
 	ctx := l.r.claim(w.C, w.Gen, l.load)
 	if ctx != nil {
 		l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
+	} else if mutation == "limit-leak" {
+		l.slot = callqueue.Slot{} // the bug: the lane forgets its place, which is never given back
 	}
 	return ctx
 }
@@ -95,12 +103,17 @@ func (l *laneState) options(c *callcore.Call) []grpc.CallOption {
 }
 
 // finish settles w's call, which the lane started, with the transport call's result, unless
-// the reactor cut it meanwhile: then it reports that the lane has finished with it.
+// the reactor cut it meanwhile: then it reports that the lane has finished with it. With
+// Config.AdaptiveLimit, it records what the call said about the backend in the lane's slot
+// (limitSignal), from the transport's own error.
 func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, err error) {
 	r, c := l.r, w.C
+	transportErr, encoded := err, true
 	header, trailer := r.keepMetadata(c, "header", l.header), r.keepMetadata(c, "trailer", l.trailer)
 	if err != nil {
-		err = r.laneError(c, err, trailer, l.codec.Err(), l.peer.Addr != nil)
+		encodeErr := l.codec.Err()
+		encoded = encodeErr == nil
+		err = r.laneError(c, err, trailer, encodeErr, l.peer.Addr != nil)
 		// The codec forgets this call's encoding error, so that a call failing before gRPC
 		// asks for its request does not report it; and since a failed call may return
 		// before gRPC has written the request, the buffer handed over goes with it.
@@ -108,6 +121,9 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 	}
 	r.backends.record(&l.backend, l.peer.Addr, ctx.picked, err)
 	if !c.Move(w.Gen, callcore.Running, callcore.Completed) {
+		if r.limited {
+			l.slot.Signal = limitSignal(transportErr, true, ctx.Err(), encoded)
+		}
 		// The reactor cut the call and recorded its outcome; it queues the call for Tick,
 		// and takes it off the gauges, once it has this report. If Close gave up on the lane
 		// (a hook of the host held it past Close's context and laneGrace), the report is
@@ -115,6 +131,9 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 		// nothing writes c any more.
 		r.in.Complete(callqueue.Completion{C: c, Inv: int32(l.inv)})
 		return
+	}
+	if r.limited {
+		l.slot.Signal = limitSignal(transportErr, false, nil, encoded)
 	}
 	r.settleCompleted(c, value, err, header, trailer)
 	l.load.Add(-1)

@@ -63,6 +63,7 @@ type Reactor struct {
 	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
 	clock    Clock
 	system   bool                    // clock is the system clock
+	limited  bool                    // Config.AdaptiveLimit is set: lanes signal the ready queue
 	epoch    time.Time               // clock time at New; call records keep times relative to it
 	allow    map[string]bool         // nil: every method allowed
 	policies map[string]methodPolicy // by method path
@@ -183,6 +184,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit, _ := cfg.resolveLimit() // checked by resolve
 	r := &Reactor{
 		cfg:   cfg,
 		conn:  cfg.callConn(),
@@ -190,13 +192,14 @@ func newReactor(cfg Config) (*Reactor, error) {
 		epoch: cfg.Clock.Now(),
 		in:    callqueue.NewInbox(),
 		ready: make(chan struct{}, 1),
-		work:  callqueue.NewReadyQueue(),
+		work:  callqueue.NewReadyQueue(limit),
 		loads: make([]invokerLoad, cfg.Workers),
 		done:  make(chan struct{}),
 		// Every lane's exit fits: a lane never waits to exit.
 		laneExit: make(chan struct{}, cfg.Workers*cfg.BatchSize),
 		abandon:  make(chan struct{}),
 	}
+	r.limited = limit != nil
 	r.owner.r = r
 	r.ownerRef.Owner = &r.owner
 	r.host.r = r

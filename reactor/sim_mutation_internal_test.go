@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/callqueue"
 )
 
 // simMutations are the bugs the mutation test builds into the core, and the number of seeds
@@ -19,6 +20,8 @@ var simMutations = []struct {
 	{"leak-admission", "delivering a failed call does not free its admission slot", 10},
 	{"callback-twice", "a failed call's callback (reactor.Go) runs twice", 10},
 	{"no-cancel-transport", "cutting a call off does not cancel its transport call", 10},
+	{"limit-leak", "a lane that skips a call settled while it waited never gives back its place under the adaptive limit", 10},
+	{"limit-ignored", "lanes take calls whatever the adaptive limit", 10},
 }
 
 // TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks
@@ -56,4 +59,5 @@ func TestMutations(t *testing.T) {
 func setMutation(name string) {
 	mutation = name
 	callcore.SetMutation(name)
+	callqueue.SetMutation(name)
 }

@@ -209,6 +209,9 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 	if cfg.MaxOutstanding >= 10 {
 		cfg.CriticalReserve = w.rng.IntN(cfg.MaxOutstanding / 4)
 	}
+	// Half the seeds limit the calls in flight adaptively, drawn from a generator of their
+	// own, so that the other draws stay as they were.
+	cfg.AdaptiveLimit = simAdaptiveLimit(seed, cfg.Workers, cfg.Workers*cfg.BatchSize)
 	w.chainOdds = 2 + w.rng.IntN(6)
 	r, err := newReactor(cfg)
 	if err != nil {
@@ -366,7 +369,7 @@ func (w *simWorld) callbackRan(c *simCall, resp *testpb.EchoResponse, err error)
 // when its attempt is due or its call was cut.
 func (w *simWorld) laneStep(sl *simLane) {
 	if !sl.busy {
-		wk, ok := w.r.work.TryTake()
+		wk, ok := w.r.work.TryTake(&sl.l.slot)
 		if !ok {
 			return
 		}
@@ -377,6 +380,7 @@ func (w *simWorld) laneStep(sl *simLane) {
 		}
 		c := w.callOf(wk.C)
 		sl.busy, sl.w, sl.ctx, sl.call = true, wk, ctx, c
+		w.checkLimit()
 		c.starts++
 		if c.starts > 1 {
 			w.fail("call %d: started by a lane %d times", c.id, c.starts)
@@ -630,6 +634,7 @@ func (w *simWorld) check() {
 	if last.queue < 0 || last.tickWait < 0 || last.transport < -1 {
 		w.fail("the latest delivery's phases are negative: %+v", last)
 	}
+	w.checkLimitState()
 	// Between steps no Tick is in progress: the gauge holds a time exactly when a settled
 	// call waits for Tick, in the outbox or in the batch in hand.
 	_, gauge := r.out.Oldest()
@@ -684,8 +689,8 @@ func (w *simWorld) checkClosed() {
 // String describes the world's configuration.
 func (w *simWorld) String() string {
 	c := w.r.cfg
-	return fmt.Sprintf("Workers %d × BatchSize %d, MaxOutstanding %d (CriticalReserve %d), DefaultTimeout %v, CheckRequestOwnership %v",
-		c.Workers, c.BatchSize, c.MaxOutstanding, c.CriticalReserve, c.DefaultTimeout, c.CheckRequestOwnership)
+	return fmt.Sprintf("Workers %d × BatchSize %d, MaxOutstanding %d (CriticalReserve %d), DefaultTimeout %v, CheckRequestOwnership %v, %s",
+		c.Workers, c.BatchSize, c.MaxOutstanding, c.CriticalReserve, c.DefaultTimeout, c.CheckRequestOwnership, w.limitString())
 }
 
 // log returns the last n events, or all of them.

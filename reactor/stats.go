@@ -39,6 +39,11 @@ type Stats struct {
 	// the next Tick delivers it, unless another lane is handing a call over at that instant
 	// and its thread has lost its CPU: Tick does not wait for it, and Ready fires again.
 	InFlight int
+	// InFlightLimit is the current adaptive limit on the calls lanes run at once, with
+	// Config.AdaptiveLimit: between its Floor and Workers × BatchSize. It may be below
+	// InFlight for a moment after it shrinks, until calls already running return. Zero
+	// without Config.AdaptiveLimit.
+	InFlightLimit int
 	// Invokers has one entry per invoker, in order.
 	Invokers []InvokerStats
 	// State is the connectivity state of the connection the reactor dialled, or of
@@ -400,6 +405,7 @@ func (r *Reactor) Stats() Stats {
 	s.Backends = r.backends.snapshot(states)
 	s.Queued = int(r.queued.Load())
 	s.InFlight = int(r.inFlight.Load())
+	s.InFlightLimit, _ = r.work.Limit()
 	stopped := r.isDone()
 	s.Invokers = make([]InvokerStats, len(r.loads))
 	for i := range r.loads {

@@ -14,20 +14,32 @@ import (
 // suite compares prpc with: a hand-off through the reactor goroutine costs the backend more
 // CPU per call.
 //
+// With an adaptive limit (NewReadyQueue's LimitConfig) it is also the gate on the calls in
+// flight: a lane takes a call only while the places that lanes hold are fewer than the limit,
+// and each take first gives back the place of the lane's previous call, with what that call
+// said about the backend (Slot), under the same lock. Calls above the limit wait here, in
+// their order. Once the queue is closed the gate is open: every call left is settled, and the
+// lanes must take them all to exit, whatever places lanes stuck in a hook of the host hold.
+//
 // A call settled while it waits here stays until a lane takes it and finds it Dropped.
 type ReadyQueue struct {
 	mu       sync.Mutex
-	critical fifo // calls of critical methods or with calls.Options.Critical
-	calls    fifo // every other call
-	waiters  int  // lanes blocked in take
+	critical fifo  // calls of critical methods or with calls.Options.Critical
+	calls    fifo  // every other call
+	gate     *aimd // the adaptive limit; nil without
+	waiters  int   // lanes blocked in take
 	closed   bool
 	cond     sync.Cond
 }
 
-// NewReadyQueue returns an empty, open ready queue.
-func NewReadyQueue() *ReadyQueue {
+// NewReadyQueue returns an empty, open ready queue, with an adaptive in-flight limit if limit
+// is not nil.
+func NewReadyQueue(limit *LimitConfig) *ReadyQueue {
 	q := &ReadyQueue{}
 	q.cond.L = &q.mu
+	if limit != nil {
+		q.gate = &aimd{cfg: *limit, limit: limit.Initial}
+	}
 	return q
 }
 
@@ -42,18 +54,25 @@ func (q *ReadyQueue) Push(cs []Work) {
 		}
 	}
 	wake := min(len(cs), q.waiters)
+	if q.gate != nil {
+		wake = min(wake, q.gate.free())
+	}
 	q.mu.Unlock()
 	for range wake {
 		q.cond.Signal()
 	}
 }
 
-// Take returns the next call, waiting for one; it returns false once the queue is closed
-// and empty.
-func (q *ReadyQueue) Take() (Work, bool) {
+// Take gives back s's place under the limit, if it holds one, and returns the next call,
+// waiting for one and, with a limit, for a place, which s then holds; it returns false once
+// the queue is closed and empty.
+func (q *ReadyQueue) Take(s *Slot) (Work, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.size() == 0 {
+	if q.gate != nil {
+		q.gate.release(s)
+	}
+	for !q.takeable() {
 		if q.closed {
 			return Work{}, false
 		}
@@ -61,17 +80,50 @@ func (q *ReadyQueue) Take() (Work, bool) {
 		q.cond.Wait()
 		q.waiters--
 	}
-	return q.pop(), true
+	return q.take(s), true
 }
 
-// TryTake returns the next call without waiting, or false if there is none.
-func (q *ReadyQueue) TryTake() (Work, bool) {
+// TryTake is Take without waiting: it returns false if no call, or no place, is free.
+func (q *ReadyQueue) TryTake(s *Slot) (Work, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.size() == 0 {
+	if q.gate != nil {
+		q.gate.release(s)
+	}
+	if !q.takeable() {
 		return Work{}, false
 	}
-	return q.pop(), true
+	return q.take(s), true
+}
+
+// takeable reports whether a lane may take a call now: one waits, and, with a limit and the
+// queue open, a place is free. The caller holds mu.
+func (q *ReadyQueue) takeable() bool {
+	return q.size() > 0 && (q.gate == nil || q.closed || q.gate.open())
+}
+
+// take returns the next call, critical first, giving s a place with a limit. A release that
+// grew the limit may leave places for more lanes than the one taking: take wakes as many
+// waiting lanes as it can use. The caller holds mu and has seen takeable.
+func (q *ReadyQueue) take(s *Slot) Work {
+	w := q.pop()
+	if q.gate != nil {
+		q.gate.take(s)
+		for range min(q.size(), q.gate.free(), q.waiters) {
+			q.cond.Signal()
+		}
+	}
+	return w
+}
+
+// Limit returns the adaptive limit and the places lanes hold under it, or zeros without one.
+func (q *ReadyQueue) Limit() (limit, running int) {
+	if q.gate == nil {
+		return 0, 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.gate.limit, q.gate.running
 }
 
 // Len returns the number of calls waiting, dropped ones included.
@@ -92,7 +144,7 @@ func (q *ReadyQueue) pop() Work {
 	return q.calls.pop()
 }
 
-// Close makes take return false once the queue is empty.
+// Close makes Take return false once the queue is empty, and opens the gate.
 func (q *ReadyQueue) Close() {
 	q.mu.Lock()
 	q.closed = true
