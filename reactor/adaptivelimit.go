@@ -17,8 +17,9 @@ import (
 // call that fails with DeadlineExceeded, ResourceExhausted or Unavailable, or that the
 // reactor cuts off at its deadline while a lane runs it, is a drop: the limit is multiplied
 // by Backoff, at most once per window of calls in flight (the drops of calls already in
-// flight when it last shrank do not shrink it again). Any other response from the backend
-// grows the limit by one while the calls in flight fill at least half of it. Calls settled
+// flight when it last shrank do not shrink it again). Any other response from the backend,
+// while the calls in flight fill at least half the limit, counts toward growing it by one,
+// which it does once per window of such calls (as many as the limit). Calls settled
 // while they wait for a lane (their deadline passed, cancelled), cancelled ones and those
 // whose request does not encode say nothing about the backend and leave it as it is.
 //

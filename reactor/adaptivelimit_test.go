@@ -3,6 +3,7 @@ package reactor_test
 import (
 	"context"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func submitN(t *testing.T, r *reactor.Reactor, prefix string, n int, opts *calls
 	t.Helper()
 	ps := make([]*calls.Promise[*testpb.EchoResponse], n)
 	for i := range n {
-		ps[i] = reactor.Call(r, echo, echoReq(prefix+string(rune('a'+i))), opts)
+		ps[i] = reactor.Call(r, echo, echoReq(prefix+strconv.Itoa(i)), opts)
 		require.NoError(t, ps[i].Err())
 	}
 	return ps
@@ -115,8 +116,9 @@ func submitN(t *testing.T, r *reactor.Reactor, prefix string, n int, opts *calls
 
 // TestAdaptiveLimitAIMD checks the limit's moves, observed from the backend: a burst of drops
 // of calls in flight together shrinks it once; a drop of a call started after that shrinks it
-// again, down to the floor; then each success while the lanes are at least half used grows it
-// by one, up to Workers × BatchSize; and no more calls than the limit ever start at once.
+// again, down to the floor; then successes while the lanes are at least half used grow it by
+// one per window (as many successes as the limit), up to Workers × BatchSize; and no more
+// calls than the limit ever start at once.
 func TestAdaptiveLimitAIMD(t *testing.T) {
 	h := newHeldBackend(t)
 	r, _ := newLimitedReactor(t, h, 2, 4, &reactor.AdaptiveLimit{Floor: 2, Backoff: 0.5})
@@ -146,20 +148,25 @@ func TestAdaptiveLimitAIMD(t *testing.T) {
 	h.resetPeak()
 	running[0].outcome <- status.Error(codes.ResourceExhausted, "overloaded")
 	running = running[1:]
-	submitN(t, r, "b", 20, nil)
+	const queued = 40
+	submitN(t, r, "b", queued, nil)
 	requireLimit(t, r, h, 2, 3)
-	require.Eventually(t, func() bool { return r.Stats().Queued == 20 }, reactortest.FlushTimeout, time.Millisecond)
+	require.Eventually(t, func() bool { return r.Stats().Queued == queued }, reactortest.FlushTimeout, time.Millisecond)
 
-	// Each success grows the limit by one, the lanes being at least half used, and lanes
-	// take as many calls as the limit allows.
-	for want := 3; want <= 9; want++ {
-		limit := min(want, 8)
+	// Successes, the lanes being at least half used, grow the limit by one per window of
+	// them, and lanes take as many calls as the limit allows.
+	limit, credit, places := 2, 0, 3
+	for limit < 8 {
 		running[0].outcome <- nil
 		running = running[1:]
-		for len(running) < limit {
+		if credit++; credit >= limit { // 2 × places ≥ limit: the lanes are full
+			limit, credit = limit+1, 0
+		}
+		places = max(places-1, limit)
+		for len(running) < places {
 			running = append(running, h.next(t))
 		}
-		requireLimit(t, r, h, limit, limit)
+		requireLimit(t, r, h, limit, places)
 	}
 	require.LessOrEqual(t, int(h.peak.Load()), 8)
 	require.Len(t, h.started, 0, "a call started over the limit")
@@ -170,37 +177,38 @@ func TestAdaptiveLimitAIMD(t *testing.T) {
 // the backend grows it (the lanes being half used), and a call cancelled while it runs, or
 // timed out while it waits in prpc's queue, leaves it as it is.
 func TestAdaptiveLimitSignals(t *testing.T) {
-	const initial = 2 // of 4 lanes; Floor 1, Backoff 0.5: a drop makes it 1, a success 3
+	// Of 4 lanes, with Floor 1 and Backoff 0.5: a drop takes 2 to 1; a success, the lanes
+	// being full, takes 1 to 2 (one window of one call).
 	for _, tc := range []struct {
-		name string
-		end  func(c heldCall, p *calls.Promise[*testpb.EchoResponse], clock *reactortest.ManualClock)
-		want int
+		name          string
+		end           func(c heldCall, p *calls.Promise[*testpb.EchoResponse], clock *reactortest.ManualClock)
+		initial, want int
 	}{
 		{"Unavailable", func(c heldCall, _ *calls.Promise[*testpb.EchoResponse], _ *reactortest.ManualClock) {
 			c.outcome <- status.Error(codes.Unavailable, "down")
-		}, 1},
+		}, 2, 1},
 		{"ResourceExhausted", func(c heldCall, _ *calls.Promise[*testpb.EchoResponse], _ *reactortest.ManualClock) {
 			c.outcome <- status.Error(codes.ResourceExhausted, "overloaded")
-		}, 1},
+		}, 2, 1},
 		{"DeadlineExceeded from the backend", func(c heldCall, _ *calls.Promise[*testpb.EchoResponse], _ *reactortest.ManualClock) {
 			c.outcome <- status.Error(codes.DeadlineExceeded, "too slow")
-		}, 1},
+		}, 2, 1},
 		{"cut at its deadline", func(_ heldCall, _ *calls.Promise[*testpb.EchoResponse], clock *reactortest.ManualClock) {
 			advanceTo(t, clock, clock.Now().Add(reactor.DefaultTimeout))
-		}, 1},
+		}, 2, 1},
 		{"OK", func(c heldCall, _ *calls.Promise[*testpb.EchoResponse], _ *reactortest.ManualClock) {
 			c.outcome <- nil
-		}, 3},
+		}, 1, 2},
 		{"NotFound", func(c heldCall, _ *calls.Promise[*testpb.EchoResponse], _ *reactortest.ManualClock) {
 			c.outcome <- status.Error(codes.NotFound, "no such player")
-		}, 3},
+		}, 1, 2},
 		{"cancelled while running", func(_ heldCall, p *calls.Promise[*testpb.EchoResponse], _ *reactortest.ManualClock) {
 			p.Cancel()
-		}, initial},
+		}, 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHeldBackend(t)
-			r, clock := newLimitedReactor(t, h, 1, 4, &reactor.AdaptiveLimit{Floor: 1, Initial: initial, Backoff: 0.5})
+			r, clock := newLimitedReactor(t, h, 1, 4, &reactor.AdaptiveLimit{Floor: 1, Initial: tc.initial, Backoff: 0.5})
 			p := submitN(t, r, "a", 1, nil)[0]
 			tc.end(h.next(t), p, clock)
 			requireLimit(t, r, h, tc.want, 0)
@@ -268,7 +276,7 @@ func TestAdaptiveLimitCriticalFirst(t *testing.T) {
 		order = append(order, c.id)
 	}
 	c.outcome <- nil
-	require.Equal(t, []string{"criticala", "criticalb", "ordinarya", "ordinaryb"}, order)
+	require.Equal(t, []string{"critical0", "critical1", "ordinary0", "ordinary1"}, order)
 	require.LessOrEqual(t, int(h.peak.Load()), 1)
 	reactortest.Flush(t, r)
 }

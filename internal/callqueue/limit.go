@@ -19,8 +19,8 @@ const (
 	// Neutral says nothing about the backend: a call skipped because it was settled while
 	// it waited, cancelled, cut off by Close, or never encoded.
 	Neutral Signal = iota
-	// Success is a call the backend answered: the limit grows by one if the calls in flight,
-	// this one included, filled at least half of it.
+	// Success is a call the backend answered: if the calls in flight, this one included,
+	// filled at least half the limit, it counts toward the next step up (see aimd.release).
 	Success
 	// Drop is a call that failed with DeadlineExceeded, ResourceExhausted or Unavailable, or
 	// that the reactor cut at its deadline: the limit shrinks by the backoff ratio, once per
@@ -51,6 +51,11 @@ type aimd struct {
 	// window once per round trip, and one burst of drops from a backend that was already
 	// overloaded does not collapse it to the floor.
 	recovery uint64
+	// credit counts the successes since the limit last grew: it grows by one once they
+	// reach it, one window of calls, as TCP's congestion window grows by one segment per
+	// round trip. Growing by one per success, as Netflix's AIMDLimit does, outgrew the
+	// shrinking once per window in BenchmarkOverload and kept the limit at its max.
+	credit int
 }
 
 // open reports whether a lane may take a place.
@@ -73,8 +78,9 @@ func (a *aimd) take(s *Slot) {
 
 // release takes s's place back and moves the limit by its signal. On a drop the limit is
 // multiplied by the backoff ratio, at least to the floor, unless the call was in flight when
-// it last shrank; on a success it grows by one, at most to the max, if the calls in flight
-// when it returned, itself included, were at least half the limit.
+// it last shrank; a success, if the calls in flight when it returned, itself included, were
+// at least half the limit, earns a credit, and the limit grows by one, at most to the max,
+// once the credits reach it.
 func (a *aimd) release(s *Slot) {
 	if s.seq == 0 {
 		return
@@ -85,11 +91,15 @@ func (a *aimd) release(s *Slot) {
 	case Drop:
 		if s.seq > a.recovery {
 			a.limit = max(a.cfg.Floor, int(float64(a.limit)*a.cfg.Backoff))
-			a.recovery = a.taken
+			a.recovery, a.credit = a.taken, 0
 		}
 	case Success:
 		if 2*inFlight >= a.limit {
-			a.limit = min(a.cfg.Max, a.limit+1)
+			a.credit++
+			if a.credit >= a.limit {
+				a.credit = 0
+				a.limit = min(a.cfg.Max, a.limit+1)
+			}
 		}
 	}
 	*s = Slot{}
