@@ -19,7 +19,10 @@
 //     Tick overran its budget (overrun-p99-µs, overrun-max-µs);
 //   - BenchmarkRoundTrip: one call at a time on loopback against the data-service example,
 //     prpc (submit to callback, Ready-woken) against a plain generated-stub call;
-//   - BenchmarkCallPath: the two grpc-go call paths prpc could use.
+//   - BenchmarkCallPath: the two grpc-go call paths prpc could use;
+//   - BenchmarkOverload: a backend of fixed workers behind a queue, driven open-loop at twice
+//     its capacity, fixed lanes against Config.AdaptiveLimit: goodput, p99, timeouts (run it
+//     with -benchtime 1x).
 //
 // The burst suite, which reproduces pRPC's published tables with plain grpc-go side by side,
 // is the command in ./burst:
