@@ -121,7 +121,7 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 	r.inFlight.Add(-1)
 	// The reactor goroutine prunes the deadline heap of the calls lanes settled when it next
 	// runs: wake it once all are settled (Close may be waiting for that) and every
-	// compactAfter settlements, so that settled calls do not stay referenced for long.
+	// callqueue.CompactAfter settlements, so that settled calls do not stay referenced for long.
 	if left := r.deadlines.SettledByLane(); left%callqueue.CompactAfter == 0 {
 		r.in.Signal()
 	}
