@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -131,6 +132,10 @@ type MethodStats struct {
 	// NeverSent counts the method's failed calls that never reached gRPC, as
 	// Stats.NeverSent does.
 	NeverSent uint64
+	// Coalesced counts the method's calls that joined another call's transport call instead
+	// of sending their own (MethodPolicy.Coalesce), as they joined: the backend received
+	// that many fewer calls. The call whose transport call they joined is not counted.
+	Coalesced uint64
 	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
 	// Transport and TickWait split it as Stats' do.
 	Latency, QueueWait, Transport, TickWait Latency
@@ -199,6 +204,7 @@ type methodCounters struct {
 	submitted, succeeded, neverSent uint64
 	failed                          map[codes.Code]uint64
 	latency                         latencyWindow
+	coalesced                       atomic.Uint64 // counted by the lanes, without mu
 }
 
 func newMethodCounters() *methodCounters {
@@ -374,7 +380,7 @@ func (r *Reactor) Stats() Stats {
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
 	for path, e := range r.byPath {
 		m := e.counters
-		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Failed: make(map[codes.Code]uint64, len(m.failed))}
+		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Coalesced: m.coalesced.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
 		}
