@@ -506,8 +506,9 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 	}
 	if !hold || mutation == "deliver-cut" {
 		// A call accepted in this turn may have been submitted after the turn read the clock:
-		// Since counts that as no time.
-		c.Settled = c.Since(e.nowNs)
+		// Since counts that as no time. A call that left a flight may have been claimed
+		// after it, by a lane: no time either.
+		c.Settled = max(c.Since(e.nowNs), c.Claimed)
 		e.settled = append(e.settled, c)
 	}
 }
