@@ -121,7 +121,7 @@ type simLane struct {
 	l        *laneState
 	busy     bool
 	flight   *flight // the flight the lane runs, if its call is coalesced; call is its first member
-	stuck    bool // Close gave up on the lane, a hook of the host holding it: its call was delivered
+	stuck    bool    // Close gave up on the lane, a hook of the host holding it: its call was delivered
 	w        callqueue.Work
 	ctx      *callCtx
 	call     *simCall
@@ -159,9 +159,9 @@ type simWorld struct {
 	calls       []*simCall
 	byReq       map[*testpb.EchoRequest]*simCall // every call with a request, by its request
 	responses   map[*testpb.EchoResponse]int     // the response messages callbacks got, by call
-	settled     []*simCall // admitted calls in the order they were queued for Tick
-	delivered   int        // how many of settled have had their callbacks run
-	outSeen     int        // entries of the outbox already read into settled
+	settled     []*simCall                       // admitted calls in the order they were queued for Tick
+	delivered   int                              // how many of settled have had their callbacks run
+	outSeen     int                              // entries of the outbox already read into settled
 	host        simHost
 	aborted     bool
 	closeErr    error
