@@ -496,7 +496,7 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 	// A cut call waits for its lane; a call that left a flight waits for nothing: no lane
 	// reads its record.
 	hold := sent
-	if claim, _ := c.Claim(c.Gen()); claim == callcore.Left {
+	if sent && c.Settler() == callcore.Left {
 		hold = false
 		e.left++
 	}

@@ -36,7 +36,8 @@ type Stats struct {
 	Queued int
 	// InFlight is the number of calls a lane has taken whose outcome is not yet queued for
 	// Tick: transport calls running, including calls already settled (timed out or
-	// cancelled) whose transport call has not returned yet. Once a call has left InFlight,
+	// cancelled) whose transport call has not returned yet, and calls joined to another's
+	// transport call (MethodPolicy.Coalesce) until they settle. Once a call has left InFlight,
 	// the next Tick delivers it, unless another lane is handing a call over at that instant
 	// and its thread has lost its CPU: Tick does not wait for it, and Ready fires again.
 	InFlight int
@@ -144,7 +145,8 @@ type MethodStats struct {
 // InvokerStats describes one invoker.
 type InvokerStats struct {
 	// Load is the number of calls the invoker's lanes have in flight (counted as InFlight
-	// counts them), at most BatchSize.
+	// counts them, but for calls joined to another's transport call, which hold no lane), at
+	// most BatchSize.
 	Load int
 	// State is what the invoker is doing.
 	State InvokerState

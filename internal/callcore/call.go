@@ -239,6 +239,10 @@ func (c *Call) Claim(gen uint32) (uint32, bool) {
 	return uint32(s), uint32(s>>32) == gen
 }
 
+// Settler returns the claim of the record's current use, for its settler, which owns the
+// use until it is delivered: the final state it moved the claim to.
+func (c *Call) Settler() uint32 { return uint32(c.state.Load()) }
+
 // Move moves the claim of use gen from one state to another, and reports whether it did: it
 // does not if the claim is in another state or the record has moved on.
 func (c *Call) Move(gen, from, to uint32) bool {
