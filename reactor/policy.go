@@ -62,16 +62,23 @@ type MethodPolicy struct {
 	// moment (a leaderboard, a shop's catalogue), so that the backend answers each once.
 	// Never for writes: a call that joins another is not sent. It requires Idempotent.
 	//
-	// Each call keeps its own deadline, cancel and callbacks, and gets its own response
-	// message, header and trailer. A call that times out or is cancelled settles alone; the
+	// Each call keeps its own deadline, cancel, callbacks and admission slot, and gets its
+	// own response message, and its own header and trailer if it asks for them. Lanes compare
+	// the calls, so Call and Go cost no more than for another method. A call that times out or is cancelled settles alone; the
 	// transport call is cancelled only once every call it serves has settled without it. It
 	// carries the deadline (grpc-timeout) of the first call it serves, and the values (a
 	// trace span) of that call's parent context (calls.Options.Context), but not its
 	// deadline or cancellation, which settle that call alone: the spans of the calls that
 	// joined it see no transport call. Calls with calls.Options.CallOptions are never
 	// coalesced. The requests are compared by their deterministic encoding, so map fields
-	// in any order coalesce. Stats counts the calls that joined another's transport call
-	// (MethodStats.Coalesced).
+	// in any order coalesce; the transport call sends that encoding, and gRPC's unary
+	// interceptors and stats handlers see its request as a proto.Message that holds a copy
+	// of the first call's request but is not of the request's own type. Stats counts the
+	// calls that joined another's transport call (MethodStats.Coalesced).
+	//
+	// The deadline a call must not pass to join is the first call's rounded up to the
+	// millisecond, which the transport call carries: the calls of one burst, submitted
+	// microseconds apart with one timeout, then share it.
 	Coalesce bool
 	// CoalesceMax bounds the calls one transport call serves, the first included, so that
 	// one slow transport call holds only so many: past it, a call sends its own. 0 means
