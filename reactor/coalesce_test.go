@@ -370,8 +370,9 @@ func TestCoalesceClose(t *testing.T) {
 	}
 	waitCoalesced(t, r, echo.Path(), 4)
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()                                           // Close cuts off what is left at once
-	require.ErrorIs(t, r.Close(ctx), context.Canceled) // it says it cut calls off
+	cancel()
+	// Close cuts off what is left at once, and says so.
+	require.ErrorIs(t, r.Close(ctx), context.Canceled)
 	require.Equal(t, []int{1, 1, 1, 1, 1}, runs)
 	for _, err := range errs {
 		require.ErrorIs(t, err, calls.ErrClosed)
