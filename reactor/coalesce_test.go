@@ -401,3 +401,70 @@ func TestCoalescePolicyErrors(t *testing.T) {
 		})
 	}
 }
+
+// stuckFlightConn is a Config.Conn whose Invoke, like a hook of the host that ignores its
+// context, blocks until release is closed.
+type stuckFlightConn struct {
+	entered, returned chan struct{}
+	release           chan struct{}
+}
+
+func (c *stuckFlightConn) Invoke(context.Context, string, any, any, ...grpc.CallOption) error {
+	c.entered <- struct{}{}
+	<-c.release
+	c.returned <- struct{}{}
+	return errors.New("stuckFlightConn: released")
+}
+
+func (c *stuckFlightConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Error(codes.Unimplemented, "no streams")
+}
+
+// TestCoalesceCloseWithAStuckFlight checks that Close, giving up on a lane stuck in a hook
+// while it runs a coalesced transport call, delivers every call joined to it exactly once,
+// and that the lane delivers nothing when the hook returns.
+func TestCoalesceCloseWithAStuckFlight(t *testing.T) {
+	leakCheck(t) // the stuck lane exits once released
+	conn := &stuckFlightConn{entered: make(chan struct{}, 4), returned: make(chan struct{}, 4), release: make(chan struct{})}
+	cfg := reactor.Config{Conn: conn, Workers: 1, BatchSize: 2, DefaultTimeout: time.Minute, MaxTimeout: time.Hour,
+		Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Coalesce: true}}}
+	sc, err := cfg.ServiceConfigJSON()
+	require.NoError(t, err)
+	cfg.ConnServiceConfig = sc
+	r, err := reactor.New(cfg)
+	require.NoError(t, err)
+	var once sync.Once
+	release := func() { once.Do(func() { close(conn.release) }) }
+	t.Cleanup(release)
+
+	runs := make([]int, 4)
+	errs := make([]error, 4)
+	for i := range runs {
+		// The first call's deadline is the latest, so that the others, submitted later on
+		// the system clock, join it.
+		opts := &calls.Options{Timeout: time.Minute}
+		if i == 0 {
+			opts.Timeout = 2 * time.Minute
+		}
+		reactor.Go(r, echo, &testpb.EchoRequest{Message: "read"}, opts, func(_ *testpb.EchoResponse, err error) { runs[i]++; errs[i] = err })
+		if i == 0 {
+			recv(t, conn.entered, "the flight in the stuck hook")
+		}
+	}
+	waitCoalesced(t, r, echo.Path(), 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = r.Close(ctx)
+	require.ErrorIs(t, err, reactor.ErrHookBlocked)
+	require.ErrorContains(t, err, "1 invoker lane had not returned")
+	require.Equal(t, []int{1, 1, 1, 1}, runs)
+	for _, err := range errs {
+		require.ErrorIs(t, err, calls.ErrClosed)
+	}
+	require.Zero(t, r.Stats().InFlight)
+
+	release()
+	recv(t, conn.returned, "the hook returning")
+	r.Tick(0)
+	require.Equal(t, []int{1, 1, 1, 1}, runs, "a call was delivered again")
+}
