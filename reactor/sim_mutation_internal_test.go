@@ -19,6 +19,8 @@ var simMutations = []struct {
 	{"leak-admission", "delivering a failed call does not free its admission slot", 10},
 	{"callback-twice", "a failed call's callback (reactor.Go) runs twice", 10},
 	{"no-cancel-transport", "cutting a call off does not cancel its transport call", 10},
+	{"coalesce-cancel-first", "the first call of a coalesced transport call, settling alone, cancels the transport call the others joined", 10},
+	{"coalesce-share-response", "the calls a coalesced transport call serves share one response message", 10},
 }
 
 // TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks
