@@ -43,8 +43,11 @@ type engine struct {
 	// reported yet (laneDone), each with the order it was cut in: their delivery waits for
 	// that report, unless Close gives up on the lanes (abandonLanes). A lane runs one call at
 	// a time, so it holds at most one call per lane.
-	held    map[*callcore.Call]uint64
-	cuts    uint64 // calls cut while a lane ran them, for held's order
+	held map[*callcore.Call]uint64
+	cuts uint64 // calls cut while a lane ran them, for held's order
+	// left counts the calls this turn settled while they were joined to a flight
+	// (callcore.Left): they leave the InFlight gauge with the finished ones.
+	left    int32
 	settled []*callcore.Call
 	events  []callqueue.Event
 	done    []callqueue.Completion
@@ -461,6 +464,10 @@ func (e *engine) take(c *callcore.Call, gen uint32, forDeadline bool) (taken, se
 		return true, true
 	}
 	if !c.Move(gen, callcore.Running, callcore.Cut) {
+		if c.Move(gen, callcore.Joined, callcore.Left) { // a member of a flight: it leaves alone
+			e.r.flights.leave(c, forDeadline)
+			return true, true
+		}
 		return false, false // settled already, by a lane or by the reactor, or a later use
 	}
 	if mutation != "no-cancel-transport" {
@@ -471,9 +478,10 @@ func (e *engine) take(c *callcore.Call, gen uint32, forDeadline bool) (taken, se
 
 // settle records the outcome of c, which take gave to the reactor goroutine, and queues it for
 // delivery, its error marked NotSent unless a lane had claimed it (sent); if a lane was running
-// c (sent), it is queued once the lane reports that it has finished with it (laneDone), so that
-// nothing reads the request once the caller has the outcome. The lane's transport call,
-// cancelled, returns promptly.
+// c (sent, Cut), it is queued once the lane reports that it has finished with it (laneDone), so
+// that nothing reads the request once the caller has the outcome. The lane's transport call,
+// cancelled, returns promptly. A call that left a flight (Left) is queued at once: the
+// flight's lane reads none of its members' records.
 func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reason, sent bool) {
 	if !sent {
 		markNotSent(err)
@@ -485,21 +493,30 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 	}
 	c.Err = err
 	c.Reason = reason
-	if sent {
+	// A cut call waits for its lane; a call that left a flight waits for nothing: no lane
+	// reads its record.
+	hold := sent
+	if sent && c.Settler() == callcore.Left {
+		hold = false
+		e.left++
+	}
+	if hold {
 		e.cuts++
 		e.held[c] = e.cuts
 	}
-	if !sent || mutation == "deliver-cut" {
+	if !hold || mutation == "deliver-cut" {
 		// A call accepted in this turn may have been submitted after the turn read the clock:
-		// Since counts that as no time.
-		c.Settled = c.Since(e.nowNs)
+		// Since counts that as no time. A call that left a flight may have been claimed
+		// after it, by a lane: no time either.
+		c.Settled = max(c.Since(e.nowNs), c.Claimed)
 		e.settled = append(e.settled, c)
 	}
 }
 
 // release takes this turn's finished calls off the InFlight and load gauges.
 func (e *engine) release() {
-	var total int32
+	total := e.left
+	e.left = 0
 	for inv, n := range e.finished {
 		if n > 0 {
 			e.r.loads[inv].Add(-n)
@@ -607,13 +624,19 @@ func (e *engine) finish(left int) {
 // no longer arrive (the inbox is closed): the calls the reactor cut while a lane ran them
 // whose lane never reported (held), in the order they were cut. Their outcome was recorded
 // when they were cut. Each is delivered through a stand-in record (standIn) and taken off the
-// InFlight and load gauges. It returns how many there were, one per stuck lane.
+// InFlight and load gauges. It returns how many there were, one per stuck lane, plus the
+// flights still running (flight.go), whose lanes are stuck too: their members have left them
+// and went to Tick then.
 func (e *engine) abandonLanes() int {
+	r := e.r
+	flights := 0 // the flights still running: every member has left, their lanes are stuck
+	if r.flights != nil {
+		flights = r.flights.abandon()
+	}
 	n := len(e.held)
-	if n == 0 {
+	if n+flights == 0 {
 		return 0
 	}
-	r := e.r
 	// A lane counts its call in InFlight after it has written the record's Claimed, which
 	// standIn reads: this load orders the two.
 	r.inFlight.Load()
@@ -632,7 +655,7 @@ func (e *engine) abandonLanes() int {
 	for i := range r.loads {
 		r.loads[i].Store(0)
 	}
-	return n
+	return n + flights
 }
 
 // standIn returns the record through which a call that a stuck lane still holds is delivered:

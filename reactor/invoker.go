@@ -42,7 +42,13 @@ func (r *Reactor) lane(inv int) {
 		}
 		ctx := l.start(w)
 		if ctx == nil {
-			continue // the reactor settled it while it waited
+			// The reactor settled it while it waited, or it was coalesced: the lane has
+			// joined it to a flight, or started one, which it runs now.
+			if f := l.takeLead(); f != nil {
+				value, err := l.runFlight(f)
+				l.finishFlight(f, value, err)
+			}
+			continue
 		}
 		var value proto.Message
 		var err error
@@ -69,6 +75,8 @@ type laneState struct {
 	bare, withMetadata []grpc.CallOption
 	checkBuf           []byte       // with Config.CheckRequestOwnership, for checkRequest
 	backend            backendCache // the backend of the lane's last transport call
+	keyBuf             []byte       // the key of the last coalesced call (coalesce.go)
+	lead               *flight      // the flight the lane started and has yet to run, if any
 	// slot is the lane's place under Config.AdaptiveLimit, and what its call said about the
 	// backend, which its next take gives back; the ready queue ignores it without the limit.
 	slot callqueue.Slot
@@ -82,14 +90,26 @@ func (r *Reactor) newLane(inv int) *laneState {
 }
 
 // start claims w's call for the lane and returns its transport context, or nil if the
-// reactor settled it first (the lane's place under the limit then goes back with the next
-// take, a Neutral signal: a call dropped while it waited says nothing about the backend).
+// reactor settled it first or the call is coalesced: then the lane has joined it to a flight,
+// and set lead if the flight is its to run (takeLead). A call the lane does not run itself
+// leaves the lane's place under the limit to go back with the next take, Neutral: it says
+// nothing about the backend.
 func (l *laneState) start(w callqueue.Work) *callCtx {
-	ctx := l.r.claim(w.C, w.Gen, l.load)
-	if ctx != nil {
-		l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
-	} else if mutation == "limit-leak" {
-		l.slot = callqueue.Slot{} // the bug: the lane forgets its place, which is never given back
+	r, c := l.r, w.C
+	if !r.claim(c, w.Gen, l.load) {
+		if mutation == "limit-leak" {
+			l.slot = callqueue.Slot{} // the bug: the lane forgets its place, never given back
+		}
+		return nil
+	}
+	if r.flights != nil && l.coalesced(c) {
+		l.lead = l.join(w)
+		return nil
+	}
+	l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
+	ctx := r.transportCtx(c, c.Deadline, false)
+	if err := c.SetCancel(&ctx.State); err != nil { // cut meanwhile
+		ctx.End(err)
 	}
 	return ctx
 }
@@ -124,12 +144,7 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 		if r.limited {
 			l.slot.Signal = limitSignal(transportErr, true, ctx.Err(), encoded)
 		}
-		// The reactor cut the call and recorded its outcome; it queues the call for Tick,
-		// and takes it off the gauges, once it has this report. If Close gave up on the lane
-		// (a hook of the host held it past Close's context and laneGrace), the report is
-		// refused: the call was delivered without it, through a record of its own, and
-		// nothing writes c any more.
-		r.in.Complete(callqueue.Completion{C: c, Inv: int32(l.inv)})
+		l.reportCut(c)
 		return
 	}
 	if r.limited {
@@ -137,10 +152,24 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 	}
 	r.settleCompleted(c, value, err, header, trailer)
 	l.load.Add(-1)
+	r.settledByLane()
+}
+
+// reportCut reports that the lane has finished with c, which the reactor cut while the lane
+// ran it (Running). The reactor recorded its outcome; it queues the call for Tick, and takes
+// it off the gauges, once it has this report. If Close gave up on the lane (a hook of the host
+// held it past Close's context and laneGrace), the report is refused: the call was delivered
+// without it, through a record of its own, and nothing writes c any more.
+func (l *laneState) reportCut(c *callcore.Call) {
+	l.r.in.Complete(callqueue.Completion{C: c, Inv: int32(l.inv)})
+}
+
+// settledByLane accounts for a call a lane has settled: it leaves InFlight, and the reactor
+// goroutine prunes the deadline heap of the calls lanes settled when it next runs: a lane
+// wakes it once all are settled (Close may be waiting for that) and every
+// callqueue.CompactAfter settlements, so that settled calls do not stay referenced for long.
+func (r *Reactor) settledByLane() {
 	r.inFlight.Add(-1)
-	// The reactor goroutine prunes the deadline heap of the calls lanes settled when it next
-	// runs: wake it once all are settled (Close may be waiting for that) and every
-	// compactAfter settlements, so that settled calls do not stay referenced for long.
 	if left := r.deadlines.SettledByLane(); left%callqueue.CompactAfter == 0 {
 		r.in.Signal()
 	}
@@ -163,24 +192,29 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 }
 
 // claim moves use gen of record c from Unclaimed to Running, unless the reactor dropped it
-// first or the record has moved on, and returns the call's transport context, or nil. The
-// record is read only once claimed: until then it may be freed and reused. The context's
-// cancel function is published after the claim; if the reactor cut the call in between,
-// claim cancels the context itself. A claimed call moves from the Queued gauge to InFlight
-// and its invoker's load. The claim's time ends the call's Stats.QueueWait.
-func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callCtx {
+// first or the record has moved on, and reports whether it did. The record is read only once
+// claimed: until then it may be freed and reused. A claimed call moves from the Queued gauge
+// to InFlight and its invoker's load. The claim's time ends the call's Stats.QueueWait.
+func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) bool {
 	if !c.Move(gen, callcore.Unclaimed, callcore.Running) {
-		return nil
+		return false
 	}
-	now := r.now()
-	c.Claimed = c.Since(now)
+	c.Claimed = c.Since(r.now())
 	load.Add(1)
 	r.inFlight.Add(1)
 	r.queued.Add(-1)
+	return true
+}
+
+// transportCtx returns the context of a transport call for c, a call its lane has claimed,
+// with deadlineAt (on the reactor's clock), c's parent context and its request metadata; for
+// a flight that c starts (forFlight), with only the values of c's parent context
+// (flightParent). Its done state is for the caller to publish.
+func (r *Reactor) transportCtx(c *callcore.Call, deadlineAt int64, forFlight bool) *callCtx {
 	// The native deadline is on the system clock; with a manual clock it is the time left.
-	deadline := r.timeAt(c.Deadline)
+	deadline := r.timeAt(deadlineAt)
 	if !r.system {
-		deadline = time.Now().Add(time.Duration(c.Deadline - now))
+		deadline = time.Now().Add(time.Duration(deadlineAt - r.now()))
 	}
 	// The request metadata is a value of the parent, so that gRPC gets the call's own context,
 	// to which the contexts it derives attach without a goroutine; and so, with a clock other
@@ -189,44 +223,48 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) *callC
 	var parent context.Context
 	if x := c.Extra; x != nil {
 		parent = x.Parent
+		if forFlight {
+			parent = flightParent(parent)
+		}
 		if x.MD != nil {
 			parent = metadata.NewOutgoingContext(orBackground(parent), x.MD)
 		}
 	}
 	if !r.system {
-		parent = standin.WithDeadline(orBackground(parent), standin.Deadline{Clock: r.clock, At: r.timeAt(c.Deadline)})
+		parent = standin.WithDeadline(orBackground(parent), standin.Deadline{Clock: r.clock, At: r.timeAt(deadlineAt)})
 	}
-	ctx := newCallCtx(parent, deadline)
-	if err := c.SetCancel(&ctx.State); err != nil { // cut meanwhile
-		ctx.End(err)
-	}
-	return ctx
+	return newCallCtx(parent, deadline)
 }
 
-// invoke runs c's transport call and returns its response, or the transport's error. A panic
-// fails only this call, with Internal.
+// invoke runs c's transport call and returns its response, or the transport's error.
 func (r *Reactor) invoke(c *callcore.Call, callCtx *callCtx, opts []grpc.CallOption) (value proto.Message, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.cfg.Logger.Error("prpc: invoker panicked", "method", c.Ops.Path, "panic", p, "stack", string(debug.Stack()))
-			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
-		}
-	}()
-	resp := c.Ops.NewResponse()
 	var userOpts []grpc.CallOption
 	if x := c.Extra; x != nil {
 		userOpts = x.CallOpts
 	}
-	if len(userOpts) > 0 || c.WaitForReady {
+	return r.invokeWith(callCtx, c.Ops, c.Req, userOpts, c.WaitForReady, opts)
+}
+
+// invokeWith runs a transport call of ops's method with req and returns its response, or the
+// transport's error. A panic fails only this transport call, with Internal.
+func (r *Reactor) invokeWith(callCtx *callCtx, ops *callcore.Ops, req any, userOpts []grpc.CallOption, waitForReady bool, opts []grpc.CallOption) (value proto.Message, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.cfg.Logger.Error("prpc: invoker panicked", "method", ops.Path, "panic", p, "stack", string(debug.Stack()))
+			value, err = nil, status.Error(codes.Internal, fmt.Sprintf("prpc: invoker panicked: %v", p))
+		}
+	}()
+	resp := ops.NewResponse()
+	if len(userOpts) > 0 || waitForReady {
 		// User options first: for the limits, the last option wins.
 		own := make([]grpc.CallOption, 0, len(userOpts)+1+len(opts))
 		own = append(own, userOpts...)
-		if c.WaitForReady {
+		if waitForReady {
 			own = append(own, grpc.WaitForReady(true))
 		}
 		opts = append(own, opts...)
 	}
-	if err = r.conn.Invoke(callCtx, c.Ops.Path, c.Req, resp, opts...); err != nil {
+	if err = r.conn.Invoke(callCtx, ops.Path, req, resp, opts...); err != nil {
 		return nil, err
 	}
 	return resp, nil

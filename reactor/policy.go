@@ -54,7 +54,40 @@ type MethodPolicy struct {
 	// over only as copies of both maps, which costs each call that asks several allocations
 	// (BenchmarkRoundTrip's prpc-metadata case shows how many).
 	ResponseMetadata bool
+
+	// Coalesce lets calls of this method that are waiting or in flight at once share one
+	// transport call when their requests and outgoing metadata are the same: a call joins
+	// one whose deadline is at least its own, and which serves fewer than CoalesceMax calls;
+	// otherwise it sends its own. Use it for reads that many players make at the same
+	// moment (a leaderboard, a shop's catalogue), so that the backend answers each once.
+	// Never for writes: a call that joins another is not sent. It requires Idempotent.
+	//
+	// Each call keeps its own deadline, cancel, callbacks and admission slot, and gets its
+	// own response message, and its own header and trailer if it asks for them. Lanes compare
+	// the calls, so Call and Go cost no more than for another method. A call that times out or is cancelled settles alone; the
+	// transport call is cancelled only once every call it serves has settled without it. It
+	// carries the deadline (grpc-timeout) of the first call it serves, and the values (a
+	// trace span) of that call's parent context (calls.Options.Context), but not its
+	// deadline or cancellation, which settle that call alone: the spans of the calls that
+	// joined it see no transport call. Calls with calls.Options.CallOptions are never
+	// coalesced. The requests are compared by their deterministic encoding, so map fields
+	// in any order coalesce; the transport call sends that encoding, and gRPC's unary
+	// interceptors and stats handlers see its request as a proto.Message that holds a copy
+	// of the first call's request but is not of the request's own type. Stats counts the
+	// calls that joined another's transport call (MethodStats.Coalesced).
+	//
+	// The deadline a call must not pass to join is the first call's rounded up to the
+	// millisecond, which the transport call carries: the calls of one burst, submitted
+	// microseconds apart with one timeout, then share it.
+	Coalesce bool
+	// CoalesceMax bounds the calls one transport call serves, the first included, so that
+	// one slow transport call holds only so many: past it, a call sends its own. 0 means
+	// 64; not negative. Only with Coalesce.
+	CoalesceMax int
 }
+
+// defaultCoalesceMax is MethodPolicy.CoalesceMax's default.
+const defaultCoalesceMax = 64
 
 // RetryPolicy is how gRPC retries the calls of idempotent methods (MethodPolicy.Idempotent),
 // following gRPC's retry design: a call is retried only when it failed with one of
@@ -151,6 +184,7 @@ type methodPolicy struct {
 	critical     bool
 	metadata     bool // ResponseMetadata
 	retried      bool // Idempotent: gRPC retries its calls
+	coalesceMax  int  // the calls one transport call serves at most; 0: not coalesced
 }
 
 // resolvePolicies checks c.Policies and indexes them by path.
@@ -175,9 +209,31 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 		if timeout == 0 {
 			timeout = c.DefaultTimeout
 		}
-		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata, retried: p.Idempotent}
+		coalesceMax, err := p.coalesceMax(field)
+		if err != nil {
+			return nil, err
+		}
+		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata, retried: p.Idempotent, coalesceMax: coalesceMax}
 	}
 	return out, nil
+}
+
+// coalesceMax checks p's coalescing fields, field naming p, and returns the calls one
+// transport call of its method serves at most, or 0 if its calls are not coalesced.
+func (p *MethodPolicy) coalesceMax(field string) (int, error) {
+	switch {
+	case p.CoalesceMax < 0:
+		return 0, fieldError(field+".CoalesceMax", p.CoalesceMax, fmt.Sprintf("must not be negative (0 means the default, %d)", defaultCoalesceMax))
+	case p.CoalesceMax > 0 && !p.Coalesce:
+		return 0, fieldError(field+".CoalesceMax", p.CoalesceMax, "is set without Coalesce")
+	case !p.Coalesce:
+		return 0, nil
+	case !p.Idempotent:
+		return 0, fieldError(field+".Coalesce", true, "requires Idempotent: a call that joins another is not sent, so only a method without side effects may coalesce")
+	case p.CoalesceMax == 0:
+		return defaultCoalesceMax, nil
+	}
+	return p.CoalesceMax, nil
 }
 
 // serviceConfig returns the service config prpc generates from c: the balancer (gRPC's,

@@ -84,6 +84,9 @@ type Reactor struct {
 	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
 	// or "" (meshtarget.Scheme).
 	ownScheme string
+	// The flights calls of coalesced methods may join (flight.go); nil unless a policy
+	// coalesces a method.
+	flights *flightTable
 	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
 	// (see ownership.go).
 	owned *ownedRequests
@@ -211,6 +214,12 @@ func newReactor(cfg Config) (*Reactor, error) {
 	}
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
+	for _, p := range r.policies {
+		if p.coalesceMax > 0 {
+			r.flights = newFlightTable()
+			break
+		}
+	}
 	r.counts.failed = make(map[codes.Code]uint64)
 	if cfg.CheckRequestOwnership {
 		r.owned = newOwnedRequests()

@@ -51,8 +51,8 @@ func TestSimulation(t *testing.T) {
 		t.Error(describeFailure(seed, w))
 	})
 	if sum.failed == 0 {
-		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds",
-			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned)
+		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight",
+			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned, sum.coalesced)
 	}
 	if b := os.Getenv("PRPC_SIM_BUDGET"); b != "" {
 		budget, err := time.ParseDuration(b)
@@ -66,6 +66,9 @@ func TestSimulation(t *testing.T) {
 	if n >= simSeeds && sum.abandoned == 0 {
 		t.Errorf("in none of %d seeds did Close give up on lanes stuck in a hook", n)
 	}
+	if n >= simSeeds && sum.coalesced == 0 {
+		t.Errorf("in none of %d seeds did a call join a flight", n)
+	}
 	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
 		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
 	}
@@ -75,6 +78,7 @@ func TestSimulation(t *testing.T) {
 type seedsSummary struct {
 	failed             int
 	abandoned          uint64 // seeds in which Close gave up on lanes stuck in a hook
+	coalesced          uint64 // calls that joined a flight, in all
 	calls, steps       uint64 // in all
 	minCalls, minSteps int    // of a seed
 }
@@ -103,6 +107,9 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 					sum.calls += uint64(len(w.calls))
 					if w.r.stuckLanes > 0 {
 						sum.abandoned++
+					}
+					if m := w.r.byPath[simRead.Path()]; m != nil {
+						sum.coalesced += m.counters.coalesced.Load()
 					}
 					sum.steps += uint64(w.steps)
 					sum.minCalls, sum.minSteps = min(sum.minCalls, len(w.calls)), min(sum.minSteps, w.steps)
@@ -234,6 +241,7 @@ func (w *simWorld) step() {
 	}
 	if w.host == hostPlaying {
 		add(10, func() { w.submit(false) })
+		add(2, w.readBurst)
 	}
 	if !w.engineDone {
 		weight := 3

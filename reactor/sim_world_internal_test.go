@@ -25,12 +25,17 @@ import (
 // run, one step at a time, and checks every invariant after every step.
 // sim_internal_test.go runs the seeds; this file is the world.
 
-// Two methods: simSave's policy is idempotent, so its transport calls may take several
-// attempts, as gRPC retries them; simEcho's is not.
+// Three methods: simSave's policy is idempotent, so its transport calls may take several
+// attempts, as gRPC retries them; simEcho's is not; simRead's coalesces its calls, whose
+// requests are often identical (simReads of them), so that calls join flights.
 var (
 	simEcho = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Echo")
 	simSave = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Save")
+	simRead = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Read")
 )
+
+// simReads is how many distinct requests simRead's calls make.
+const simReads = 2
 
 // Bounds of one seed's run.
 const (
@@ -107,7 +112,7 @@ type simCall struct {
 	inDrain      bool  // submitted while the host drained
 	runs         int   // callback runs (of the callback that ran, for Then/OnError)
 	err          error // what the callback got
-	starts       int   // lane starts of its transport call
+	starts       int   // lane claims of the call: the start of its transport call, or its joining a flight
 	settledAt    int   // its place in the order calls settled, from 1; 0 if rejected
 }
 
@@ -115,7 +120,8 @@ type simCall struct {
 type simLane struct {
 	l        *laneState
 	busy     bool
-	stuck    bool // Close gave up on the lane, a hook of the host holding it: its call was delivered
+	flight   *flight // the flight the lane runs, if its call is coalesced; call is its first member
+	stuck    bool    // Close gave up on the lane, a hook of the host holding it: its call was delivered
 	w        callqueue.Work
 	ctx      *callCtx
 	call     *simCall
@@ -151,9 +157,11 @@ type simWorld struct {
 	turn  simTurn
 
 	calls       []*simCall
-	settled     []*simCall // admitted calls in the order they were queued for Tick
-	delivered   int        // how many of settled have had their callbacks run
-	outSeen     int        // entries of the outbox already read into settled
+	byReq       map[*testpb.EchoRequest]*simCall // every call with a request, by its request
+	responses   map[*testpb.EchoResponse]int     // the response messages callbacks got, by call
+	settled     []*simCall                       // admitted calls in the order they were queued for Tick
+	delivered   int                              // how many of settled have had their callbacks run
+	outSeen     int                              // entries of the outbox already read into settled
 	host        simHost
 	aborted     bool
 	closeErr    error
@@ -190,7 +198,8 @@ const (
 
 // newSimWorld builds a reactor for seed without its goroutines.
 func newSimWorld(seed uint64) (*simWorld, error) {
-	w := &simWorld{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed0f9c)), clock: &simClock{}}
+	w := &simWorld{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed0f9c)), clock: &simClock{},
+		byReq: make(map[*testpb.EchoRequest]*simCall), responses: make(map[*testpb.EchoResponse]int)}
 	cfg := Config{
 		Conn:            simConn{},
 		Clock:           w.clock,
@@ -200,7 +209,11 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 		DefaultTimeout:  time.Duration(1+w.rng.IntN(200)) * time.Millisecond,
 		MaxTimeout:      time.Second,
 		OnCallbackPanic: func(p any) { w.fail("a callback panicked: %v", p) },
-		Policies:        []MethodPolicy{{Method: simSave, Critical: w.rng.IntN(2) == 0}},
+		Policies: []MethodPolicy{
+			{Method: simSave, Critical: w.rng.IntN(2) == 0},
+			// From the seed, so that the draws stay as they were.
+			{Method: simRead, Idempotent: true, Coalesce: true, CoalesceMax: 2 + int(seed%4)},
+		},
 		// Every other seed checks request ownership, which must see every call leave the
 		// owned set however it settles; taken from the seed, so that the draws stay as they
 		// were.
@@ -213,6 +226,12 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 	// own, so that the other draws stay as they were.
 	cfg.AdaptiveLimit = simAdaptiveLimit(seed, cfg.Workers, cfg.Workers*cfg.BatchSize)
 	w.chainOdds = 2 + w.rng.IntN(6)
+	// simRead is idempotent: with Conn, the connection's service config retries it.
+	sc, err := cfg.ServiceConfigJSON()
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnServiceConfig = sc
 	r, err := newReactor(cfg)
 	if err != nil {
 		return nil, err
@@ -230,10 +249,7 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 // callOf returns the simulated call whose record rec is.
 func (w *simWorld) callOf(rec *callcore.Call) *simCall {
 	req, _ := rec.Req.(*testpb.EchoRequest)
-	if id := int(req.GetDelayMs()); id >= 1 && id <= len(w.calls) {
-		return w.calls[id-1]
-	}
-	return nil
+	return w.byReq[req]
 }
 
 // simMessages are the requests' messages, made once for all seeds.
@@ -277,13 +293,18 @@ func (w *simWorld) submit(fromCallback bool) {
 	c := &simCall{id: len(w.calls) + 1, form: simForm(w.rng.IntN(int(formNumForms))), fromCallback: fromCallback, inDrain: w.host == hostDraining}
 	w.calls = append(w.calls, c)
 	m := simEcho
-	if w.pct(30) {
+	switch n := w.rng.IntN(100); {
+	case n < 30:
 		m = simSave
+	case n < 55:
+		m = simRead
 	}
 	switch n := w.rng.IntN(100); {
 	case n < 2: // nil: rejected at once
 	case n < 5:
 		c.req = &testpb.EchoRequest{Message: "\xff"} // does not encode: fails on its lane
+	case m == simRead:
+		c.req = &testpb.EchoRequest{Message: fmt.Sprint("read ", w.rng.IntN(simReads))}
 	default:
 		c.req = &testpb.EchoRequest{Message: simMessage(c.id)}
 	}
@@ -291,6 +312,10 @@ func (w *simWorld) submit(fromCallback bool) {
 	if w.pct(60) {
 		opts = &calls.Options{Critical: w.pct(20)}
 		switch n := w.rng.IntN(10); {
+		case m == simRead && n < 7:
+			// A read's deadline is often earlier than one submitted before it, whose
+			// transport call it may then join.
+			opts.Timeout = time.Duration(1+w.rng.IntN(int(w.r.cfg.DefaultTimeout/time.Millisecond))) * time.Millisecond
 		case n < 3:
 			opts.Timeout = time.Duration(1+w.rng.IntN(5)) * time.Millisecond
 		case n < 8:
@@ -302,8 +327,28 @@ func (w *simWorld) submit(fromCallback bool) {
 			opts.Metadata = map[string][]string{"x-sim": {fmt.Sprint(c.id)}}
 		}
 	}
+	if c.req != nil && m != simRead {
+		c.req.DelayMs = int64(c.id) // makes every request but reads unique
+	}
+	w.send(c, m, opts)
+}
+
+// readBurst has game code submit several identical reads at once, as when many players join
+// in one tick: they may share one transport call.
+func (w *simWorld) readBurst() {
+	msg := fmt.Sprint("read ", w.rng.IntN(simReads))
+	n := 2 + w.rng.IntN(5)
+	for range n {
+		c := &simCall{id: len(w.calls) + 1, form: simForm(w.rng.IntN(int(formNumForms))), req: &testpb.EchoRequest{Message: msg}}
+		w.calls = append(w.calls, c)
+		w.send(c, simRead, nil)
+	}
+}
+
+// send submits c, a call of m with options opts, in c's form.
+func (w *simWorld) send(c *simCall, m *calls.Method[*testpb.EchoRequest, *testpb.EchoResponse], opts *calls.Options) {
 	if c.req != nil {
-		c.req.DelayMs = int64(c.id) // names the call, for the simulator, wherever its record goes
+		w.byReq[c.req] = c // names the call, for the simulator, wherever its record goes
 	}
 	done := func(resp *testpb.EchoResponse, err error) { w.callbackRan(c, resp, err) }
 	switch c.form {
@@ -328,7 +373,7 @@ func (w *simWorld) submit(fromCallback bool) {
 			w.fail("call %d: submitted from a callback during the drain, rejected with %v", c.id, c.rejected)
 		}
 	}
-	w.note("submit call %d (%v%s) → %v", c.id, c.form, map[bool]string{true: ", from a callback"}[fromCallback], c.rejected)
+	w.note("submit call %d (%v, %s%s) → %v", c.id, c.form, m.Path(), map[bool]string{true: ", from a callback"}[c.fromCallback], c.rejected)
 }
 
 // callbackRan is every simulated callback: it checks where and when it runs, then plays game
@@ -358,6 +403,12 @@ func (w *simWorld) callbackRan(c *simCall, resp *testpb.EchoResponse, err error)
 	if err == nil && resp.GetMessage() != c.req.GetMessage() {
 		w.fail("call %d: got the response %q, another call's", c.id, resp.GetMessage())
 	}
+	if err == nil {
+		if other, ok := w.responses[resp]; ok {
+			w.fail("call %d: got the response message call %d got", c.id, other)
+		}
+		w.responses[resp] = c.id
+	}
 
 	w.clock.now += time.Duration(w.rng.IntN(200)) * time.Microsecond // the callback's own work
 	if w.host <= hostDraining && w.rng.IntN(w.chainOdds) == 0 {
@@ -375,7 +426,7 @@ func (w *simWorld) laneStep(sl *simLane) {
 		}
 		ctx := sl.l.start(wk)
 		if ctx == nil {
-			w.note("lane skips a settled call")
+			w.coalesced(sl, wk)
 			return
 		}
 		c := w.callOf(wk.C)
@@ -407,6 +458,13 @@ func (w *simWorld) laneStep(sl *simLane) {
 	}
 	if err := sl.ctx.Err(); err != nil {
 		// The call was cut: gRPC's call returns promptly with the context's error.
+		if sl.flight != nil {
+			for _, m := range sl.flight.members {
+				if m.c.Unsettled(m.gen) {
+					w.fail("call %d: the transport call of the flight it joined was cancelled before it settled", w.callOf(m.c).id)
+				}
+			}
+		}
 		w.laneFinish(sl, nil, status.FromContextError(err).Err())
 		return
 	}
@@ -424,13 +482,53 @@ func (w *simWorld) laneStep(sl *simLane) {
 		w.laneFinish(sl, nil, status.Error(sl.outcome.code, "simulated failure"))
 		return
 	}
-	resp := sl.w.C.Ops.NewResponse().(*testpb.EchoResponse)
-	resp.Message = sl.w.C.Req.(*testpb.EchoRequest).GetMessage()
+	req := sl.w.C.Req
+	if sl.flight != nil {
+		req = sl.flight.req.Message // the members' records are not read while a flight runs
+	}
+	resp := &testpb.EchoResponse{}
+	resp.Message = req.(*testpb.EchoRequest).GetMessage()
 	w.laneFinish(sl, resp, nil)
 }
 
-// attempt is the sending of one attempt of sl's call: never after the call settled.
+// coalesced is what the simulator sees of a lane whose start returned no transport context:
+// the reactor settled the call while it waited, or the call is coalesced and the lane has
+// joined it to a flight, or started one, which it now runs, or failed it.
+func (w *simWorld) coalesced(sl *simLane, wk callqueue.Work) {
+	if claim, ok := wk.C.Claim(wk.Gen); !ok || claim == callcore.Dropped {
+		w.note("lane skips a settled call")
+		return
+	}
+	c := w.callOf(wk.C) // the record is not freed before a Tick
+	c.starts++
+	if c.starts > 1 {
+		w.fail("call %d: started by a lane %d times", c.id, c.starts)
+	}
+	f := sl.l.takeLead()
+	if f == nil {
+		w.note("lane joins call %d to a flight (or fails it)", c.id)
+		return
+	}
+	sl.busy, sl.w, sl.flight, sl.ctx, sl.call = true, wk, f, f.ctx, c
+	sl.failures = 0
+	sl.outcome = w.outcome()
+	sl.next = w.clock.now + w.latency()
+	w.attempt(sl)
+	w.note("lane starts a flight for call %d (%v)", c.id, sl.outcome)
+}
+
+// attempt is the sending of one attempt of sl's call: never after the call settled, nor
+// after every member of the flight it runs settled.
 func (w *simWorld) attempt(sl *simLane) {
+	if sl.flight != nil {
+		for _, m := range sl.flight.members {
+			if m.c.Unsettled(m.gen) {
+				return
+			}
+		}
+		w.fail("call %d: its flight sent an attempt after every member settled", sl.call.id)
+		return
+	}
 	if !sl.w.C.Unsettled(sl.w.Gen) {
 		w.fail("call %d: an attempt was sent after the call settled", sl.call.id)
 	}
@@ -439,9 +537,14 @@ func (w *simWorld) attempt(sl *simLane) {
 // laneFinish ends sl's transport call with value or err.
 func (w *simWorld) laneFinish(sl *simLane, value *testpb.EchoResponse, err error) {
 	w.note("lane finishes call %d: %v", sl.call.id, err)
-	if value != nil {
+	switch {
+	case sl.flight != nil && value != nil:
+		sl.l.finishFlight(sl.flight, value, nil)
+	case sl.flight != nil:
+		sl.l.finishFlight(sl.flight, nil, err)
+	case value != nil:
 		sl.l.finish(sl.w, sl.ctx, value, nil)
-	} else {
+	default:
 		sl.l.finish(sl.w, sl.ctx, nil, err)
 	}
 	*sl = simLane{l: sl.l}

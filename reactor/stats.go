@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -35,7 +36,8 @@ type Stats struct {
 	Queued int
 	// InFlight is the number of calls a lane has taken whose outcome is not yet queued for
 	// Tick: transport calls running, including calls already settled (timed out or
-	// cancelled) whose transport call has not returned yet. Once a call has left InFlight,
+	// cancelled) whose transport call has not returned yet, and calls joined to another's
+	// transport call (MethodPolicy.Coalesce) until they settle. Once a call has left InFlight,
 	// the next Tick delivers it, unless another lane is handing a call over at that instant
 	// and its thread has lost its CPU: Tick does not wait for it, and Ready fires again.
 	InFlight int
@@ -136,6 +138,10 @@ type MethodStats struct {
 	// NeverSent counts the method's failed calls that never reached gRPC, as
 	// Stats.NeverSent does.
 	NeverSent uint64
+	// Coalesced counts the method's calls that joined another call's transport call instead
+	// of sending their own (MethodPolicy.Coalesce), as they joined: the backend received
+	// that many fewer calls. The call whose transport call they joined is not counted.
+	Coalesced uint64
 	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
 	// Transport and TickWait split it as Stats' do.
 	Latency, QueueWait, Transport, TickWait Latency
@@ -144,7 +150,8 @@ type MethodStats struct {
 // InvokerStats describes one invoker.
 type InvokerStats struct {
 	// Load is the number of calls the invoker's lanes have in flight (counted as InFlight
-	// counts them), at most BatchSize.
+	// counts them, but for calls joined to another's transport call, which hold no lane), at
+	// most BatchSize.
 	Load int
 	// State is what the invoker is doing.
 	State InvokerState
@@ -204,6 +211,7 @@ type methodCounters struct {
 	submitted, succeeded, neverSent uint64
 	failed                          map[codes.Code]uint64
 	latency                         latencyWindow
+	coalesced                       atomic.Uint64 // counted by the lanes, without mu
 }
 
 func newMethodCounters() *methodCounters {
@@ -379,7 +387,7 @@ func (r *Reactor) Stats() Stats {
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
 	for path, e := range r.byPath {
 		m := e.counters
-		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Failed: make(map[codes.Code]uint64, len(m.failed))}
+		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Coalesced: m.coalesced.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
 		}

@@ -39,14 +39,16 @@ import (
 	"github.com/trixnew/prpc/internal/donectx"
 )
 
-// Claim states of a use of a record. Unclaimed and Running are unsettled; the other three
-// are final.
+// Claim states of a use of a record. Unclaimed, Running and Joined are unsettled; the other
+// four are final.
 const (
 	Unclaimed uint32 = iota // waiting for an invoker lane
 	Running                 // claimed by a lane: sent, or about to be
+	Joined                  // a member of a coalesced transport call, which no lane runs with this record
 	Dropped                 // settled by the reactor before any lane claimed it: never sent
 	Cut                     // settled by the reactor while a lane ran it; the lane's result is discarded
-	Completed               // settled by the lane that ran it, with the transport's result
+	Completed               // settled by the lane that ran it, or that ran the flight it joined, with the transport's result
+	Left                    // settled by the reactor while Joined: may have been sent; nothing reads the record
 )
 
 // Visible states of a call, as package calls reports them.
@@ -179,7 +181,9 @@ type Call struct {
 	// starts Unclaimed. An invoker lane that takes the call from the ready queue moves it to
 	// Running before sending it, and to Completed when the transport call returns; the
 	// reactor, settling it first, moves it to Dropped (from Unclaimed) or Cut (from
-	// Running). Each step is a compare-and-swap and the first wins, so a use is sent at most
+	// Running). A call of a coalesced method moves on from Running to Joined once its lane
+	// has joined it to a flight, then to Completed (by the lane that ran the flight) or
+	// Left (by the reactor). Each step is a compare-and-swap and the first wins, so a use is sent at most
 	// once, never after it settled, and settled exactly once.
 	state atomic.Uint64
 	// cancel is the done state of the transport call's context, which ending cancels it
@@ -235,6 +239,10 @@ func (c *Call) Claim(gen uint32) (uint32, bool) {
 	return uint32(s), uint32(s>>32) == gen
 }
 
+// Settler returns the claim of the record's current use, for its settler, which owns the
+// use until it is delivered: the final state it moved the claim to.
+func (c *Call) Settler() uint32 { return uint32(c.state.Load()) }
+
 // Move moves the claim of use gen from one state to another, and reports whether it did: it
 // does not if the claim is in another state or the record has moved on.
 func (c *Call) Move(gen, from, to uint32) bool {
@@ -244,7 +252,7 @@ func (c *Call) Move(gen, from, to uint32) bool {
 // Unsettled reports whether use gen is current and not settled yet.
 func (c *Call) Unsettled(gen uint32) bool {
 	claim, ok := c.Claim(gen)
-	return ok && claim <= Running
+	return ok && claim <= Joined
 }
 
 // Recycle ends the current use, which must be settled, and starts the next, Unclaimed. It

@@ -85,6 +85,9 @@ func (*Codec) Name() string { return Name }
 // ("grpc: error while marshaling: …"); Err returns it as Marshal returned it.
 func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 	c.err, c.handed = nil, false
+	if e, ok := v.(*Encoded); ok {
+		return e.handoff(), nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		c.err = fmt.Errorf("prpc codec: cannot marshal %T: want a proto.Message", v)
@@ -102,10 +105,15 @@ func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, err
 	}
 	c.buf = buf
+	c.handed = true
+	return handOver(buf), nil
+}
+
+// handOver returns buf as a buffer slice for gRPC, without a copy.
+func handOver(buf []byte) mem.BufferSlice {
 	out := &handoff{sb: buf}
 	out.one[0] = &out.sb
-	c.handed = true
-	return out.one[:], nil
+	return out.one[:]
 }
 
 // Err returns the error of the last Marshal since New or Forget, as Marshal returned it, or

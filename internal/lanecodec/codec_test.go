@@ -291,3 +291,14 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodedSentAsIs checks that a request encoded beforehand (Encoded) goes out as its
+// bytes, without the Codec's checks, and leaves the Codec's buffer and error alone.
+func TestEncodedSentAsIs(t *testing.T) {
+	c := lanecodec.New(limits.Limits{MaxRequestBytes: 4})
+	raw := []byte("already encoded, over the limit")
+	out, err := c.Marshal(&lanecodec.Encoded{Message: &testpb.EchoRequest{Message: "x"}, Bytes: raw})
+	require.NoError(t, err)
+	require.Equal(t, raw, out.Materialize())
+	require.NoError(t, c.Err())
+}
