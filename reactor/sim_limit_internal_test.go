@@ -69,9 +69,6 @@ func (w *simWorld) checkLimitState() {
 	if running != held {
 		w.fail("the adaptive limit counts %d places held, the lanes hold %d", running, held)
 	}
-	if s := w.r.Stats(); s.InFlightLimit != limit {
-		w.fail("Stats.InFlightLimit is %d, the limit %d", s.InFlightLimit, limit)
-	}
 }
 
 // limitString describes the adaptive limit of the world's configuration.
