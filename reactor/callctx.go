@@ -29,7 +29,8 @@ type callCtx struct {
 	donectx.State
 	parent   context.Context
 	deadline time.Time
-	picked   string
+	pick     dial.Pick
+	attempt  int // which attempt of a flight's transport call it is, from 1 (hedge.go)
 }
 
 // newCallCtx returns the context of a transport call with the given deadline, or the
@@ -46,10 +47,10 @@ func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// Value returns the picked-backend slot for dial.PickedKey, and the parent's values otherwise.
+// Value returns the pick slot for dial.PickedKey, and the parent's values otherwise.
 func (c *callCtx) Value(key any) any {
 	if _, ok := key.(dial.PickedKey); ok {
-		return &c.picked
+		return &c.pick
 	}
 	return c.parent.Value(key)
 }

@@ -23,16 +23,18 @@ import (
 // deterministic encoding, so that map fields in any order coalesce. Call and Go cost the host
 // nothing more for a coalesced method.
 
-// coalesced reports whether c, a call the lane has claimed, is to be coalesced: its method's
-// policy says so, and it has no call options, which could not be compared.
-func (l *laneState) coalesced(c *callcore.Call) bool {
-	return l.r.method(c.Ops).policy.coalesceMax > 0 && (c.Extra == nil || len(c.Extra.CallOpts) == 0)
+// flown reports whether c, a call the lane has claimed, runs as a flight: its method's
+// policy coalesces or hedges its calls, and it has no call options, which could be neither
+// compared nor replayed.
+func (l *laneState) flown(c *callcore.Call) bool {
+	p := &l.r.method(c.Ops).policy
+	return (p.coalesceMax > 0 || p.hedge != nil) && (c.Extra == nil || len(c.Extra.CallOpts) == 0)
 }
 
-// join joins w's call, which the lane has claimed, to a flight with its key that it may join,
-// or starts one and returns it for the lane to run. It returns nil when the call joined a
-// flight, failed (its request did not encode, or was modified), or was cut by the reactor
-// meanwhile; the lane then goes on to its next call.
+// join joins w's call, which the lane has claimed, to a flight with its key that it may join
+// (a coalesced method's), or starts one and returns it for the lane to run. It returns nil
+// when the call joined a flight, failed (its request did not encode, or was modified), or was
+// cut by the reactor meanwhile; the lane then goes on to its next call.
 func (l *laneState) join(w callqueue.Work) *flight {
 	r, c := l.r, w.C
 	if r.owned != nil {
@@ -46,7 +48,8 @@ func (l *laneState) join(w callqueue.Work) *flight {
 		l.settleAlone(w, err, err)
 		return nil
 	}
-	limit := r.method(c.Ops).policy.coalesceMax
+	m := r.method(c.Ops)
+	limit := m.policy.coalesceMax // 0 for a method that is hedged only: nothing to join
 	t := r.flights
 	t.mu.Lock()
 	f := t.joinable(l.keyBuf, c.Deadline, limit)
@@ -54,12 +57,12 @@ func (l *laneState) join(w callqueue.Work) *flight {
 		// A flight of its own, made outside the table's lock; then, if another lane has
 		// started one meanwhile that the call may join, it joins that one instead.
 		t.mu.Unlock()
-		own := r.newFlight(c, string(l.keyBuf), prefix)
+		own := r.newFlight(c, m, w.Critical, string(l.keyBuf), prefix)
 		t.mu.Lock()
 		if f = t.joinable(l.keyBuf, c.Deadline, limit); f == nil {
 			started := own.add(c, w.Gen)
 			if started {
-				t.start(own)
+				t.start(own, limit > 0)
 			}
 			t.mu.Unlock()
 			if !started {
@@ -75,20 +78,31 @@ func (l *laneState) join(w callqueue.Work) *flight {
 		l.reportCut(c)
 		return nil
 	}
-	r.method(c.Ops).counters.coalesced.Add(1)
+	m.counters.coalesced.Add(1)
 	l.load.Add(-1) // the lane is free: the flight's lane holds the transport call
 	return nil
 }
 
-// newFlight returns a flight for c, a call the lane has claimed, whose key is key, the
-// request's encoding starting at prefix: its request is a copy of c's, its context carries
+// newFlight returns a flight for c, a call of method m the lane has claimed (critical as the
+// ready queue's entry says), whose key is key,
+// the request's encoding starting at prefix: its request is a copy of c's, its context carries
 // the values of c's parent context and c's deadline rounded up to the millisecond (flightTick),
 // so that the calls submitted within the same millisecond with the same timeout may join it.
-func (r *Reactor) newFlight(c *callcore.Call, key string, prefix int) *flight {
-	f := &flight{t: r.flights, key: key, ops: c.Ops, waitForReady: c.WaitForReady}
+// A hedged method's flight adds its share to the method's hedging budget.
+func (r *Reactor) newFlight(c *callcore.Call, m *methodEntry, critical bool, key string, prefix int) *flight {
+	f := &flight{t: r.flights, key: key, ops: c.Ops, waitForReady: c.WaitForReady, critical: critical}
 	f.deadline = (c.Deadline + flightTick - 1) / flightTick * flightTick
 	f.req = lanecodec.Encoded{Message: proto.Clone(c.Req), Bytes: []byte(key[prefix:])}
-	f.ctx = r.transportCtx(c, f.deadline, true)
+	f.parent = r.transportParent(c, true)
+	f.ctx = r.deadlineCtx(f.parent, f.deadline)
+	f.ctx.attempt = 1
+	if m.hedge != nil {
+		r.flights.mu.Lock()
+		f.hedge = newHedging(m.hedge)
+		r.flights.mu.Unlock()
+		f.ctx.pick.Tried = &f.hedge.tried
+	}
+	f.running = []*callCtx{f.ctx}
 	return f
 }
 
@@ -107,33 +121,75 @@ func (l *laneState) takeLead() *flight {
 	return f
 }
 
-// runFlight runs f's transport call, with f's own request and context, and returns its
-// response or the transport's error. It always asks for the header and trailer, since any
+// runFlight runs the attempts of f that fall to the lane, starting with the one whose context
+// is ctx (f.ctx, the first, for the lane that started f; a hedge for a lane that took one from
+// the ready queue), and settles f's members once one of them decides it. An attempt sends f's
+// own request with f's own context, and always asks for the header and trailer, since any
 // member may have asked for them.
-func (l *laneState) runFlight(f *flight) (proto.Message, error) {
-	l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
-	return l.r.invokeWith(f.ctx, f.ops, &f.req, nil, f.waitForReady, l.withMetadata)
+func (l *laneState) runFlight(f *flight, ctx *callCtx) {
+	for ctx != nil {
+		began := l.beginAttempt(f, ctx)
+		value, err := l.r.invokeWith(ctx, f.ops, &f.req, nil, f.waitForReady, l.withMetadata)
+		ctx = l.finishAttempt(f, ctx, began, value, err)
+	}
 }
 
-// finishFlight settles every member of f still joined with the result of its transport call,
-// which the lane ran: each gets its own response message (the first the decoded one, the
-// others a copy), its own error, and its own copies of the header and trailer if it asked
-// for them. A member the reactor settled, or whose record moved on, is skipped. With
-// Config.AdaptiveLimit, the transport call's result is what the lane's place under the limit
-// goes back with; a lane that joined a call to another's flight gives its place back Neutral.
-func (l *laneState) finishFlight(f *flight, value proto.Message, err error) {
+// beginAttempt prepares the lane for the attempt of f with context ctx, schedules the next
+// attempt if f is hedged, and returns the attempt's start on the reactor's clock.
+func (l *laneState) beginAttempt(f *flight, ctx *callCtx) int64 {
+	if f.hedge != nil && ctx.attempt < f.hedge.p.maxAttempts {
+		l.scheduleHedge(f, ctx.attempt+1)
+	}
+	l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
+	return l.r.now()
+}
+
+// finishAttempt ends the attempt of f with context ctx, begun at began, that returned value
+// or err: it settles f's members if the attempt decides f, and returns the context of the
+// attempt the lane is to run next, if any (a hedge after a non-fatal code).
+func (l *laneState) finishAttempt(f *flight, ctx *callCtx, began int64, value proto.Message, err error) *callCtx {
 	r := l.r
 	if err != nil {
 		l.codec.Forget()
 	}
-	streamed := l.peer.Addr != nil
-	r.backends.record(&l.backend, l.peer.Addr, f.ctx.picked, err)
+	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err)
 	if r.limited {
-		// The flight's transport call holds the lane's place under the limit; a flight that
-		// every member left was cancelled (Canceled: neutral), or cut at its deadline (a drop).
+		// The attempt holds the lane's place under the limit; one that every member left was
+		// cancelled (Canceled: neutral), or cut at its deadline (a drop).
 		l.slot.Signal = limitSignal(err, false, nil, true)
 	}
-	members, leaveLoad := f.t.end(f)
+	if f.hedge != nil && err == nil {
+		r.flights.sampleLatency(f, time.Duration(r.now()-began))
+	}
+	members, next, leaveLoad := f.t.endAttempt(f, ctx, err)
+	if next == nil {
+		l.settleMembers(f, members, ctx, value, err)
+		if leaveLoad {
+			l.load.Add(-1)
+		}
+	}
+	return next
+}
+
+// scheduleHedge schedules attempt n of f, hedged, after its delay.
+func (l *laneState) scheduleHedge(f *flight, n int) {
+	t := f.t
+	t.mu.Lock()
+	d, ok := f.hedge.delay()
+	t.mu.Unlock()
+	if ok {
+		l.r.hedger.schedule(f, n, d)
+	}
+}
+
+// settleMembers settles members, f's members still joined when the attempt with context ctx
+// decided it, with that attempt's result: each gets its own response message (the first the
+// decoded one, the others a copy), its own error, and its own copies of the header and trailer
+// if it asked for them. A member the reactor settled, or whose record moved on, is skipped.
+func (l *laneState) settleMembers(f *flight, members []flightMember, ctx *callCtx, value proto.Message, err error) {
+	r := l.r
+	// A hedged call's failure may come from any of its attempts: it may have been sent.
+	streamed := l.peer.Addr != nil || ctx.attempt > 1
 	shared := false // value has gone to a member
 	for _, m := range members {
 		c := m.c
@@ -155,9 +211,6 @@ func (l *laneState) finishFlight(f *flight, value proto.Message, err error) {
 			r.settleCompleted(c, v, nil, header, trailer)
 		}
 		r.settledByLane()
-	}
-	if leaveLoad {
-		l.load.Add(-1)
 	}
 }
 

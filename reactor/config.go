@@ -448,7 +448,10 @@ func (c Config) resolveSettings() (Config, error) {
 	case c.CriticalReserve == 0 && c.hasCriticalPolicy():
 		c.CriticalReserve = c.MaxOutstanding / 10
 	}
-	if c.Retry.isSet() && !c.hasIdempotentPolicy() {
+	if c.Retry.isSet() && !c.hasRetriedPolicy() {
+		if c.hasIdempotentPolicy() {
+			return c, errors.New("prpc: Config.Retry applies to idempotent methods that are not hedged, and every Idempotent entry of Policies has Hedge; a method is hedged or retried, never both: leave Retry unset, or remove Hedge from the methods to retry")
+		}
 		return c, errors.New("prpc: Config.Retry applies to idempotent methods, and no Policies entry is Idempotent; mark the methods that may be retried, or leave Retry unset")
 	}
 	if c.Retry, err = c.Retry.resolve(); err != nil {
@@ -490,6 +493,16 @@ func validateKeepalive(k *keepalive.ClientParameters) error {
 func (c *Config) hasIdempotentPolicy() bool {
 	for _, p := range c.Policies {
 		if p.Idempotent {
+			return true
+		}
+	}
+	return false
+}
+
+// hasRetriedPolicy reports whether a policy makes gRPC retry its method: idempotent, not hedged.
+func (c *Config) hasRetriedPolicy() bool {
+	for _, p := range c.Policies {
+		if p.Idempotent && p.Hedge == nil {
 			return true
 		}
 	}

@@ -69,6 +69,9 @@ func (r *Reactor) start() {
 	if r.notify != nil {
 		go r.notify.run()
 	}
+	if r.hedger != nil {
+		go r.hedger.run()
+	}
 	go e.run()
 }
 
@@ -617,6 +620,9 @@ func (e *engine) finish(left int) {
 		}
 	}
 	r.recordsMade = e.records.Made
+	if r.hedger != nil {
+		r.hedger.shutdown()
+	}
 	close(r.done)
 }
 

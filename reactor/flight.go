@@ -1,6 +1,8 @@
 package reactor
 
 import (
+	"context"
+	"slices"
 	"sync"
 
 	"github.com/trixnew/prpc/internal/callcore"
@@ -27,12 +29,16 @@ type flight struct {
 	req          lanecodec.Encoded // the request, encoded once, as the lane's codec sends it
 	deadline     int64             // the first member's deadline, the transport call's
 	waitForReady bool
-	ctx          *callCtx // values of the first member's parent context; its deadline
+	critical     bool            // the first member's class: its hedges wait as critical calls
+	parent       context.Context // the transport contexts' parent: the first member's values
+	ctx          *callCtx        // the first attempt's context: parent's values; the deadline
+	hedge        *hedging        // the method's hedging (hedge.go); nil if it is not hedged
 
 	// Guarded by t.mu.
 	members []flightMember // every call that joined, in order; the first started the flight
 	live    int            // members the reactor has not settled
-	closed  bool           // no call joins any more: the transport call returned or was cancelled
+	closed  bool           // no call joins any more: an attempt decided, or every member left
+	running []*callCtx     // the contexts of the attempts that lanes are running
 }
 
 // flightMember is one use of a record that joined a flight.
@@ -46,20 +52,21 @@ type flightMember struct {
 // settles their members, under its mutex. Only a reactor whose policies coalesce a method has
 // one.
 type flightTable struct {
+	r     *Reactor
 	mu    sync.Mutex
 	byKey map[string]*flight
 	// byMember names the flight of each call joined to one, for the reactor goroutine, which
 	// settles a member knowing only its record: until the reactor settles the call or the
 	// flight ends.
 	byMember map[*callcore.Call]*flight
-	running  int // flights started whose lane has not finished them
+	running  int // attempts started whose lane has not finished them
 	// abandoned is set once Close has given up on lanes that a hook of the host holds: a
 	// flight's lane that returns after it leaves the invokers' loads, reset then, alone.
 	abandoned bool
 }
 
-func newFlightTable() *flightTable {
-	return &flightTable{byKey: make(map[string]*flight), byMember: make(map[*callcore.Call]*flight)}
+func newFlightTable(r *Reactor) *flightTable {
+	return &flightTable{r: r, byKey: make(map[string]*flight), byMember: make(map[*callcore.Call]*flight)}
 }
 
 // joinable returns the flight in progress for key that a call with deadline may join, if any,
@@ -84,10 +91,13 @@ func (f *flight) add(c *callcore.Call, gen uint32) bool {
 	return true
 }
 
-// start enters f, whose first member has just been added, as the flight calls with its key
-// join, in place of one they may no longer join; t.mu held.
-func (t *flightTable) start(f *flight) {
-	t.byKey[f.key] = f
+// start counts f, whose first member has just been added, as running, and, for a coalesced
+// method (joinable), enters it as the flight calls with its key join, in place of one they may
+// no longer join; t.mu held.
+func (t *flightTable) start(f *flight, joinable bool) {
+	if joinable {
+		t.byKey[f.key] = f
+	}
 	t.running++
 }
 
@@ -99,22 +109,43 @@ func (t *flightTable) close(f *flight) {
 	}
 }
 
-// end ends f's transport call, whose lane returned: no call joins it any more. It returns the
-// members to settle (those the reactor has not settled are still Joined) and whether the lane
-// is to leave its invoker's load (not once Close has given up on the lanes).
-func (t *flightTable) end(f *flight) ([]flightMember, bool) {
+// endAttempt ends the attempt of f with context ctx, whose lane returned with err, and
+// decides what follows: it returns the members to settle with the attempt's result, if it
+// settles the flight (those the reactor has not settled are still Joined); or the context of
+// the next attempt, which the lane is to run at once (a hedge after a non-fatal code); or
+// neither, if another attempt decided the flight, every member left it, or another attempt may
+// still answer. The lane leaves its invoker's load when no attempt is next (leaveLoad),
+// unless Close has given up on the lanes.
+func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error) (members []flightMember, next *callCtx, leaveLoad bool) {
+	var others []*callCtx
+	defer func() {
+		for _, o := range others { // the attempts that lost, once t.mu is released
+			o.End(context.Canceled)
+		}
+	}()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.close(f)
-	members := f.members
-	f.members = nil
-	for _, m := range members {
-		if t.byMember[m.c] == f { // else the member left, and its record may be in a later use
-			delete(t.byMember, m.c)
+	f.running = slices.DeleteFunc(f.running, func(c *callCtx) bool { return c == ctx })
+	if !f.closed && (f.hedge == nil || !f.hedge.waitForOthers(f, err)) {
+		t.close(f)
+		members = f.members
+		f.members = nil
+		for _, m := range members {
+			if t.byMember[m.c] == f { // else the member left, and its record may be in a later use
+				delete(t.byMember, m.c)
+			}
 		}
+		if f.hedge != nil {
+			others = f.hedge.decided(f, ctx, err)
+		}
+	} else if !f.closed {
+		next = f.hedge.nextNow(f)
+	}
+	if next != nil {
+		return nil, next, false
 	}
 	t.running--
-	return members, !t.abandoned
+	return members, nil, !t.abandoned
 }
 
 // leave tells c's flight that c, one of its members, has settled without it: the reactor
@@ -133,12 +164,14 @@ func (t *flightTable) leave(c *callcore.Call, forDeadline bool) {
 	f.live--
 	cancel := !f.closed && (f.live == 0 ||
 		mutation == "coalesce-cancel-first" && len(f.members) > 0 && f.members[0].c == c)
+	var running []*callCtx
 	if cancel {
 		t.close(f)
+		running = slices.Clone(f.running)
 	}
 	t.mu.Unlock()
-	if cancel {
-		f.ctx.End(callcore.CutError(forDeadline))
+	for _, ctx := range running {
+		ctx.End(callcore.CutError(forDeadline))
 	}
 }
 

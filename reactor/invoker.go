@@ -40,13 +40,20 @@ func (r *Reactor) lane(inv int) {
 		if !ok {
 			return
 		}
+		if w.Attempt != nil { // another attempt of a hedged call (hedge.go)
+			f := w.Attempt.(*flight)
+			if ctx := r.flights.beginHedge(f); ctx != nil {
+				l.load.Add(1)
+				l.runFlight(f, ctx)
+			}
+			continue
+		}
 		ctx := l.start(w)
 		if ctx == nil {
-			// The reactor settled it while it waited, or it was coalesced: the lane has
-			// joined it to a flight, or started one, which it runs now.
+			// The reactor settled it while it waited, or it runs as a flight: the lane has
+			// joined it to one, or started one, which it runs now.
 			if f := l.takeLead(); f != nil {
-				value, err := l.runFlight(f)
-				l.finishFlight(f, value, err)
+				l.runFlight(f, f.ctx)
 			}
 			continue
 		}
@@ -102,7 +109,7 @@ func (l *laneState) start(w callqueue.Work) *callCtx {
 		}
 		return nil
 	}
-	if r.flights != nil && l.coalesced(c) {
+	if r.flights != nil && l.flown(c) {
 		l.lead = l.join(w)
 		return nil
 	}
@@ -139,7 +146,7 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 		// before gRPC has written the request, the buffer handed over goes with it.
 		l.codec.Forget()
 	}
-	r.backends.record(&l.backend, l.peer.Addr, ctx.picked, err)
+	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err)
 	if !c.Move(w.Gen, callcore.Running, callcore.Completed) {
 		if r.limited {
 			l.slot.Signal = limitSignal(transportErr, true, ctx.Err(), encoded)
@@ -211,15 +218,14 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) bool {
 // a flight that c starts (forFlight), with only the values of c's parent context
 // (flightParent). Its done state is for the caller to publish.
 func (r *Reactor) transportCtx(c *callcore.Call, deadlineAt int64, forFlight bool) *callCtx {
-	// The native deadline is on the system clock; with a manual clock it is the time left.
-	deadline := r.timeAt(deadlineAt)
-	if !r.system {
-		deadline = time.Now().Add(time.Duration(deadlineAt - r.now()))
-	}
-	// The request metadata is a value of the parent, so that gRPC gets the call's own context,
-	// to which the contexts it derives attach without a goroutine; and so, with a clock other
-	// than the system's, is the deadline on that clock (standin.WithDeadline), for a
-	// connection that runs handlers itself to time them out by.
+	return r.deadlineCtx(r.transportParent(c, forFlight), deadlineAt)
+}
+
+// transportParent returns the parent of c's transport context: c's parent context with c's
+// request metadata; for a flight (forFlight), with only the values of c's parent context
+// (flightParent). The request metadata is a value of the parent, so that gRPC gets the call's
+// own context, to which the contexts it derives attach without a goroutine.
+func (r *Reactor) transportParent(c *callcore.Call, forFlight bool) context.Context {
 	var parent context.Context
 	if x := c.Extra; x != nil {
 		parent = x.Parent
@@ -230,7 +236,18 @@ func (r *Reactor) transportCtx(c *callcore.Call, deadlineAt int64, forFlight boo
 			parent = metadata.NewOutgoingContext(orBackground(parent), x.MD)
 		}
 	}
+	return parent
+}
+
+// deadlineCtx returns the context of a transport call with parent (nil for none) and
+// deadlineAt, on the reactor's clock. With a clock other than the system's, the native
+// deadline is the time left, from now on the system clock, and the parent carries the
+// deadline on the reactor's clock (standin.WithDeadline), for a connection that runs handlers
+// itself to time them out by.
+func (r *Reactor) deadlineCtx(parent context.Context, deadlineAt int64) *callCtx {
+	deadline := r.timeAt(deadlineAt)
 	if !r.system {
+		deadline = time.Now().Add(time.Duration(deadlineAt - r.now()))
 		parent = standin.WithDeadline(orBackground(parent), standin.Deadline{Clock: r.clock, At: r.timeAt(deadlineAt)})
 	}
 	return newCallCtx(parent, deadline)

@@ -13,6 +13,7 @@ type methodEntry struct {
 	path     string
 	policy   methodPolicy
 	counters *methodCounters
+	hedge    *hedgeState // the method's hedging; nil if it is not hedged
 }
 
 // methodCache remembers the entry of the method last called, so that a burst of calls of one
@@ -44,6 +45,9 @@ func (r *Reactor) methodLocked(path string) *methodEntry {
 			policy = methodPolicy{timeout: r.cfg.DefaultTimeout}
 		}
 		e = &methodEntry{path: path, policy: policy, counters: newMethodCounters()}
+		if policy.hedge != nil {
+			e.hedge = &hedgeState{hedgePolicy: *policy.hedge, counters: e.counters, tokens: hedgeBudgetTokens}
+		}
 		if r.byPath == nil {
 			r.byPath = make(map[string]*methodEntry)
 		}

@@ -84,6 +84,12 @@ type MethodPolicy struct {
 	// one slow transport call holds only so many: past it, a call sends its own. 0 means
 	// 64; not negative. Only with Coalesce.
 	CoalesceMax int
+
+	// Hedge, if set, hedges this method's calls: without a response after a delay, prpc sends
+	// another attempt, and the first response wins (see HedgePolicy). Never for writes. It
+	// requires Idempotent, and replaces gRPC's retries for the method: Config.Retry does not
+	// apply to it. Nil, the default, sends one attempt.
+	Hedge *HedgePolicy
 }
 
 // defaultCoalesceMax is MethodPolicy.CoalesceMax's default.
@@ -183,8 +189,9 @@ type methodPolicy struct {
 	waitForReady bool
 	critical     bool
 	metadata     bool // ResponseMetadata
-	retried      bool // Idempotent: gRPC retries its calls
+	retried      bool // Idempotent and not hedged: gRPC retries its calls
 	coalesceMax  int  // the calls one transport call serves at most; 0: not coalesced
+	hedge        *hedgePolicy
 }
 
 // resolvePolicies checks c.Policies and indexes them by path.
@@ -213,7 +220,12 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata, retried: p.Idempotent, coalesceMax: coalesceMax}
+		hedge, err := p.hedgePolicy(field, c)
+		if err != nil {
+			return nil, err
+		}
+		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata,
+			retried: p.Idempotent && hedge == nil, coalesceMax: coalesceMax, hedge: hedge}
 	}
 	return out, nil
 }
@@ -286,7 +298,7 @@ func (c *Config) serviceConfig(table *dial.SubconnTable) string {
 		codeNames[i] = codeNames16[code]
 	}
 	for _, p := range c.Policies {
-		if !p.Idempotent {
+		if !p.Idempotent || p.Hedge != nil { // a hedged method is not retried (gRFC A6)
 			continue
 		}
 		path := p.Method.Path()[1:]

@@ -84,9 +84,11 @@ type Reactor struct {
 	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
 	// or "" (meshtarget.Scheme).
 	ownScheme string
-	// The flights calls of coalesced methods may join (flight.go); nil unless a policy
-	// coalesces a method.
+	// The flights of coalesced and hedged methods (flight.go); nil unless a policy coalesces
+	// or hedges a method.
 	flights *flightTable
+	// The timers of hedged calls' next attempts (hedger.go); nil unless a policy hedges.
+	hedger *hedger
 	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
 	// (see ownership.go).
 	owned *ownedRequests
@@ -215,9 +217,11 @@ func newReactor(cfg Config) (*Reactor, error) {
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve
 	for _, p := range r.policies {
-		if p.coalesceMax > 0 {
-			r.flights = newFlightTable()
-			break
+		if p.coalesceMax > 0 || p.hedge != nil {
+			r.flights = newFlightTable(r)
+		}
+		if p.hedge != nil && r.hedger == nil {
+			r.hedger = newHedger(r)
 		}
 	}
 	r.counts.failed = make(map[codes.Code]uint64)

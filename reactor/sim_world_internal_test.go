@@ -121,6 +121,7 @@ type simLane struct {
 	l        *laneState
 	busy     bool
 	flight   *flight // the flight the lane runs, if its call is coalesced; call is its first member
+	began    int64   // when the lane began the flight's attempt (beginAttempt)
 	stuck    bool    // Close gave up on the lane, a hook of the host holding it: its call was delivered
 	w        callqueue.Work
 	ctx      *callCtx
@@ -510,6 +511,7 @@ func (w *simWorld) coalesced(sl *simLane, wk callqueue.Work) {
 		return
 	}
 	sl.busy, sl.w, sl.flight, sl.ctx, sl.call = true, wk, f, f.ctx, c
+	sl.began = sl.l.beginAttempt(f, f.ctx)
 	sl.failures = 0
 	sl.outcome = w.outcome()
 	sl.next = w.clock.now + w.latency()
@@ -539,9 +541,9 @@ func (w *simWorld) laneFinish(sl *simLane, value *testpb.EchoResponse, err error
 	w.note("lane finishes call %d: %v", sl.call.id, err)
 	switch {
 	case sl.flight != nil && value != nil:
-		sl.l.finishFlight(sl.flight, value, nil)
+		sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, value, nil)
 	case sl.flight != nil:
-		sl.l.finishFlight(sl.flight, nil, err)
+		sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, nil, err)
 	case value != nil:
 		sl.l.finish(sl.w, sl.ctx, value, nil)
 	default:

@@ -142,6 +142,10 @@ type MethodStats struct {
 	// of sending their own (MethodPolicy.Coalesce), as they joined: the backend received
 	// that many fewer calls. The call whose transport call they joined is not counted.
 	Coalesced uint64
+	// Hedges counts the attempts of the method's calls sent after the first
+	// (MethodPolicy.Hedge): the extra load hedging put on the backends. HedgesWon counts the
+	// calls that a hedge's OK response settled, before the first attempt's.
+	Hedges, HedgesWon uint64
 	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
 	// Transport and TickWait split it as Stats' do.
 	Latency, QueueWait, Transport, TickWait Latency
@@ -212,6 +216,7 @@ type methodCounters struct {
 	failed                          map[codes.Code]uint64
 	latency                         latencyWindow
 	coalesced                       atomic.Uint64 // counted by the lanes, without mu
+	hedges, hedgesWon               atomic.Uint64 // counted by the lanes, without mu
 }
 
 func newMethodCounters() *methodCounters {
@@ -387,7 +392,7 @@ func (r *Reactor) Stats() Stats {
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
 	for path, e := range r.byPath {
 		m := e.counters
-		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Coalesced: m.coalesced.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
+		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
 		}

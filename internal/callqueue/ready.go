@@ -181,10 +181,13 @@ func (f *fifo) pop() Work {
 	return c
 }
 
-// Work is an entry of the ready queue: one use of a record. A lane claims it only if the
-// record is still on that use, Unclaimed.
+// Work is an entry of the ready queue: one use of a record, or another attempt of a hedged
+// transport call. A lane claims a record only if it is still on that use, Unclaimed.
 type Work struct {
 	C        *callcore.Call
 	Gen      uint32
 	Critical bool // taken before every call that is not
+	// Attempt, if not nil, is a hedged transport call (of the reactor's type) that is to
+	// send another attempt; C is then nil.
+	Attempt any
 }

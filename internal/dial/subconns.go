@@ -209,10 +209,49 @@ func (cc *observedCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubC
 	return &observedSubConn{SubConn: sc, t: t, id: id, addr: addrs[0].Addr}, nil
 }
 
-// PickedKey is the context key of the *string in which the picker records the address of the
+// PickedKey is the context key of the *Pick in which the picker records the address of the
 // backend it picked for a call, as the resolver gave it; calls are counted under that name, the
 // same as the backend's state, rather than under the peer's resolved address.
 type PickedKey struct{}
+
+// Pick is a transport call's slot for the picker (PickedKey).
+type Pick struct {
+	// Addr is the address of the backend picked, set by the picker.
+	Addr string
+	// Tried, if not nil, holds the backends the call's earlier attempts went to (a hedged
+	// call): the picker avoids them where it can, and adds the one it picks.
+	Tried *TriedBackends
+}
+
+// TriedBackends are the backends the attempts of one hedged call went to. Its attempts' picks
+// read and add to it from their lanes.
+type TriedBackends struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+// has reports whether addr is among t's backends.
+func (t *TriedBackends) has(addr string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, a := range t.addrs {
+		if a == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// add adds addr to t's backends.
+func (t *TriedBackends) add(addr string) {
+	t.mu.Lock()
+	t.addrs = append(t.addrs, addr)
+	t.mu.Unlock()
+}
+
+// maxRepicks bounds the picks the picker makes to avoid backends tried already: one per
+// earlier attempt of a call, at most.
+const maxRepicks = 4
 
 // observedSubConn wraps a subchannel so that its health (grpc.health.v1, which pick_first
 // learns through RegisterHealthListener) shows in the table too: a connected backend that
@@ -240,16 +279,38 @@ func (cc *observedCC) UpdateState(s balancer.State) {
 	cc.ClientConn.UpdateState(s)
 }
 
-// unwrappingPicker unwraps the subchannel it picks and records its address for the call.
+// unwrappingPicker unwraps the subchannel it picks and records its address for the call. For
+// an attempt of a hedged call it asks the wrapped picker again, a few times at most, while
+// it returns a backend an earlier attempt went to: round_robin's picker returns the next
+// ready backend each time, pick_first's the same one, which is then taken. A pick that
+// carries a Done callback (a balancer that counts its picks) is taken as it is.
 type unwrappingPicker struct{ balancer.Picker }
 
 func (p unwrappingPicker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	slot, _ := info.Ctx.Value(PickedKey{}).(*Pick)
 	pr, err := p.Picker.Pick(info)
-	if osc, ok := pr.SubConn.(*observedSubConn); ok {
-		pr.SubConn = osc.SubConn
-		if h, ok := info.Ctx.Value(PickedKey{}).(*string); ok {
-			*h = osc.addr
+	osc, ok := pr.SubConn.(*observedSubConn)
+	if !ok {
+		return pr, err
+	}
+	if slot != nil && slot.Tried != nil {
+		first := pr
+		for range maxRepicks {
+			if !slot.Tried.has(osc.addr) || pr.Done != nil {
+				break
+			}
+			next, err := p.Picker.Pick(info)
+			nsc, ok := next.SubConn.(*observedSubConn)
+			if err != nil || !ok || nsc == first.SubConn {
+				break // no other backend to pick
+			}
+			pr, osc = next, nsc
 		}
+		slot.Tried.add(osc.addr)
+	}
+	pr.SubConn = osc.SubConn
+	if slot != nil {
+		slot.Addr = osc.addr
 	}
 	return pr, err
 }

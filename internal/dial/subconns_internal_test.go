@@ -32,12 +32,12 @@ func TestUnwrappingPickerContexts(t *testing.T) {
 	require.NoError(t, err)
 	require.Same(t, inner, pr.SubConn, "a context without the slot")
 
-	var picked string
+	var picked Pick
 	ctx := context.WithValue(context.Background(), PickedKey{}, &picked)
 	pr, err = p.Pick(balancer.PickInfo{FullMethodName: "/prpctest.TestService/Echo", Ctx: ctx})
 	require.NoError(t, err)
 	require.Same(t, inner, pr.SubConn)
-	require.Equal(t, "127.0.0.1:1", picked, "a prpc call's context")
+	require.Equal(t, "127.0.0.1:1", picked.Addr, "a prpc call's context")
 }
 
 // TestBalancingConfigParses checks that the balancing config a table writes into a service

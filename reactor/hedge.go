@@ -1,0 +1,190 @@
+package reactor
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/trixnew/prpc/internal/callqueue"
+	"github.com/trixnew/prpc/internal/dial"
+)
+
+// Hedged calls (MethodPolicy.Hedge). A call of a hedged method runs as a flight (flight.go)
+// of its own, or of the calls coalesced with it, whose transport call may make several
+// attempts: the lane that starts the flight runs the first; the hedger (hedger.go) queues
+// the next one once the delay has passed without an answer, and a free lane runs it. Every
+// member is Joined while the attempts run, so the reactor settles a member that times out or
+// is cancelled at once; the attempts are cancelled once every member has left. The first
+// attempt to decide the flight settles its members with its result and cancels the others.
+// All of it is guarded by the flight table's mutex.
+
+// hedging is the hedging state of one flight, guarded by its table's mutex.
+type hedging struct {
+	p       *hedgeState
+	tried   dial.TriedBackends // the backends the attempts went to, for the picker
+	sent    int                // attempts sent: started by a lane, or queued for one
+	started int                // attempts lanes have started
+	queued  int                // hedges queued that no lane has started
+}
+
+// hedgeState is a hedged method's policy and what its calls have taught: the budget's tokens
+// and the latencies of its attempts, for DelayQuantile. Guarded by the flight table's mutex.
+type hedgeState struct {
+	hedgePolicy
+	counters *methodCounters
+	tokens   float64
+	samples  []time.Duration // the latest successful attempts' transport times, a ring
+	next     int             // where the next sample goes once samples is full
+	fresh    int             // samples added since quantileDelay was computed
+	quantile time.Duration   // the DelayQuantile of samples, once enough
+}
+
+// newHedging returns the hedging of a new flight of the method hedged as p, whose first attempt
+// the starting lane runs now: the call adds its share to the budget.
+func newHedging(p *hedgeState) *hedging {
+	p.tokens = min(p.tokens+p.budget, hedgeBudgetTokens)
+	return &hedging{p: p, sent: 1, started: 1}
+}
+
+// delay returns the wait before the flight's next hedge, or false if the method sends none
+// yet (DelayQuantile, before enough attempts have succeeded).
+func (h *hedging) delay() (time.Duration, bool) {
+	p := h.p
+	if p.quantile == 0 && p.hedgePolicy.quantile == 0 {
+		return p.delay, true
+	}
+	if len(p.samples) < hedgeMinSamples {
+		return 0, false
+	}
+	return max(p.delay, p.quantile), true
+}
+
+// sample records the transport time of a successful attempt, for DelayQuantile.
+func (p *hedgeState) sample(d time.Duration) {
+	if p.hedgePolicy.quantile == 0 {
+		return
+	}
+	if len(p.samples) < hedgeLatencySamples {
+		p.samples = append(p.samples, d)
+	} else {
+		p.samples[p.next] = d
+		p.next = (p.next + 1) % hedgeLatencySamples
+	}
+	// The quantile is recomputed every few samples, not on each: a sort of the window.
+	if p.fresh++; p.fresh >= hedgeMinSamples/4 && len(p.samples) >= hedgeMinSamples {
+		p.fresh = 0
+		sorted := slices.Clone(p.samples)
+		slices.Sort(sorted)
+		p.quantile = sorted[min(int(p.hedgePolicy.quantile*float64(len(sorted))), len(sorted)-1)]
+	}
+}
+
+// spend takes a token for one hedge and reports whether there was one.
+func (p *hedgeState) spend() bool {
+	if p.tokens < 1 {
+		return false
+	}
+	p.tokens--
+	return true
+}
+
+// mayHedge reports whether f may send another attempt now: it is undecided, has members, has
+// attempts left, and the budget has a token, which it takes.
+func (h *hedging) mayHedge(f *flight) bool {
+	return !f.closed && f.live > 0 && h.sent < h.p.maxAttempts && h.p.spend()
+}
+
+// waitForOthers reports whether the attempt of f that returned err leaves f undecided: err's
+// code is non-fatal and another attempt is running, queued, or may be sent now (nextNow).
+func (h *hedging) waitForOthers(f *flight, err error) bool {
+	if err == nil || !h.p.nonFatalCode(status.Code(err)) {
+		return false
+	}
+	return len(f.running) > 0 || h.queued > 0 || h.sent < h.p.maxAttempts && h.p.tokens >= 1
+}
+
+// nextNow returns the context of the attempt that the lane whose attempt failed with a
+// non-fatal code sends at once, or nil if the budget or the attempts are spent: the other
+// attempts then answer for f.
+func (h *hedging) nextNow(f *flight) *callCtx {
+	if !h.mayHedge(f) {
+		return nil
+	}
+	h.sent++
+	return h.begin(f)
+}
+
+// begin starts the next attempt of f on the calling lane and returns its context.
+func (h *hedging) begin(f *flight) *callCtx {
+	h.started++
+	ctx := f.attemptCtx(h.started)
+	f.running = append(f.running, ctx)
+	h.p.counters.hedges.Add(1)
+	return ctx
+}
+
+// decided records that the attempt with context ctx, ending with err, decided f, and returns
+// the other attempts, for the caller to cancel once it has released t.mu. A hedge that
+// answered OK counts as won.
+func (h *hedging) decided(f *flight, ctx *callCtx, err error) []*callCtx {
+	if ctx.attempt > 1 && err == nil {
+		h.p.counters.hedgesWon.Add(1)
+	}
+	others := f.running
+	f.running = nil
+	return others
+}
+
+// attemptCtx returns the context of attempt n of f's transport call: f's deadline and parent,
+// with grpc-previous-rpc-attempts for a hedge, and the backends tried for the picker.
+func (f *flight) attemptCtx(n int) *callCtx {
+	parent := f.parent
+	if n > 1 {
+		parent = metadata.AppendToOutgoingContext(orBackground(parent), "grpc-previous-rpc-attempts", strconv.Itoa(n-1))
+	}
+	ctx := f.t.r.deadlineCtx(parent, f.deadline)
+	ctx.attempt = n
+	ctx.pick.Tried = &f.hedge.tried
+	return ctx
+}
+
+// queueHedge queues attempt n of f for a free lane, if f may still send it; the hedger calls
+// it once its delay has passed (or the lane that started the attempt before, when the delay is
+// zero).
+func (t *flightTable) queueHedge(f *flight, n int) {
+	t.mu.Lock()
+	h := f.hedge
+	ok := h.sent < n && h.mayHedge(f)
+	if ok {
+		h.sent++
+		h.queued++
+	}
+	t.mu.Unlock()
+	if ok {
+		t.r.work.Push([]callqueue.Work{{Attempt: f, Critical: f.critical}})
+	}
+}
+
+// beginHedge starts, on the calling lane, the attempt of f that a lane took from the ready
+// queue, and returns its context; nil if f was decided or every member left meanwhile.
+func (t *flightTable) beginHedge(f *flight) *callCtx {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f.hedge.queued--
+	if f.closed {
+		return nil
+	}
+	t.running++
+	return f.hedge.begin(f)
+}
+
+// sampleLatency records the transport time d of an attempt of f that succeeded, for its
+// method's DelayQuantile.
+func (t *flightTable) sampleLatency(f *flight, d time.Duration) {
+	t.mu.Lock()
+	f.hedge.p.sample(d)
+	t.mu.Unlock()
+}
