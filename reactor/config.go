@@ -692,8 +692,9 @@ func (c *Config) callConn() grpc.ClientConnInterface {
 	}
 	for _, p := range c.Policies {
 		// Under an xDS Target the route's retry policy decides, which a test cannot know:
-		// prpc adds no retries of its own, with a stand-in as on the wire.
-		if p.Idempotent && meshtarget.Scheme(c.Target) == "" {
+		// prpc adds no retries of its own, with a stand-in as on the wire. A hedged method
+		// is not retried.
+		if p.Idempotent && p.Hedge == nil && meshtarget.Scheme(c.Target) == "" {
 			if retry.Idempotent == nil {
 				retry.Idempotent = make(map[string]bool)
 			}
