@@ -70,7 +70,7 @@ func (r *Reactor) start() {
 		go r.notify.run()
 	}
 	if r.hedger != nil {
-		go r.hedger.run()
+		r.hedger.start()
 	}
 	go e.run()
 }

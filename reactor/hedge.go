@@ -84,7 +84,7 @@ func (p *hedgeState) sample(d time.Duration) {
 
 // spend takes a token for one hedge and reports whether there was one.
 func (p *hedgeState) spend() bool {
-	if p.tokens < 1 {
+	if p.tokens < 1 && mutation != "hedge-no-budget" {
 		return false
 	}
 	p.tokens--
@@ -135,6 +135,9 @@ func (h *hedging) decided(f *flight, ctx *callCtx, err error) []*callCtx {
 	}
 	others := f.running
 	f.running = nil
+	if mutation == "hedge-keep-losers" {
+		return nil // the bug: the attempts that lost run on
+	}
 	return others
 }
 
@@ -174,7 +177,7 @@ func (t *flightTable) beginHedge(f *flight) *callCtx {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f.hedge.queued--
-	if f.closed {
+	if f.closed && mutation != "hedge-after-decided" {
 		return nil
 	}
 	t.running++

@@ -19,6 +19,9 @@ type hedger struct {
 	stop  chan struct{} // closed by the reactor goroutine as it finishes
 	exit  chan struct{} // closed by the hedger once it has stopped
 	timer Timer
+	// started is set by start, before the goroutine runs (the simulation runs the reactor
+	// without its goroutines, and the hedger's part itself: fireDue).
+	started bool
 }
 
 // hedgeDue is attempt n of flight f, due at at (on the reactor's clock).
@@ -50,29 +53,21 @@ func (h *hedger) schedule(f *flight, n int, d time.Duration) {
 	}
 }
 
+// start starts the hedger's goroutine.
+func (h *hedger) start() {
+	h.started = true
+	go h.run()
+}
+
 // run is the hedger's goroutine: it queues each attempt once due, until stopped.
 func (h *hedger) run() {
 	defer close(h.exit)
 	h.timer = h.r.clock.NewTimer(time.Hour)
 	defer h.timer.Stop()
 	for {
-		var fire []hedgeDue
-		h.mu.Lock()
-		now := h.r.now()
-		for len(h.due) > 0 && h.due[0].at <= now {
-			fire = append(fire, heap.Pop(&h.due).(hedgeDue))
-		}
-		next := int64(-1)
-		if len(h.due) > 0 {
-			next = h.due[0].at
-		}
-		h.mu.Unlock()
-		for _, d := range fire {
-			h.r.flights.queueHedge(d.f, d.n)
-		}
 		h.timer.Stop()
-		if next >= 0 {
-			h.timer.Reset(time.Duration(next - now))
+		if next := h.fireDue(); next >= 0 {
+			h.timer.Reset(time.Duration(next - h.r.now()))
 		}
 		select {
 		case <-h.stop:
@@ -83,11 +78,32 @@ func (h *hedger) run() {
 	}
 }
 
+// fireDue queues the attempts due by now and returns when the next one is due, or -1 if none.
+func (h *hedger) fireDue() (next int64) {
+	var fire []hedgeDue
+	h.mu.Lock()
+	now := h.r.now()
+	for len(h.due) > 0 && h.due[0].at <= now {
+		fire = append(fire, heap.Pop(&h.due).(hedgeDue))
+	}
+	next = -1
+	if len(h.due) > 0 {
+		next = h.due[0].at
+	}
+	h.mu.Unlock()
+	for _, d := range fire {
+		h.r.flights.queueHedge(d.f, d.n)
+	}
+	return next
+}
+
 // shutdown stops the hedger and waits for it; the attempts still due are dropped: every call
 // has settled by then.
 func (h *hedger) shutdown() {
 	close(h.stop)
-	<-h.exit
+	if h.started {
+		<-h.exit
+	}
 }
 
 // hedgeHeap orders due attempts by time.

@@ -51,8 +51,8 @@ func TestSimulation(t *testing.T) {
 		t.Error(describeFailure(seed, w))
 	})
 	if sum.failed == 0 {
-		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight",
-			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned, sum.coalesced)
+		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight; %d hedges sent, %d won",
+			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned, sum.coalesced, sum.hedges, sum.hedgesWon)
 	}
 	if b := os.Getenv("PRPC_SIM_BUDGET"); b != "" {
 		budget, err := time.ParseDuration(b)
@@ -69,6 +69,9 @@ func TestSimulation(t *testing.T) {
 	if n >= simSeeds && sum.coalesced == 0 {
 		t.Errorf("in none of %d seeds did a call join a flight", n)
 	}
+	if n >= simSeeds && sum.hedgesWon == 0 {
+		t.Errorf("in none of %d seeds did a hedge win", n)
+	}
 	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
 		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
 	}
@@ -79,6 +82,7 @@ type seedsSummary struct {
 	failed             int
 	abandoned          uint64 // seeds in which Close gave up on lanes stuck in a hook
 	coalesced          uint64 // calls that joined a flight, in all
+	hedges, hedgesWon  uint64 // hedges sent and won, in all
 	calls, steps       uint64 // in all
 	minCalls, minSteps int    // of a seed
 }
@@ -110,6 +114,8 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 					}
 					if m := w.r.byPath[simRead.Path()]; m != nil {
 						sum.coalesced += m.counters.coalesced.Load()
+						sum.hedges += m.counters.hedges.Load()
+						sum.hedgesWon += m.counters.hedgesWon.Load()
 					}
 					sum.steps += uint64(w.steps)
 					sum.minCalls, sum.minSteps = min(sum.minCalls, len(w.calls)), min(sum.minSteps, w.steps)
@@ -252,7 +258,7 @@ func (w *simWorld) step() {
 	}
 	// The lanes' queue may hold dropped calls, which the Queued gauge no longer counts: a
 	// stopping reactor waits for the lanes to take them.
-	if w.busyLanes() > 0 || w.r.queued.Load() > 0 || w.turn.phase == turnStopping && w.workQueued() {
+	if w.busyLanes() > 0 || w.r.queued.Load() > 0 || w.turn.phase == turnStopping && w.workQueued() || w.hedgesQueued() {
 		add(25, func() { w.laneStep(w.lanes[w.rng.IntN(len(w.lanes))]) })
 	}
 	add(8, func() {
@@ -271,6 +277,9 @@ func (w *simWorld) step() {
 				w.note("the host stops ticking until step %d", w.pausedUntil)
 			})
 		}
+	}
+	if w.hedgeDue() {
+		add(20, w.hedgerStep)
 	}
 	add(3, w.cancelOne)
 	add(1, func() {

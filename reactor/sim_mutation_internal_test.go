@@ -22,6 +22,9 @@ var simMutations = []struct {
 	{"no-cancel-transport", "cutting a call off does not cancel its transport call", 10},
 	{"limit-leak", "a lane that skips a call settled while it waited never gives back its place under the adaptive limit", 10},
 	{"limit-ignored", "lanes take calls whatever the adaptive limit", 10},
+	{"hedge-after-decided", "a lane sends a queued hedge of a call already decided", 10},
+	{"hedge-keep-losers", "the attempts that lost a hedged call are not cancelled", 10},
+	{"hedge-no-budget", "hedges are sent whatever the budget", 10},
 	{"coalesce-cancel-first", "the first call of a coalesced transport call, settling alone, cancels the transport call the others joined", 30},
 	{"coalesce-share-response", "the calls a coalesced transport call serves share one response message", 10},
 }

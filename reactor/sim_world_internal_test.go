@@ -159,6 +159,7 @@ type simWorld struct {
 
 	calls       []*simCall
 	byReq       map[*testpb.EchoRequest]*simCall // every call with a request, by its request
+	flightCalls map[*flight]*simFlight           // every flight a lane started
 	responses   map[*testpb.EchoResponse]int     // the response messages callbacks got, by call
 	settled     []*simCall                       // admitted calls in the order they were queued for Tick
 	delivered   int                              // how many of settled have had their callbacks run
@@ -200,7 +201,7 @@ const (
 // newSimWorld builds a reactor for seed without its goroutines.
 func newSimWorld(seed uint64) (*simWorld, error) {
 	w := &simWorld{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed0f9c)), clock: &simClock{},
-		byReq: make(map[*testpb.EchoRequest]*simCall), responses: make(map[*testpb.EchoResponse]int)}
+		byReq: make(map[*testpb.EchoRequest]*simCall), responses: make(map[*testpb.EchoResponse]int), flightCalls: make(map[*flight]*simFlight)}
 	cfg := Config{
 		Conn:            simConn{},
 		Clock:           w.clock,
@@ -213,7 +214,7 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 		Policies: []MethodPolicy{
 			{Method: simSave, Critical: w.rng.IntN(2) == 0},
 			// From the seed, so that the draws stay as they were.
-			{Method: simRead, Idempotent: true, Coalesce: true, CoalesceMax: 2 + int(seed%4)},
+			{Method: simRead, Idempotent: true, Coalesce: true, CoalesceMax: 2 + int(seed%4), Hedge: simHedge(seed)},
 		},
 		// Every other seed checks request ownership, which must see every call leave the
 		// owned set however it settles; taken from the seed, so that the draws stay as they
@@ -425,6 +426,10 @@ func (w *simWorld) laneStep(sl *simLane) {
 		if !ok {
 			return
 		}
+		if wk.Attempt != nil {
+			w.hedgeStart(sl, wk.Attempt.(*flight))
+			return
+		}
 		ctx := sl.l.start(wk)
 		if ctx == nil {
 			w.coalesced(sl, wk)
@@ -483,9 +488,11 @@ func (w *simWorld) laneStep(sl *simLane) {
 		w.laneFinish(sl, nil, status.Error(sl.outcome.code, "simulated failure"))
 		return
 	}
-	req := sl.w.C.Req
+	var req any
 	if sl.flight != nil {
 		req = sl.flight.req.Message // the members' records are not read while a flight runs
+	} else {
+		req = sl.w.C.Req
 	}
 	resp := &testpb.EchoResponse{}
 	resp.Message = req.(*testpb.EchoRequest).GetMessage()
@@ -511,11 +518,8 @@ func (w *simWorld) coalesced(sl *simLane, wk callqueue.Work) {
 		return
 	}
 	sl.busy, sl.w, sl.flight, sl.ctx, sl.call = true, wk, f, f.ctx, c
-	sl.began = sl.l.beginAttempt(f, f.ctx)
-	sl.failures = 0
-	sl.outcome = w.outcome()
-	sl.next = w.clock.now + w.latency()
-	w.attempt(sl)
+	w.flightCalls[f] = &simFlight{f: f, call: c}
+	w.nextAttempt(sl)
 	w.note("lane starts a flight for call %d (%v)", c.id, sl.outcome)
 }
 
@@ -539,15 +543,22 @@ func (w *simWorld) attempt(sl *simLane) {
 // laneFinish ends sl's transport call with value or err.
 func (w *simWorld) laneFinish(sl *simLane, value *testpb.EchoResponse, err error) {
 	w.note("lane finishes call %d: %v", sl.call.id, err)
+	var next *callCtx
 	switch {
 	case sl.flight != nil && value != nil:
-		sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, value, nil)
+		next = sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, value, nil)
 	case sl.flight != nil:
-		sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, nil, err)
+		next = sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, nil, err)
 	case value != nil:
 		sl.l.finish(sl.w, sl.ctx, value, nil)
 	default:
 		sl.l.finish(sl.w, sl.ctx, nil, err)
+	}
+	if next != nil { // a non-fatal code: the lane sends the next attempt at once
+		sl.ctx = next
+		w.nextAttempt(sl)
+		w.note("lane sends hedge %d of call %d at once (%v)", next.attempt, sl.call.id, sl.outcome)
+		return
 	}
 	*sl = simLane{l: sl.l}
 }
@@ -740,6 +751,7 @@ func (w *simWorld) check() {
 		w.fail("the latest delivery's phases are negative: %+v", last)
 	}
 	w.checkLimitState()
+	w.checkHedges()
 	// Between steps no Tick is in progress: the gauge holds a time exactly when a settled
 	// call waits for Tick, in the outbox or in the batch in hand.
 	_, gauge := r.out.Oldest()
