@@ -163,7 +163,7 @@ func (l *laneState) finishAttempt(f *flight, ctx *callCtx, began int64, value pr
 	}
 	members, next, leaveLoad := f.t.endAttempt(f, ctx, err)
 	if next == nil {
-		l.settleMembers(f, members, ctx, value, err)
+		l.settleMembers(f, members, value, err)
 		if leaveLoad {
 			l.load.Add(-1)
 		}
@@ -182,14 +182,15 @@ func (l *laneState) scheduleHedge(f *flight, n int) {
 	}
 }
 
-// settleMembers settles members, f's members still joined when the attempt with context ctx
-// decided it, with that attempt's result: each gets its own response message (the first the
+// settleMembers settles members, f's members still joined when the lane's attempt decided
+// it, with that attempt's result: each gets its own response message (the first the
 // decoded one, the others a copy), its own error, and its own copies of the header and trailer
 // if it asked for them. A member the reactor settled, or whose record moved on, is skipped.
-func (l *laneState) settleMembers(f *flight, members []flightMember, ctx *callCtx, value proto.Message, err error) {
+func (l *laneState) settleMembers(f *flight, members []flightMember, value proto.Message, err error) {
 	r := l.r
-	// A hedged call's failure may come from any of its attempts: it may have been sent.
-	streamed := l.peer.Addr != nil || ctx.attempt > 1
+	// A hedged call that made several attempts may have been sent by any of them. f is
+	// decided: no attempt starts any more.
+	streamed := l.peer.Addr != nil || f.hedge != nil && f.hedge.started > 1
 	shared := false // value has gone to a member
 	for _, m := range members {
 		c := m.c

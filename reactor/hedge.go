@@ -39,7 +39,8 @@ type hedgeState struct {
 	samples  []time.Duration // the latest successful attempts' transport times, a ring
 	next     int             // where the next sample goes once samples is full
 	fresh    int             // samples added since quantileDelay was computed
-	quantile time.Duration   // the DelayQuantile of samples, once enough
+	// quantileDelay is the DelayQuantile of samples, once there are enough.
+	quantileDelay time.Duration
 }
 
 // newHedging returns the hedging of a new flight of the method hedged as p, whose first attempt
@@ -53,18 +54,18 @@ func newHedging(p *hedgeState) *hedging {
 // yet (DelayQuantile, before enough attempts have succeeded).
 func (h *hedging) delay() (time.Duration, bool) {
 	p := h.p
-	if p.quantile == 0 && p.hedgePolicy.quantile == 0 {
+	if p.quantile == 0 { // a fixed delay
 		return p.delay, true
 	}
 	if len(p.samples) < hedgeMinSamples {
 		return 0, false
 	}
-	return max(p.delay, p.quantile), true
+	return max(p.delay, p.quantileDelay), true
 }
 
 // sample records the transport time of a successful attempt, for DelayQuantile.
 func (p *hedgeState) sample(d time.Duration) {
-	if p.hedgePolicy.quantile == 0 {
+	if p.quantile == 0 {
 		return
 	}
 	if len(p.samples) < hedgeLatencySamples {
@@ -78,7 +79,7 @@ func (p *hedgeState) sample(d time.Duration) {
 		p.fresh = 0
 		sorted := slices.Clone(p.samples)
 		slices.Sort(sorted)
-		p.quantile = sorted[min(int(p.hedgePolicy.quantile*float64(len(sorted))), len(sorted)-1)]
+		p.quantileDelay = sorted[min(int(p.quantile*float64(len(sorted))), len(sorted)-1)]
 	}
 }
 
