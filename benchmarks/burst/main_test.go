@@ -256,6 +256,9 @@ func TestFlagErrors(t *testing.T) {
 		{"-pin", "-placements", "unpinned,pinned"},
 		{"-suite", "all,loop", "-calls", "100"},
 		{"-suite", "fast,loop", "-calls", "100"},
+		{"-suite", "policies", "-calls", "100"},
+		{"-suite", "policies", "-calls", "100", "-workers", "2"},
+		{"-suite", "loop,policies", "-calls", "100"},
 		{"-markdown", filepath.Join("no", "such", "dir", "report.md"), "-inprocess", "-calls", "10", "-trials", "1", "-warmup", "0"},
 	} {
 		var out bytes.Buffer
@@ -338,6 +341,7 @@ func TestSuites(t *testing.T) {
 			{customSuite, backendData, []Shape{{100, 2, 4, 1}}},
 		}},
 		{args: []string{"-suite", "loop"}, want: nil},
+		{args: []string{"-suite", "policies"}, want: nil},
 	} {
 		o, err := parseFlags(c.args, &bytes.Buffer{})
 		if err != nil {
@@ -426,7 +430,9 @@ func TestSuiteNames(t *testing.T) {
 		{list: "fast-extreme,loop,fast-standard", want: []string{"fast-standard", "fast-extreme", "loop"}},
 		{list: "fast,extreme,fast-extreme", want: []string{"extreme", "fast-standard", "fast-extreme"}},
 		{list: "extreme,all,extreme", want: []string{"standard", "extreme", "fast-standard", "fast-extreme"}},
-		{list: "all,huge", wantErr: `-suite "all,huge": unknown suite "huge"; want standard, extreme, fast-standard, fast-extreme, fast, all or loop, or a comma-separated list of them`},
+		{list: "policies", want: []string{"policies"}},
+		{list: "policies,loop,all", want: []string{"standard", "extreme", "fast-standard", "fast-extreme", "loop", "policies"}},
+		{list: "all,huge", wantErr: `-suite "all,huge": unknown suite "huge"; want standard, extreme, fast-standard, fast-extreme, fast, all, loop or policies, or a comma-separated list of them`},
 		{list: "fast-", wantErr: `-suite "fast-": unknown suite "fast-"`},
 		{list: "", wantErr: `-suite "": unknown suite ""`},
 		{list: "standard,", wantErr: `-suite "standard,": unknown suite ""`},
