@@ -15,7 +15,7 @@
 //     delays a share of its calls. Its backends and its client are written; only the policy
 //     that hedges, hedgePolicy, waits for MethodPolicy.Hedge, and until then RunHedge refuses
 //     a hedged run with ErrHedgeUnavailable. Once it runs, it joins the burst command's
-//     policies suite as another scenario there (benchmarks/burst/policysuite.go).
+//     policies suite as another scenario there (benchmarks/burst/policyscenarios.go).
 //
 // Each configuration has a Short form, small enough for the tests.
 package policybench

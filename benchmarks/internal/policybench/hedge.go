@@ -132,13 +132,17 @@ type HedgeResult struct {
 	P50, P99 time.Duration
 }
 
-// ExtraLoad is the share of transport calls beyond one per call: 0 without hedging.
+// ExtraLoad is the share of transport calls beyond one per call: 0 without hedging, and for
+// no calls.
 func (r HedgeResult) ExtraLoad() float64 {
+	if r.Calls == 0 {
+		return 0
+	}
 	var n int64
 	for _, c := range r.BackendCalls {
 		n += c
 	}
-	return float64(n)/float64(max(r.Calls, 1)) - 1
+	return float64(n)/float64(r.Calls) - 1
 }
 
 // hedgeWarmup bounds the time RunHedge warms up for, until every backend has served a call.
