@@ -20,9 +20,15 @@
 //   - BenchmarkRoundTrip: one call at a time on loopback against the data-service example,
 //     prpc (submit to callback, Ready-woken) against a plain generated-stub call;
 //   - BenchmarkCallPath: the two grpc-go call paths prpc could use;
+//   - BenchmarkCoalescedBurst: bursts of identical calls in one tick against a loopback server
+//     that takes a fixed time per call, with MethodPolicy.Coalesce off and on: the calls the
+//     server received per burst, the time to the last delivery, the host's time per call;
 //   - BenchmarkOverload: a backend of fixed workers behind a queue, driven open-loop at twice
 //     its capacity, fixed lanes against Config.AdaptiveLimit: goodput, p99, timeouts (run it
 //     with -benchtime 1x).
+//
+// The last two run the scenarios of ./internal/policybench, which the burst command's policies
+// suite runs too.
 //
 // The burst suite, which reproduces pRPC's published tables with plain grpc-go side by side,
 // is the command in ./burst:
@@ -30,6 +36,12 @@
 //	go run ./benchmarks/burst -pin
 //
 // benchmarks/README.md is the performance report the burst suite generates with -markdown; its
-// first lines name the command that generated it. Figures belong in that report, produced by
-// a command, never in comments or timed unit tests.
+// first lines name the command that generated it. The policies suite (-suite policies: prpc's
+// call policies, scenario by scenario, in no group, all included) writes its figures to a
+// report of their own, benchmarks/policies.md, generated the same way:
+//
+//	go run ./benchmarks/burst -suite policies -trials 3 -markdown benchmarks/policies.md
+//
+// Figures belong in those reports, produced by a command, never in comments or timed unit
+// tests.
 package benchmarks

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,7 +16,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // goldenRun returns a made-up run of two placements, unpinned then pinned, each with the
 // standard suite (data service) and the fast-extreme suite (fast backend), both run by
 // prpc-go, prpc-then and the pool over three trials, and the loop suite over two burst sizes
-// of three trials of the four clients, one with a failed call.
+// of three trials of the four clients, one with a failed call; and in the unpinned placement
+// the policies suite (madeUpPolicies).
 func goldenRun() Run {
 	report := func() *Report {
 		r := docReport()
@@ -59,7 +62,48 @@ func goldenRun() Run {
 	}
 	unpinned, pinned := report(), report()
 	pinned.Pinned, pinned.ClientAffinity, pinned.BackendAffinity = true, "0", "1"
+	unpinned.Policies = madeUpPolicies()
 	return Run{unpinned, pinned}
+}
+
+// madeUpPolicies returns made-up results of the policies suite's scenarios, with their full
+// shapes' titles, sentences and figures, three trials per case: figure j of case i measures
+// (i+1)×10^j scaled by 0.9, 1.0 and 1.2 in its three trials, but the overload scenario's
+// last figure, the limit, which is 0 under fixed lanes; and the first case of the second
+// scenario had an error in trial 2.
+func madeUpPolicies() []PolicyResult {
+	var out []PolicyResult
+	for si, s := range policyScenarios(false) {
+		pr := PolicyResult{Name: s.Name, Title: s.Title, About: s.About, Labels: s.Labels, Figures: s.Figures, Trials: 3}
+		for i, c := range s.Cases {
+			cr := PolicyCaseResult{Name: c.Name, Labels: c.Labels}
+			for t, scale := range []float64{0.9, 1, 1.2} {
+				tr := PolicyTrial{}
+				for j, f := range s.Figures {
+					v := float64(i+1) * math.Pow(10, float64(j)) * scale
+					if f.noneIfZero && !strings.Contains(c.Name, "adaptive") {
+						v = 0
+					}
+					tr.Figures = append(tr.Figures, v)
+				}
+				if si == 1 && i == 0 && t == 1 {
+					tr.Errors = 1
+				}
+				cr.Trials = append(cr.Trials, tr)
+			}
+			pr.Cases = append(pr.Cases, cr)
+		}
+		out = append(out, pr)
+	}
+	return out
+}
+
+// goldenPolicies returns a made-up run of the policies suite alone, in one placement.
+func goldenPolicies() Run {
+	r := docReport()
+	r.Command = "go run ./benchmarks/burst -suite policies -trials 3 -markdown benchmarks/policies.md"
+	r.Suites, r.Loop, r.Policies = nil, nil, madeUpPolicies()
+	return Run{r}
 }
 
 // goldenSingle returns a made-up run of one placement, the backend in process, every client
@@ -92,11 +136,11 @@ func goldenSingle() Run {
 	return Run{r}
 }
 
-// TestGolden renders the made-up runs as the -markdown document, the Markdown on stdout and
+// TestGolden renders the made-up runs (goldenRun, goldenSingle, goldenPolicies) as the -markdown document, the Markdown on stdout and
 // JSON, and compares each byte for byte with its file in testdata (go test -update rewrites
 // them).
 func TestGolden(t *testing.T) {
-	for name, run := range map[string]Run{"placements": goldenRun(), "single": goldenSingle()} {
+	for name, run := range map[string]Run{"placements": goldenRun(), "single": goldenSingle(), "policies": goldenPolicies()} {
 		for _, out := range []struct {
 			ext   string
 			write func(Run, *bytes.Buffer) error

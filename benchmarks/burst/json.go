@@ -10,22 +10,23 @@ import (
 // JSON output.
 
 type jsonReport struct {
-	Command         string      `json:"command"`
-	Machine         Machine     `json:"machine"`
-	Started         time.Time   `json:"started"`
-	ElapsedS        float64     `json:"elapsed_s"`
-	Backend         string      `json:"backend"`
-	Pinned          bool        `json:"pinned"`
-	Metadata        bool        `json:"metadata"`
-	ClientAffinity  string      `json:"client_affinity,omitempty"`
-	BackendAffinity string      `json:"backend_affinity,omitempty"`
-	TimeoutMs       float64     `json:"timeout_ms"`
-	BudgetMs        float64     `json:"tick_budget_ms"`
-	Warmup          int         `json:"warmup_calls"`
-	Percentiles     string      `json:"percentiles"`
-	Suites          []jsonSuite `json:"suites"`
-	Loop            *jsonLoop   `json:"loop,omitempty"`
-	Errors          int         `json:"errors"`
+	Command         string       `json:"command"`
+	Machine         Machine      `json:"machine"`
+	Started         time.Time    `json:"started"`
+	ElapsedS        float64      `json:"elapsed_s"`
+	Backend         string       `json:"backend"`
+	Pinned          bool         `json:"pinned"`
+	Metadata        bool         `json:"metadata"`
+	ClientAffinity  string       `json:"client_affinity,omitempty"`
+	BackendAffinity string       `json:"backend_affinity,omitempty"`
+	TimeoutMs       float64      `json:"timeout_ms"`
+	BudgetMs        float64      `json:"tick_budget_ms"`
+	Warmup          int          `json:"warmup_calls"`
+	Percentiles     string       `json:"percentiles"`
+	Suites          []jsonSuite  `json:"suites"`
+	Loop            *jsonLoop    `json:"loop,omitempty"`
+	Policies        []jsonPolicy `json:"policies,omitempty"`
+	Errors          int          `json:"errors"`
 }
 
 type jsonSuite struct {
@@ -148,6 +149,9 @@ func (r *Report) toJSON() jsonReport {
 	}
 	if r.Loop != nil {
 		jr.Loop = r.Loop.toJSON()
+	}
+	for _, p := range r.Policies {
+		jr.Policies = append(jr.Policies, p.toJSON())
 	}
 	return jr
 }
@@ -292,4 +296,53 @@ func (lr *LoopResult) toJSON() *jsonLoop {
 		jl.Sizes = append(jl.Sizes, js)
 	}
 	return jl
+}
+
+// jsonPolicy is one scenario of the policies suite.
+type jsonPolicy struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	About string `json:"about"`
+	// Figures are the scenario's figures, each under its key in the cases' results.
+	Figures []policyFigure   `json:"figures"`
+	Trials  int              `json:"trials"`
+	Cases   []jsonPolicyCase `json:"cases"`
+}
+
+// jsonPolicyCase is one case of a scenario: what tells it apart, under the headings of the
+// scenario's label columns; its figures in every trial, in running order; and the median, the
+// least and the greatest of each over the trials.
+type jsonPolicyCase struct {
+	Name    string               `json:"name"`
+	Labels  map[string]string    `json:"labels"`
+	Results []map[string]float64 `json:"results"`
+	Errors  []int                `json:"errors"`
+	Median  map[string]float64   `json:"median"`
+	Min     map[string]float64   `json:"min"`
+	Max     map[string]float64   `json:"max"`
+}
+
+func (p PolicyResult) toJSON() jsonPolicy {
+	jp := jsonPolicy{Name: p.Name, Title: p.Title, About: p.About, Figures: p.Figures, Trials: p.Trials}
+	for _, c := range p.Cases {
+		jc := jsonPolicyCase{Name: c.Name, Labels: map[string]string{},
+			Median: map[string]float64{}, Min: map[string]float64{}, Max: map[string]float64{}}
+		for i, l := range p.Labels {
+			jc.Labels[l] = c.Labels[i]
+		}
+		for _, t := range c.Trials {
+			fs := map[string]float64{}
+			for i, f := range p.Figures {
+				fs[f.Key] = t.Figures[i]
+			}
+			jc.Results = append(jc.Results, fs)
+			jc.Errors = append(jc.Errors, t.Errors)
+		}
+		for i, f := range p.Figures {
+			sp := c.figure(i)
+			jc.Median[f.Key], jc.Min[f.Key], jc.Max[f.Key] = sp.median, sp.min, sp.max
+		}
+		jp.Cases = append(jp.Cases, jc)
+	}
+	return jp
 }

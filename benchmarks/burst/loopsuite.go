@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trixnew/prpc/benchmarks/internal/rank"
 	"github.com/trixnew/prpc/internal/threadcpu"
 	"github.com/trixnew/prpc/loop"
 )
@@ -126,7 +127,7 @@ func intervalsOf(starts []time.Time) Intervals {
 		}
 	}
 	slices.Sort(d)
-	return Intervals{N: len(d), P50: percentile(d, 50), P99: percentile(d, 99), Max: d[len(d)-1], Late: late}
+	return Intervals{N: len(d), P50: rank.Percentile(d, 50), P99: rank.Percentile(d, 99), Max: d[len(d)-1], Late: late}
 }
 
 // loopClient is a client as the loop suite drives it.

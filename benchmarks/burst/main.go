@@ -56,6 +56,7 @@
 //	fast           fast-standard, then fast-extreme
 //	all            standard, extreme, fast-standard, then fast-extreme
 //	loop           2,000, 5,000 and 20,000 calls inside a game loop (runs only when asked)
+//	policies       prpc's call policies, scenario by scenario (runs only when asked)
 //
 // or a comma-separated list of them, such as all,loop; each shape of the burst suites runs
 // three trials per client, each trial every client once, back to back, in the order
@@ -94,6 +95,20 @@
 // judged unpinned. The report in benchmarks/README.md comes from
 //
 //	go run ./benchmarks/burst -suite all,loop -placements unpinned,pinned -trials 15 -markdown benchmarks/README.md
+//
+// The policies suite measures prpc's call policies with the scenarios of
+// benchmarks/internal/policybench, which the Go benchmarks BenchmarkCoalescedBurst and
+// BenchmarkOverload run too: coalesced reads (bursts of identical calls with
+// MethodPolicy.Coalesce off, on, and on with a cap of one burst) and the adaptive in-flight
+// limit (an overloaded backend, fixed lanes against Config.AdaptiveLimit, for a backend that
+// drops cancelled calls and one that serves them). Each case runs 3 trials by default
+// (-trials), interleaved with the other cases of its scenario, each against loopback servers
+// it starts in this process; the report gives per case the median of each figure and its
+// spread. No group names it, all included, since at a full report's trials it would add
+// minutes to the run; -calls, -workers and -batch do not shape it, and the data service and
+// the fast backend do not run for it. Its figures are in benchmarks/policies.md, from
+//
+//	go run ./benchmarks/burst -suite policies -trials 3 -markdown benchmarks/policies.md
 //
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
@@ -156,6 +171,8 @@ type options struct {
 	burstClients, loopClients     []string // the clients each kind of suite runs, parsed from clients
 	cpuprofile, memprofile        string
 	markdown                      string
+	// policies are the policies suite's scenarios, if -suite names it; tests shorten them.
+	policies []policyScenario
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -165,11 +182,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.suite, "suite", "all", "comma-separated suites to run: standard, extreme (against the data service), "+
 		"fast-standard, fast-extreme (the same shapes against the fast backend, a handler that does no work), fast (both fast suites), "+
 		"all (the four burst suites), "+
-		"loop (bursts of 2,000, 5,000 and 20,000 calls inside a 20 TPS loop.Run doing 10 ms of game work per tick, prpc against a hand-written pool)")
+		"loop (bursts of 2,000, 5,000 and 20,000 calls inside a 20 TPS loop.Run doing 10 ms of game work per tick, prpc against a hand-written pool), "+
+		"policies (prpc's call policies, coalesced reads and the adaptive in-flight limit, each against loopback servers in this process)")
 	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's one burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")
-	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3; loop suite 7)")
+	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3; loop suite 7), and per case of the policies suite (default 3)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of every call, from its submission")
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
@@ -190,7 +208,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./benchmarks/burst [flags]\n\n"+
 			"Runs pRPC's burst suites through prpc and through plain grpc-go, against the data-service\n"+
-			"backend and a fast backend whose handler does no work, on loopback, and prints the tables.\n"+
+			"backend and a fast backend whose handler does no work, on loopback, and prints the tables;\n"+
+			"with -suite policies, measures prpc's call policies against loopback servers of its own.\n"+
 			"Flags:\n\n")
 		fs.PrintDefaults()
 	}
@@ -213,6 +232,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case loopOn && len(names) > 1 && o.calls > 0:
 		return o, fmt.Errorf("-calls resizes the loop suite's burst with -suite loop alone, and replaces the burst suites otherwise; with -suite %q it is ambiguous: run the loop suite apart", o.suite)
+	case slices.Equal(names, []string{suitePolicies}) && (o.calls > 0 || o.workers > 0 || o.batch > 0):
+		return o, errors.New("-calls, -workers and -batch shape the burst suites and the loop suite; the policies suite's scenarios have shapes of their own")
 	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
 		return o, errors.New("-calls, -workers, -batch, -trials and -warmup must not be negative")
 	case o.calls == 0 && (o.workers > 0 || o.batch > 0):
@@ -226,6 +247,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.burstClients, o.loopClients, err = clientLists(o.clients); err != nil {
 		return o, err
+	}
+	if slices.Contains(names, suitePolicies) {
+		o.policies = policyScenarios(false)
 	}
 	return o, nil
 }
@@ -298,14 +322,14 @@ var suiteGroups = map[string][]string{
 
 // suiteNames parses the value of -suite: a comma-separated list of the burst suites
 // (standard, extreme, fast-standard, fast-extreme), the groups all (the four) and fast (the
-// two fast ones), and loop. It returns the suites named, each once, in running order: the
-// burst suites in burstSuites order, then loop.
+// two fast ones), loop and policies. It returns the suites named, each once, in running
+// order: the burst suites in burstSuites order, then loop, then policies.
 func suiteNames(list string) ([]string, error) {
 	order := []string{}
 	for _, s := range burstSuites {
 		order = append(order, s.Name)
 	}
-	order = append(order, suiteLoop)
+	order = append(order, suiteLoop, suitePolicies)
 	named := map[string]bool{}
 	for name := range strings.SplitSeq(list, ",") {
 		switch {
@@ -316,7 +340,7 @@ func suiteNames(list string) ([]string, error) {
 				named[n] = true
 			}
 		default:
-			return nil, fmt.Errorf("-suite %q: unknown suite %q; want standard, extreme, fast-standard, fast-extreme, fast, all or loop, or a comma-separated list of them", list, name)
+			return nil, fmt.Errorf("-suite %q: unknown suite %q; want standard, extreme, fast-standard, fast-extreme, fast, all, loop or policies, or a comma-separated list of them", list, name)
 		}
 	}
 	var names []string
@@ -444,11 +468,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return nil
 }
 
-// runPlacement runs every suite o asks for in one placement, pinned or not, against a backend
-// of its own, and returns its report. Pinning applies to the rest of the process's life.
-func runPlacement(ctx context.Context, o options, command string, pinned bool, stderr io.Writer) (_ *Report, err error) {
-	suites := o.suites()
-	loopShapes := o.loopShapes()
+// runPlacement runs every suite o asks for in one placement, pinned or not, and returns its
+// report: the burst suites and the loop suite against backends of their own, then the
+// policies suite against the loopback servers its scenarios start. Pinning applies to the rest
+// of the process's life.
+func runPlacement(ctx context.Context, o options, command string, pinned bool, stderr io.Writer) (*Report, error) {
 	rep := &Report{
 		Command:   command,
 		Machine:   machine(),
@@ -460,19 +484,49 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		Budget:    o.budget,
 		Warmup:    o.warmup,
 	}
-	backendCPU := -1
 	if pinned {
 		runtime.GOMAXPROCS(1)
 		if err := pinProcess(0); err != nil {
 			return nil, err
 		}
-		backendCPU = 1
 	}
 	rep.Machine.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	placement := "unpinned"
+	if pinned {
+		placement = "pinned"
+	}
+	if suites, loopShapes := o.suites(), o.loopShapes(); len(suites) > 0 || len(loopShapes) > 0 {
+		if err := runBackendSuites(ctx, o, rep, suites, loopShapes, placement, stderr); err != nil {
+			return nil, err
+		}
+	} else if pinned {
+		rep.ClientAffinity = affinity(0)
+	}
+	if len(o.policies) > 0 {
+		fmt.Fprintf(stderr, "burst: %s; %s suite, its servers in this process\n", placement, suitePolicies)
+		pr, err := runPolicies(o.policies, cmpOr(o.trials, policyTrials), stderr)
+		if err != nil {
+			return nil, fmt.Errorf("%s suite: %w", suitePolicies, err)
+		}
+		rep.Policies = pr
+	}
+	rep.Machine.LoadEnd = loadAverage()
+	rep.Elapsed = time.Since(rep.Started)
+	return rep, nil
+}
+
+// runBackendSuites runs the burst suites and the loop suite's loopShapes in rep's placement
+// (placement names it), against backends it starts, seeds and stops, and adds their results
+// to rep.
+func runBackendSuites(ctx context.Context, o options, rep *Report, suites []Suite, loopShapes []Shape, placement string, stderr io.Writer) (err error) {
+	backendCPU := -1
+	if rep.Pinned {
+		backendCPU = 1
+	}
 	need := playersNeeded(suites, loopShapes, o.warmup)
 	be, err := startBackend(ctx, o.inprocess, backendCPU, need[backendFast], stderr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
 		if stopErr := be.stop(); stopErr != nil {
@@ -484,10 +538,6 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 	if !o.inprocess {
 		where = fmt.Sprintf("in process %d", be.pid())
 	}
-	placement := "unpinned"
-	if pinned {
-		placement = "pinned"
-	}
 	fmt.Fprintf(stderr, "burst: %s; backends %s: data service at %s", placement, where, be.addr)
 	if be.fastAddr != "" {
 		fmt.Fprintf(stderr, ", fast backend at %s holding %s players", be.fastAddr, thousands(need[backendFast]))
@@ -498,7 +548,7 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 	fmt.Fprintln(stderr)
 	if need[backendData] > 0 {
 		if err := seed(ctx, be.addr, need[backendData]); err != nil {
-			return nil, fmt.Errorf("seeding the backend: %w", err)
+			return fmt.Errorf("seeding the backend: %w", err)
 		}
 	}
 	n := max(need[backendData], need[backendFast])
@@ -518,7 +568,7 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		for _, sh := range s.Shapes {
 			res, err := rn.runShape(s, sh)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", s.Name, sh, err)
+				return fmt.Errorf("%s %s: %w", s.Name, sh, err)
 			}
 			sr.Shapes = append(sr.Shapes, res)
 		}
@@ -527,17 +577,15 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 	if len(loopShapes) > 0 {
 		lr, err := rn.runLoop(loopShapes)
 		if err != nil {
-			return nil, fmt.Errorf("%s suite: %w", suiteLoop, err)
+			return fmt.Errorf("%s suite: %w", suiteLoop, err)
 		}
 		rep.Loop = lr
 	}
-	if pinned {
+	if rep.Pinned {
 		// Threads started since pinning inherit it; check that they all did.
 		rep.ClientAffinity, rep.BackendAffinity = affinity(0), affinity(be.pid())
 	}
-	rep.Machine.LoadEnd = loadAverage()
-	rep.Elapsed = time.Since(rep.Started)
-	return rep, nil
+	return nil
 }
 
 // playersNeeded returns how many players each backend must hold for suites and the loop

@@ -256,6 +256,9 @@ func TestFlagErrors(t *testing.T) {
 		{"-pin", "-placements", "unpinned,pinned"},
 		{"-suite", "all,loop", "-calls", "100"},
 		{"-suite", "fast,loop", "-calls", "100"},
+		{"-suite", "policies", "-calls", "100"},
+		{"-suite", "policies", "-calls", "100", "-workers", "2"},
+		{"-suite", "loop,policies", "-calls", "100"},
 		{"-markdown", filepath.Join("no", "such", "dir", "report.md"), "-inprocess", "-calls", "10", "-trials", "1", "-warmup", "0"},
 	} {
 		var out bytes.Buffer
@@ -338,6 +341,7 @@ func TestSuites(t *testing.T) {
 			{customSuite, backendData, []Shape{{100, 2, 4, 1}}},
 		}},
 		{args: []string{"-suite", "loop"}, want: nil},
+		{args: []string{"-suite", "policies"}, want: nil},
 	} {
 		o, err := parseFlags(c.args, &bytes.Buffer{})
 		if err != nil {
@@ -426,7 +430,9 @@ func TestSuiteNames(t *testing.T) {
 		{list: "fast-extreme,loop,fast-standard", want: []string{"fast-standard", "fast-extreme", "loop"}},
 		{list: "fast,extreme,fast-extreme", want: []string{"extreme", "fast-standard", "fast-extreme"}},
 		{list: "extreme,all,extreme", want: []string{"standard", "extreme", "fast-standard", "fast-extreme"}},
-		{list: "all,huge", wantErr: `-suite "all,huge": unknown suite "huge"; want standard, extreme, fast-standard, fast-extreme, fast, all or loop, or a comma-separated list of them`},
+		{list: "policies", want: []string{"policies"}},
+		{list: "policies,loop,all", want: []string{"standard", "extreme", "fast-standard", "fast-extreme", "loop", "policies"}},
+		{list: "all,huge", wantErr: `-suite "all,huge": unknown suite "huge"; want standard, extreme, fast-standard, fast-extreme, fast, all, loop or policies, or a comma-separated list of them`},
 		{list: "fast-", wantErr: `-suite "fast-": unknown suite "fast-"`},
 		{list: "", wantErr: `-suite "": unknown suite ""`},
 		{list: "standard,", wantErr: `-suite "standard,": unknown suite ""`},
@@ -440,29 +446,6 @@ func TestSuiteNames(t *testing.T) {
 		}
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("suiteNames(%q) = %q, %v; want %q", c.list, got, err, c.want)
-		}
-	}
-}
-
-func TestPercentileNearestRank(t *testing.T) {
-	seq := func(n int) []time.Duration {
-		s := make([]time.Duration, n)
-		for i := range s {
-			s[i] = time.Duration(i + 1)
-		}
-		return s
-	}
-	for _, c := range []struct {
-		n    int
-		q    float64
-		want time.Duration
-	}{
-		{1000, 50, 500}, {1000, 95, 950}, {1000, 99, 990}, {1000, 100, 1000},
-		{20000, 99, 19800}, {101, 50, 51}, {3, 50, 2}, {3, 99, 3}, {1, 99, 1}, {0, 99, 0},
-		{10, 0.1, 1}, {7, 95, 7},
-	} {
-		if got := percentile(seq(c.n), c.q); got != c.want {
-			t.Errorf("p%v of 1…%d = %d, want %d", c.q, c.n, got, c.want)
 		}
 	}
 }

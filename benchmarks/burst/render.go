@@ -65,7 +65,17 @@ func (run Run) WriteDocument(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return tmpl.ExecuteTemplate(w, "document", map[string]string{"Command": run[0].Command, "Body": body})
+	return tmpl.ExecuteTemplate(w, "document", map[string]any{"Command": run[0].Command, "Body": body, "PoliciesOnly": run.policiesOnly()})
+}
+
+// policiesOnly reports whether every report of the run holds the policies suite alone.
+func (run Run) policiesOnly() bool {
+	for _, r := range run {
+		if len(r.Suites) > 0 || r.Loop != nil || len(r.Policies) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (run Run) markdown() (string, error) {
@@ -158,6 +168,7 @@ type reportView struct {
 	Summary                *table
 	SuiteViews             []suiteView
 	LoopView               *loopView
+	PolicyViews            []policyView
 }
 
 type suiteView struct {
@@ -203,6 +214,9 @@ func (r *Report) view() reportView {
 	}
 	if r.Loop != nil {
 		v.LoopView = r.Loop.view()
+	}
+	for _, p := range r.Policies {
+		v.PolicyViews = append(v.PolicyViews, p.view())
 	}
 	return v
 }

@@ -27,6 +27,8 @@ type Report struct {
 	Suites                          []SuiteResult
 	// Loop is the loop suite's result, if it ran.
 	Loop *LoopResult
+	// Policies holds the policies suite's scenarios, in the order they ran, if it ran.
+	Policies []PolicyResult
 }
 
 // SuiteResult holds the shapes of one suite, and the backend it ran against (backendData or
@@ -37,7 +39,8 @@ type SuiteResult struct {
 	Shapes  []ShapeResult
 }
 
-// Errors counts the calls that failed or were answered wrongly, over every trial.
+// Errors counts the calls that failed or were answered wrongly, over every trial; in the
+// policies suite, the calls that failed otherwise than their scenario expects.
 func (r *Report) Errors() int {
 	n := 0
 	for _, s := range r.Suites {
@@ -53,6 +56,9 @@ func (r *Report) Errors() int {
 				n += t.Errors()
 			}
 		}
+	}
+	for _, p := range r.Policies {
+		n += p.Errors()
 	}
 	return n
 }

@@ -5,25 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trixnew/prpc/benchmarks/internal/rank"
 	"github.com/trixnew/prpc/examples/dataservice/networkpb"
 )
-
-// percentile returns the q-th percentile (0 < q ≤ 100) of sorted, an ascending slice, by
-// nearest rank: the smallest sample such that at least q% of the samples are at or below it,
-// which is sorted[⌈q/100 × n⌉ − 1]. For 1,000 samples p99 is the 990th smallest (index 989).
-// pRPC's scripts read index ⌊n × q/100⌋ instead (the 991st for p99), one rank higher whenever
-// n × q/100 is a whole number. It returns 0 for no samples.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	// Integer arithmetic on hundredths of a percent avoids float rounding at exact ranks.
-	h := int64(q*100 + 0.5)
-	rank := int((int64(n)*h + 9999) / 10000)
-	rank = max(1, min(rank, n))
-	return sorted[rank-1]
-}
 
 // Latency summarises the latencies of one trial.
 type Latency struct {
@@ -43,9 +27,9 @@ func summarise(lat []time.Duration) Latency {
 	return Latency{
 		Min: lat[0],
 		Avg: sum / time.Duration(len(lat)),
-		P50: percentile(lat, 50),
-		P95: percentile(lat, 95),
-		P99: percentile(lat, 99),
+		P50: rank.Percentile(lat, 50),
+		P95: rank.Percentile(lat, 95),
+		P99: rank.Percentile(lat, 99),
 		Max: lat[len(lat)-1],
 	}
 }

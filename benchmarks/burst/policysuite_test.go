@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trixnew/prpc/benchmarks/internal/racedetect"
+)
+
+// shortPolicies returns the policies suite's scenarios in their short forms; under the race
+// detector, without the cases that coalesce (see racedetect.CoalesceRace).
+func shortPolicies(t *testing.T) []policyScenario {
+	ss := policyScenarios(true)
+	if racedetect.Enabled {
+		t.Log("the coalesce scenario runs its case without coalescing alone: " + racedetect.CoalesceRace)
+		ss[0].Cases = slices.DeleteFunc(ss[0].Cases, func(c policyCase) bool { return c.Name != "off" })
+	}
+	return ss
+}
+
+// TestPoliciesSuite runs the policies suite alone, shortened, through runPlacement: it starts
+// no backend, runs each case the trials asked for, and its report has every figure of every
+// case, no errors, and renders as a document of the policies suite alone.
+func TestPoliciesSuite(t *testing.T) {
+	o, err := parseFlags([]string{"-suite", "policies", "-trials", "2"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.suites()) > 0 || len(o.loopShapes()) > 0 || len(o.policies) != 2 {
+		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the two scenarios alone",
+			len(o.suites()), len(o.loopShapes()), len(o.policies))
+	}
+	o.policies = shortPolicies(t)
+	var stderr bytes.Buffer
+	rep, err := runPlacement(context.Background(), o, "go run ./benchmarks/burst -suite policies -trials 2", false, &stderr)
+	if err != nil {
+		t.Fatalf("runPlacement: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "data service at") {
+		t.Errorf("the policies suite alone started the burst suites' backends:\n%s", stderr.String())
+	}
+	if len(rep.Suites) > 0 || rep.Loop != nil || len(rep.Policies) != len(o.policies) || rep.Errors() != 0 {
+		t.Fatalf("report: %d burst suites, loop %v, %d scenarios, %d errors; want the %d scenarios alone, without errors",
+			len(rep.Suites), rep.Loop != nil, len(rep.Policies), rep.Errors(), len(o.policies))
+	}
+	for i, p := range rep.Policies {
+		s := o.policies[i]
+		if p.Name != s.Name || p.Trials != 2 || len(p.Cases) != len(s.Cases) {
+			t.Fatalf("scenario %d: %s, %d trials, %d cases; want %s, 2 trials, %d cases", i, p.Name, p.Trials, len(p.Cases), s.Name, len(s.Cases))
+		}
+		for _, c := range p.Cases {
+			if len(c.Trials) != 2 {
+				t.Errorf("%s %s: %d trials, want 2", p.Name, c.Name, len(c.Trials))
+			}
+			for _, tr := range c.Trials {
+				if len(tr.Figures) != len(p.Figures) {
+					t.Errorf("%s %s: %d figures, want %d", p.Name, c.Name, len(tr.Figures), len(p.Figures))
+				}
+			}
+			if got := strings.Count(stderr.String(), " "+c.Name+" "); got != 2 {
+				t.Errorf("%s %s: %d progress lines, want one per trial:\n%s", p.Name, c.Name, got, stderr.String())
+			}
+		}
+	}
+	// Without coalescing, every call of a burst reaches the server.
+	if off := rep.Policies[0].Cases[0]; off.Name != "off" || off.figure(0).min != float64(50) || off.figure(0).max != float64(50) {
+		t.Errorf("coalesce off: backend calls per burst %+v, want 50, the short burst, in every trial", off.figure(0))
+	}
+	var doc bytes.Buffer
+	if err := (Run{rep}).WriteDocument(&doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Adaptive in-flight limit\n",
+		"| drops-cancelled/adaptive-128 | drops-cancelled | 4×32 | adaptive | 2 |"} {
+		if !strings.Contains(doc.String(), want) {
+			t.Errorf("the document lacks %q:\n%s", want, doc.String())
+		}
+	}
+	for _, unwanted := range []string{"## Summary", "- Backend:", "## Burst suites"} {
+		if strings.Contains(doc.String(), unwanted) {
+			t.Errorf("the document of the policies suite alone has %q:\n%s", unwanted, doc.String())
+		}
+	}
+}
+
+// TestRunPoliciesInterleaves checks that runPolicies runs trial 1 of every case of a scenario,
+// then trial 2, and stops at the first trial that fails, naming it.
+func TestRunPoliciesInterleaves(t *testing.T) {
+	var ran []string
+	errBroken := errors.New("broken")
+	caseOf := func(name string, failOn int) policyCase {
+		n := 0
+		return policyCase{Name: name, Labels: []string{name}, trial: func() ([]float64, int, error) {
+			n++
+			ran = append(ran, name+string(rune('0'+n)))
+			if n == failOn {
+				return nil, 0, errBroken
+			}
+			return []float64{float64(n)}, n - 1, nil
+		}}
+	}
+	scenario := func(failOn int) []policyScenario {
+		return []policyScenario{{Name: "s", Labels: []string{"label"}, Figures: []policyFigure{{Key: "k", Head: "k"}},
+			Cases: []policyCase{caseOf("a", 0), caseOf("b", failOn)}}}
+	}
+	res, err := runPolicies(scenario(0), 3, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a1", "b1", "a2", "b2", "a3", "b3"}; !slices.Equal(ran, want) {
+		t.Errorf("trials ran in the order %q, want %q", ran, want)
+	}
+	if got := res[0].Errors(); got != 6 {
+		t.Errorf("errors %d, want 0+1+2 per case, 6", got)
+	}
+	if s := res[0].Cases[1].figure(0); s != (spread{median: 2, min: 1, max: 3}) {
+		t.Errorf("case b: spread %+v, want median 2 of 1…3", s)
+	}
+	ran = nil
+	if _, err := runPolicies(scenario(2), 3, &bytes.Buffer{}); !errors.Is(err, errBroken) || !strings.Contains(err.Error(), "s b trial 2") {
+		t.Errorf("runPolicies with a failing trial: %v, want an error naming s b trial 2", err)
+	}
+	if want := []string{"a1", "b1", "a2", "b2"}; !slices.Equal(ran, want) {
+		t.Errorf("trials ran in the order %q, want %q, stopping at the failure", ran, want)
+	}
+}
+
+func TestPolicyFigureCell(t *testing.T) {
+	for _, c := range []struct {
+		f    policyFigure
+		s    spread
+		n    int
+		want string
+	}{
+		{policyFigure{Digits: 2}, spread{21.456, 20, 23.5}, 3, "21.46 (20.00–23.50)"},
+		{policyFigure{Digits: 1}, spread{16.4, 16.4, 16.4}, 1, "16.4"},
+		{policyFigure{}, spread{1234.5, 999.4, 20000}, 3, "1,235 (999–20,000)"},
+		{policyFigure{}, spread{0, 0, 0}, 3, "0 (0–0)"},
+		{policyFigure{noneIfZero: true}, spread{0, 0, 0}, 3, "–"},
+		{policyFigure{noneIfZero: true}, spread{4, 0, 5}, 3, "4 (0–5)"},
+		{policyFigure{}, spread{}, 0, "–"},
+	} {
+		if got := c.f.cell(c.s, c.n); got != c.want {
+			t.Errorf("cell(%+v, %+v, %d) = %q, want %q", c.f, c.s, c.n, got, c.want)
+		}
+	}
+}
+
+func TestDurationText(t *testing.T) {
+	for d, want := range map[string]string{"3s": "3 s", "20ms": "20 ms", "1500ms": "1500 ms", "500us": "0.5 ms"} {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := durationText(dur); got != want {
+			t.Errorf("durationText(%v) = %q, want %q", dur, got, want)
+		}
+	}
+}

@@ -1,0 +1,21 @@
+// Package policybench holds the scenarios that measure prpc's call policies, which the Go
+// benchmarks of package benchmarks and the burst command's policies suite both run: each
+// scenario takes its configuration, runs once against loopback gRPC servers of its own in
+// this process (Server), and returns a result of plain figures.
+//
+// The scenarios:
+//
+//   - coalesced reads (RunCoalesce, CoalesceCases): bursts of identical calls to a server
+//     that takes a fixed time per call, with MethodPolicy.Coalesce off and on, the calls the
+//     server received, the time to the last delivery and the host's time per call;
+//   - the adaptive in-flight limit (RunOverload, OverloadCases): a backend of fixed workers
+//     behind a queue, driven open-loop at twice its capacity, fixed lanes against
+//     Config.AdaptiveLimit: goodput, p99, timeouts and the work the backend wasted;
+//   - hedged reads (RunHedge, HedgeConfig), not yet measured: three backends, one of which
+//     delays a share of its calls. Its backends and its client are written; only the policy
+//     that hedges, hedgePolicy, waits for MethodPolicy.Hedge, and until then RunHedge refuses
+//     a hedged run with ErrHedgeUnavailable. Once it runs, it joins the burst command's
+//     policies suite as another scenario there (benchmarks/burst/policyscenarios.go).
+//
+// Each configuration has a Short form, small enough for the tests.
+package policybench
