@@ -388,8 +388,9 @@ func emitPackageDoc(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output
 			"with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or "+
 			"IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says; other methods are "+
 			"never retried. The slice is new on each call: change an entry to set a method's Timeout, "+
-			"WaitForReady or Critical, and append entries for other methods, but give no method a "+
-			"second entry, which reactor.New rejects:",
+			"WaitForReady or Critical, or to coalesce (Coalesce) or hedge (Hedge) the calls of an "+
+			"idempotent read, which no .proto option says; append entries for other methods, but give "+
+			"no method a second entry, which reactor.New rejects:",
 		policies,
 		"# Tests",
 		"The clients are concrete types, not interfaces: only package reactor can make a promise, so "+

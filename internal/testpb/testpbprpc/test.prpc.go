@@ -41,8 +41,9 @@
 // with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
 // so that gRPC retries its calls as reactor.Config.Retry says; other methods are never retried.
 // The slice is new on each call: change an entry to set a method's Timeout, WaitForReady or
-// Critical, and append entries for other methods, but give no method a second entry, which
-// reactor.New rejects:
+// Critical, or to coalesce (Coalesce) or hedge (Hedge) the calls of an idempotent read, which
+// no .proto option says; append entries for other methods, but give no method a second entry,
+// which reactor.New rejects:
 //
 //	policies := testpbprpc.TestServicePolicies()
 //	for i := range policies {
