@@ -8,20 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/trixnew/prpc/benchmarks/internal/racedetect"
 )
-
-// shortPolicies returns the policies suite's scenarios in their short forms; under the race
-// detector, without the cases that coalesce (see racedetect.CoalesceRace).
-func shortPolicies(t *testing.T) []policyScenario {
-	ss := policyScenarios(true)
-	if racedetect.Enabled {
-		t.Log("the coalesce scenario runs its case without coalescing alone: " + racedetect.CoalesceRace)
-		ss[0].Cases = slices.DeleteFunc(ss[0].Cases, func(c policyCase) bool { return c.Name != "off" })
-	}
-	return ss
-}
 
 // TestPoliciesSuite runs the policies suite alone, shortened, through runPlacement: it starts
 // no backend, runs each case the trials asked for, and its report has every figure of every
@@ -35,7 +22,7 @@ func TestPoliciesSuite(t *testing.T) {
 		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the two scenarios alone",
 			len(o.suites()), len(o.loopShapes()), len(o.policies))
 	}
-	o.policies = shortPolicies(t)
+	o.policies = policyScenarios(true)
 	var stderr bytes.Buffer
 	rep, err := runPlacement(context.Background(), o, "go run ./benchmarks/burst -suite policies -trials 2", false, &stderr)
 	if err != nil {

@@ -5,17 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/trixnew/prpc/benchmarks/internal/racedetect"
 )
-
-// skipCoalescingUnderRace skips t under the race detector if cfg coalesces (see
-// racedetect.CoalesceRace).
-func skipCoalescingUnderRace(t *testing.T, cfg CoalesceConfig) {
-	if racedetect.Enabled && cfg.Coalesce {
-		t.Skip(racedetect.CoalesceRace)
-	}
-}
 
 func TestCoalesceCases(t *testing.T) {
 	var names []string
@@ -32,7 +22,6 @@ func TestRunCoalesce(t *testing.T) {
 	for _, c := range CoalesceCases(DefaultCoalesce().Short()) {
 		t.Run(c.Name, func(t *testing.T) {
 			cfg := c.Config
-			skipCoalescingUnderRace(t, cfg)
 			res, err := RunCoalesce(cfg)
 			require.NoError(t, err)
 			require.Zero(t, res.Failed)
