@@ -25,10 +25,14 @@
 //     server received per burst, the time to the last delivery, the host's time per call;
 //   - BenchmarkOverload: a backend of fixed workers behind a queue, driven open-loop at twice
 //     its capacity, fixed lanes against Config.AdaptiveLimit: goodput, p99, timeouts (run it
+//     with -benchtime 1x);
+//   - BenchmarkHedgedReads: reads spread over three loopback backends, one of which delays a
+//     share of its calls, unhedged and with MethodPolicy.Hedge (a fixed Delay, and
+//     DelayQuantile): p50, p99, the extra load on the backends and the hedges that won (run it
 //     with -benchtime 1x).
 //
-// The last two run the scenarios of ./internal/policybench, which the burst command's policies
-// suite runs too.
+// The last three run the scenarios of ./internal/policybench, which the burst command's
+// policies suite runs too.
 //
 // The burst suite, which reproduces pRPC's published tables with plain grpc-go side by side,
 // is the command in ./burst:

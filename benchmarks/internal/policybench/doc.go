@@ -11,11 +11,10 @@
 //   - the adaptive in-flight limit (RunOverload, OverloadCases): a backend of fixed workers
 //     behind a queue, driven open-loop at twice its capacity, fixed lanes against
 //     Config.AdaptiveLimit: goodput, p99, timeouts and the work the backend wasted;
-//   - hedged reads (RunHedge, HedgeConfig), not yet measured: three backends, one of which
-//     delays a share of its calls. Its backends and its client are written; only the policy
-//     that hedges, hedgePolicy, waits for MethodPolicy.Hedge, and until then RunHedge refuses
-//     a hedged run with ErrHedgeUnavailable. Once it runs, it joins the burst command's
-//     policies suite as another scenario there (benchmarks/burst/policyscenarios.go).
+//   - hedged reads (RunHedge, HedgeCases): reads spread over three backends, one of which
+//     delays a share of its calls, submitted open-loop a few every tick, unhedged and with
+//     MethodPolicy.Hedge (a fixed Delay, and DelayQuantile): p50 and p99, the extra load on
+//     the backends, the hedges sent and those that won (MethodStats.Hedges and HedgesWon).
 //
 // Each configuration has a Short form, small enough for the tests.
 package policybench

@@ -15,27 +15,16 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// The hedged-reads scenario, ready but for the policy: hedgePolicy is where
-// MethodPolicy.Hedge is to be set once package reactor has it.
-
-// ErrHedgeUnavailable is what RunHedge returns for a hedged run: prpc cannot hedge a call yet.
-var ErrHedgeUnavailable = errors.New("policybench: hedged reads need MethodPolicy.Hedge, which package reactor does not have yet")
-
-// hedgePolicy returns the policy of the scenario's method: idempotent, and hedged if hedge.
-// It is the one piece of the scenario left to write once MethodPolicy.Hedge exists; until
-// then it refuses a hedged run.
-func hedgePolicy(hedge bool) (reactor.MethodPolicy, error) {
-	p := reactor.MethodPolicy{Method: echo, Idempotent: true}
-	if hedge {
-		return p, ErrHedgeUnavailable
-	}
-	return p, nil
+// hedgePolicy returns the policy of the scenario's method: idempotent, and hedged as cfg.Hedge
+// says (unhedged if nil).
+func hedgePolicy(cfg HedgeConfig) reactor.MethodPolicy {
+	return reactor.MethodPolicy{Method: echo, Idempotent: true, Hedge: cfg.Hedge}
 }
 
 // HedgeConfig is one case of the hedged-reads scenario: Backends backends that answer at
 // once, but for the first, which delays one call in SlowEvery by SlowDelay; and a host that
 // spreads Calls calls over them (round_robin), PerTick every TickEvery, open-loop, each with
-// Timeout, hedged (Hedge) or not.
+// Timeout, hedged as Hedge says or not.
 type HedgeConfig struct {
 	Backends  int
 	SlowEvery int
@@ -44,7 +33,8 @@ type HedgeConfig struct {
 	PerTick   int
 	TickEvery time.Duration
 	Timeout   time.Duration
-	Hedge     bool
+	// Hedge is the method's MethodPolicy.Hedge; nil leaves its calls unhedged.
+	Hedge *reactor.HedgePolicy
 }
 
 // DefaultHedge is the scenario's shape, unhedged: three backends, one of which delays 10% of
@@ -58,6 +48,34 @@ func DefaultHedge() HedgeConfig {
 func (c HedgeConfig) Short() HedgeConfig {
 	c.Calls, c.SlowDelay = 200, 20*time.Millisecond
 	return c
+}
+
+// HedgeCase is one case of the scenario, named as BenchmarkHedgedReads's sub-benchmark.
+type HedgeCase struct {
+	Name   string
+	Config HedgeConfig
+}
+
+// HedgeCases returns the scenario's cases over base, with the HedgePolicy defaults otherwise
+// (two attempts, Budget 0.1, which exceeds the share of calls the slow backend delays):
+//
+//   - "unhedged": no Hedge;
+//   - "delay-<d>": a fixed Delay of half base.TickEvery. The host delivers only in Tick, so
+//     a hedge sent after half a tick interval still answers in time for the tick that
+//     delivers the fast calls, where a Delay of a whole interval would push the slow call to
+//     the next tick; and half an interval is well above a fast call's transport time while
+//     the lanes send a tick's calls, so the hedges go to the slow calls rather than to fast
+//     calls queued behind the others of their tick;
+//   - "p95": DelayQuantile 0.95 without a floor (Delay 0): a call is hedged once its first
+//     attempt has taken longer than 95% of the method's recent successful attempts, so the
+//     slowest twentieth of the fast calls are hedged too, beside the slow ones; and no call
+//     is until 32 attempts have succeeded, the warm-up's included.
+func HedgeCases(base HedgeConfig) []HedgeCase {
+	unhedged, fixed, quantile := base, base, base
+	unhedged.Hedge = nil
+	fixed.Hedge = &reactor.HedgePolicy{Delay: base.TickEvery / 2}
+	quantile.Hedge = &reactor.HedgePolicy{DelayQuantile: 0.95}
+	return []HedgeCase{{"unhedged", unhedged}, {"delay-" + fixed.Hedge.Delay.String(), fixed}, {"p95", quantile}}
 }
 
 // HedgeBackends are the scenario's backends: Servers[0] is the slow one.
@@ -130,6 +148,10 @@ type HedgeResult struct {
 	// P50 and P99 are the latencies, from submission to callback, of the calls that
 	// succeeded, by nearest rank.
 	P50, P99 time.Duration
+	// Hedges and HedgesWon are the method's MethodStats.Hedges and HedgesWon over the
+	// measured calls: the attempts sent after a call's first, and the calls a hedge's
+	// response settled. Both 0 without hedging.
+	Hedges, HedgesWon uint64
 }
 
 // ExtraLoad is the share of transport calls beyond one per call: 0 without hedging, and for
@@ -150,12 +172,8 @@ const hedgeWarmup = 5 * time.Second
 
 // RunHedge runs cfg once, against backends of its own: it warms up until every backend has
 // served a call, then submits cfg.Calls calls and ticks the reactor until every one is
-// delivered. A hedged run fails with ErrHedgeUnavailable until MethodPolicy.Hedge exists.
+// delivered.
 func RunHedge(cfg HedgeConfig) (res HedgeResult, err error) {
-	policy, err := hedgePolicy(cfg.Hedge)
-	if err != nil {
-		return res, err
-	}
 	be, err := StartHedgeBackends(cfg)
 	if err != nil {
 		return res, err
@@ -163,7 +181,7 @@ func RunHedge(cfg HedgeConfig) (res HedgeResult, err error) {
 	defer func() { err = errors.Join(err, be.Stop()) }()
 	r, err := reactor.New(reactor.Config{
 		Targets: be.Addrs(), Credentials: reactor.Insecure(), DefaultTimeout: cfg.Timeout, MaxOutstanding: max(cfg.Calls, 1024),
-		Policies: []reactor.MethodPolicy{policy},
+		Policies: []reactor.MethodPolicy{hedgePolicy(cfg)},
 	})
 	if err != nil {
 		return res, err
@@ -206,7 +224,7 @@ func RunHedge(cfg HedgeConfig) (res HedgeResult, err error) {
 		}
 		drain()
 	}
-	calls0 := be.Calls()
+	calls0, stats0 := be.Calls(), r.Stats().Methods[echo.Path()]
 	tick := time.NewTicker(cfg.TickEvery)
 	defer tick.Stop()
 	for res.Calls < cfg.Calls {
@@ -223,6 +241,8 @@ func RunHedge(cfg HedgeConfig) (res HedgeResult, err error) {
 	for i, c := range be.Calls() {
 		res.BackendCalls = append(res.BackendCalls, c-calls0[i])
 	}
+	stats := r.Stats().Methods[echo.Path()]
+	res.Hedges, res.HedgesWon = stats.Hedges-stats0.Hedges, stats.HedgesWon-stats0.HedgesWon
 	slices.Sort(latencies)
 	res.P50, res.P99 = rank.Percentile(latencies, 50), rank.Percentile(latencies, 99)
 	return res, nil

@@ -14,30 +14,44 @@ import (
 	"github.com/trixnew/prpc/internal/testpb"
 )
 
-func TestRunHedgeRefusesHedging(t *testing.T) {
-	cfg := DefaultHedge().Short()
-	cfg.Hedge = true
-	_, err := RunHedge(cfg)
-	require.ErrorIs(t, err, ErrHedgeUnavailable)
+func TestHedgeCases(t *testing.T) {
+	var names []string
+	for _, c := range HedgeCases(DefaultHedge()) {
+		names = append(names, c.Name)
+	}
+	require.Equal(t, []string{"unhedged", "delay-5ms", "p95"}, names, "the names of BenchmarkHedgedReads's sub-benchmarks")
 }
 
-// TestRunHedgeUnhedged runs the scenario without hedging, in short: every call succeeds and
-// is one transport call, every backend gets a share, and the slow backend's delayed calls,
-// more than 1% of all, put p99 at the delay at least.
-func TestRunHedgeUnhedged(t *testing.T) {
-	cfg := DefaultHedge().Short()
-	res, err := RunHedge(cfg)
-	require.NoError(t, err)
-	require.Equal(t, cfg.Calls, res.Calls)
-	require.Equal(t, cfg.Calls, res.OK)
-	require.Zero(t, res.Failed)
-	require.Len(t, res.BackendCalls, cfg.Backends)
-	for i, n := range res.BackendCalls {
-		require.Positive(t, n, "backend %d", i)
+// TestRunHedge runs every case in short: every call succeeds and every backend gets a share;
+// unhedged, every call is one transport call and the slow backend's delayed calls, more than
+// 1% of all, put p99 at the delay at least; hedged, the slow calls outlast the delay, so
+// hedges are sent, and no more win than are sent.
+func TestRunHedge(t *testing.T) {
+	for _, c := range HedgeCases(DefaultHedge().Short()) {
+		t.Run(c.Name, func(t *testing.T) {
+			cfg := c.Config
+			res, err := RunHedge(cfg)
+			require.NoError(t, err)
+			require.Equal(t, cfg.Calls, res.Calls)
+			require.Equal(t, cfg.Calls, res.OK)
+			require.Zero(t, res.Failed)
+			require.Len(t, res.BackendCalls, cfg.Backends)
+			for i, n := range res.BackendCalls {
+				require.Positive(t, n, "backend %d", i)
+			}
+			require.LessOrEqual(t, res.P50, res.P99)
+			if cfg.Hedge == nil {
+				require.Zero(t, res.ExtraLoad(), "an unhedged call is one transport call")
+				require.Zero(t, res.Hedges)
+				require.Zero(t, res.HedgesWon)
+				require.GreaterOrEqual(t, res.P99, cfg.SlowDelay)
+				return
+			}
+			require.Positive(t, res.Hedges, "the slow calls outlast the delay")
+			require.LessOrEqual(t, res.HedgesWon, res.Hedges)
+			require.GreaterOrEqual(t, res.ExtraLoad(), 0.0)
+		})
 	}
-	require.Zero(t, res.ExtraLoad(), "an unhedged call is one transport call")
-	require.GreaterOrEqual(t, res.P99, cfg.SlowDelay)
-	require.LessOrEqual(t, res.P50, res.P99)
 }
 
 // TestHedgeBackendsDelayEveryNth checks the slow backend's share: of the calls it receives,
