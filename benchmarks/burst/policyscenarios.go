@@ -2,24 +2,23 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/trixnew/prpc/benchmarks/internal/policybench"
 )
 
-// The policies suite's scenarios, each made of policybench's cases. A scenario is added here:
-// hedged reads, once MethodPolicy.Hedge exists, as a hedgeScenario over policybench.HedgeConfig
-// whose cases run policybench.RunHedge unhedged and hedged, with the figures p50, p99 and the
-// extra load (HedgeResult.ExtraLoad).
+// The policies suite's scenarios, each made of policybench's cases. A scenario is added here,
+// as a function that turns its cases into a policyScenario, and in policyScenarios.
 
 // policyScenarios returns the suite's scenarios, in running order: the full shapes, or, if
 // short, the short ones the tests run.
 func policyScenarios(short bool) []policyScenario {
-	co, ov := policybench.DefaultCoalesce(), policybench.DefaultOverload()
+	co, ov, he := policybench.DefaultCoalesce(), policybench.DefaultOverload(), policybench.DefaultHedge()
 	if short {
-		co, ov = co.Short(), ov.Short()
+		co, ov, he = co.Short(), ov.Short(), he.Short()
 	}
-	return []policyScenario{coalesceScenario(co), overloadScenario(ov)}
+	return []policyScenario{coalesceScenario(co), overloadScenario(ov), hedgeScenario(he)}
 }
 
 // coalesceScenario is the coalesced-reads scenario over base: policybench.CoalesceCases.
@@ -85,6 +84,56 @@ func overloadScenario(base policybench.OverloadConfig) policyScenario {
 			res, err := policybench.RunOverload(c)
 			return []float64{res.Goodput(), ms(res.P50), ms(res.P99), float64(res.Timeouts), float64(res.NeverSent),
 				float64(res.Wasted), float64(res.Rejected), float64(res.Limit)}, int(res.Failed), err
+		}})
+	}
+	return s
+}
+
+// hedgeScenario is the hedged-reads scenario over base: policybench.HedgeCases.
+func hedgeScenario(base policybench.HedgeConfig) policyScenario {
+	cases := policybench.HedgeCases(base)
+	var fixed time.Duration // the fixed Delay of the case that has one
+	var quantile string     // the DelayQuantile of the case that has one
+	for _, c := range cases {
+		switch h := c.Config.Hedge; {
+		case h == nil:
+		case h.DelayQuantile > 0:
+			quantile = strconv.FormatFloat(h.DelayQuantile, 'g', -1, 64)
+		default:
+			fixed = h.Delay
+		}
+	}
+	s := policyScenario{
+		Name: "hedge", Title: "Hedged reads",
+		About: fmt.Sprintf("Reads spread by round_robin over %d backends (Config.Targets), of which the first delays one call in %d of those it receives by %s and the others answer at once; "+
+			"the host submits %s calls open-loop, %d every %s, each with a timeout of %s, and ticks the reactor every %s in between, so that a call's latency includes its wait for the tick that delivers it; "+
+			"unhedged, with MethodPolicy.Hedge's fixed Delay of %s (half the tick interval: a hedge's answer still makes the tick that delivers the fast calls), "+
+			"and with DelayQuantile %s and no floor (no hedge until 32 attempts have succeeded, the warm-up's included), HedgePolicy's defaults otherwise (two attempts, Budget 0.1); "+
+			"each trial starts the backends and a fresh reactor with the default lanes and warms up until every backend has served a call: "+
+			"p50 and p99 of the measured calls' latency from submission to callback, the transport calls the backends received beyond one per call as a percentage of the calls (the extra load), "+
+			"and the hedges sent and those that won, MethodStats.Hedges and HedgesWon over the measured calls.",
+			base.Backends, base.SlowEvery, durationText(base.SlowDelay), thousands(base.Calls), base.PerTick, durationText(base.TickEvery),
+			durationText(base.Timeout), durationText(base.TickEvery), durationText(fixed), quantile),
+		Labels: []string{"Hedge", "Delay", "DelayQuantile"},
+		Figures: []policyFigure{
+			{Key: "p50_ms", Head: "p50 (ms)", Digits: 2},
+			{Key: "p99_ms", Head: "p99 (ms)", Digits: 2},
+			{Key: "extra_load_pct", Head: "extra load (%)", Digits: 2},
+			{Key: "hedges", Head: "hedges sent"},
+			{Key: "hedges_won", Head: "hedges won"},
+		},
+	}
+	for _, c := range cases {
+		labels := []string{"off", "–", "–"}
+		if h := c.Config.Hedge; h != nil {
+			labels = []string{"on", durationText(h.Delay), "–"}
+			if h.DelayQuantile > 0 {
+				labels[1], labels[2] = durationText(h.Delay)+" (floor)", strconv.FormatFloat(h.DelayQuantile, 'g', -1, 64)
+			}
+		}
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() ([]float64, int, error) {
+			res, err := policybench.RunHedge(c.Config)
+			return []float64{ms(res.P50), ms(res.P99), 100 * res.ExtraLoad(), float64(res.Hedges), float64(res.HedgesWon)}, res.Failed, err
 		}})
 	}
 	return s

@@ -8,15 +8,14 @@ import (
 )
 
 // The policies suite: the scenarios of prpc's call policies (benchmarks/internal/policybench),
-// which the Go benchmarks BenchmarkCoalescedBurst and BenchmarkOverload run too, each case a
-// few trials, interleaved, against loopback servers each trial starts in this process.
+// which the Go benchmarks BenchmarkCoalescedBurst, BenchmarkOverload and BenchmarkHedgedReads
+// run too, each case a few trials, interleaved, against loopback servers each trial starts in
+// this process.
 //
 // A scenario is a policyScenario: its title, a sentence saying what it is, the columns that
 // tell its cases apart, its figures and its cases, each of which runs one trial. The report
 // renders every scenario the same way, one table each, so that a scenario added to
-// policyScenarios (policyscenarios.go) needs nothing else: hedged reads (policybench.RunHedge:
-// p50, p99 and the extra load, with and without hedging) join there once MethodPolicy.Hedge
-// exists.
+// policyScenarios (policyscenarios.go) needs nothing else.
 const (
 	suitePolicies = "policies"
 	policyTrials  = 3 // trials per case by default

@@ -18,8 +18,8 @@ func TestPoliciesSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.suites()) > 0 || len(o.loopShapes()) > 0 || len(o.policies) != 2 {
-		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the two scenarios alone",
+	if len(o.suites()) > 0 || len(o.loopShapes()) > 0 || len(o.policies) != 3 {
+		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the three scenarios alone",
 			len(o.suites()), len(o.loopShapes()), len(o.policies))
 	}
 	o.policies = policyScenarios(true)
@@ -58,12 +58,19 @@ func TestPoliciesSuite(t *testing.T) {
 	if off := rep.Policies[0].Cases[0]; off.Name != "off" || off.figure(0).min != float64(50) || off.figure(0).max != float64(50) {
 		t.Errorf("coalesce off: backend calls per burst %+v, want 50, the short burst, in every trial", off.figure(0))
 	}
+	// Unhedged, no call is hedged and none is sent twice; hedged, the slow calls are.
+	for _, c := range rep.Policies[2].Cases {
+		sent, extra := c.figure(3), c.figure(2)
+		if unhedged := c.Name == "unhedged"; unhedged != (sent.max == 0) || unhedged != (extra.max == 0) {
+			t.Errorf("hedge %s: hedges sent %+v, extra load %+v; want both 0 in every trial unhedged alone", c.Name, sent, extra)
+		}
+	}
 	var doc bytes.Buffer
 	if err := (Run{rep}).WriteDocument(&doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Adaptive in-flight limit\n",
-		"| drops-cancelled/adaptive-128 | drops-cancelled | 4×32 | adaptive | 2 |"} {
+	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Adaptive in-flight limit\n", "### Hedged reads\n",
+		"| drops-cancelled/adaptive-128 | drops-cancelled | 4×32 | adaptive | 2 |", "| p95 | on | 0 ms (floor) | 0.95 | 2 |"} {
 		if !strings.Contains(doc.String(), want) {
 			t.Errorf("the document lacks %q:\n%s", want, doc.String())
 		}
