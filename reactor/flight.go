@@ -59,14 +59,17 @@ type flightTable struct {
 	// settles a member knowing only its record: until the reactor settles the call or the
 	// flight ends.
 	byMember map[*callcore.Call]*flight
-	running  int // attempts started whose lane has not finished them
+	// hedges names the flight each hedging token stands for while hedges of it are queued
+	// (hedging.token).
+	hedges  map[*callcore.Call]*flight
+	running int // attempts started whose lane has not finished them
 	// abandoned is set once Close has given up on lanes that a hook of the host holds: a
 	// flight's lane that returns after it leaves the invokers' loads, reset then, alone.
 	abandoned bool
 }
 
 func newFlightTable(r *Reactor) *flightTable {
-	return &flightTable{r: r, byKey: make(map[string]*flight), byMember: make(map[*callcore.Call]*flight)}
+	return &flightTable{r: r, byKey: make(map[string]*flight), byMember: make(map[*callcore.Call]*flight), hedges: make(map[*callcore.Call]*flight)}
 }
 
 // joinable returns the flight in progress for key that a call with deadline may join, if any,

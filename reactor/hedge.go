@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/dial"
 )
@@ -28,6 +29,10 @@ type hedging struct {
 	sent    int                // attempts sent: started by a lane, or queued for one
 	started int                // attempts lanes have started
 	queued  int                // hedges queued that no lane has started
+	// token is the record that stands for the flight in the ready queue's entries of its
+	// hedges (callqueue.Work.Attempt), made at its first hedge; the flight table maps it to
+	// the flight while hedges are queued.
+	token *callcore.Call
 }
 
 // hedgeState is a hedged method's policy and what its calls have taught: the budget's tokens
@@ -165,24 +170,32 @@ func (t *flightTable) queueHedge(f *flight, n int) {
 	if ok {
 		h.sent++
 		h.queued++
+		if h.token == nil {
+			h.token = new(callcore.Call)
+		}
+		t.hedges[h.token] = f
 	}
 	t.mu.Unlock()
 	if ok {
-		t.r.work.Push([]callqueue.Work{{Attempt: f, Critical: f.critical}})
+		t.r.work.Push([]callqueue.Work{{C: h.token, Attempt: true, Critical: f.critical}})
 	}
 }
 
-// beginHedge starts, on the calling lane, the attempt of f that a lane took from the ready
-// queue, and returns its context; nil if f was decided or every member left meanwhile.
-func (t *flightTable) beginHedge(f *flight) *callCtx {
+// beginHedge starts, on the calling lane, the attempt that a lane took from the ready queue,
+// of the flight that token stands for, and returns the flight and the attempt's context; a nil
+// context if the flight was decided or every member left meanwhile.
+func (t *flightTable) beginHedge(token *callcore.Call) (*flight, *callCtx) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f.hedge.queued--
+	f := t.hedges[token]
+	if f.hedge.queued--; f.hedge.queued == 0 {
+		delete(t.hedges, token)
+	}
 	if f.closed && mutation != "hedge-after-decided" {
-		return nil
+		return f, nil
 	}
 	t.running++
-	return f.hedge.begin(f)
+	return f, f.hedge.begin(f)
 }
 
 // sampleLatency records the transport time d of an attempt of f that succeeded, for its

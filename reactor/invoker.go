@@ -40,9 +40,8 @@ func (r *Reactor) lane(inv int) {
 		if !ok {
 			return
 		}
-		if w.Attempt != nil { // another attempt of a hedged call (hedge.go)
-			f := w.Attempt.(*flight)
-			if ctx := r.flights.beginHedge(f); ctx != nil {
+		if w.Attempt { // another attempt of a hedged call (hedge.go)
+			if f, ctx := r.flights.beginHedge(w.C); ctx != nil {
 				l.load.Add(1)
 				l.runFlight(f, ctx)
 			}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/trixnew/prpc/internal/callcore"
 )
 
 // The simulation's hedged reads (MethodPolicy.Hedge): the policy a seed draws for simRead,
@@ -70,8 +72,8 @@ func (w *simWorld) beganAttempt(sl *simLane) {
 
 // hedgeStart is a lane that took a hedge from the queue: it begins the attempt, unless the
 // call was decided meanwhile.
-func (w *simWorld) hedgeStart(sl *simLane, f *flight) {
-	ctx := w.r.flights.beginHedge(f)
+func (w *simWorld) hedgeStart(sl *simLane, token *callcore.Call) {
+	f, ctx := w.r.flights.beginHedge(token)
 	sf := w.flightCalls[f]
 	if ctx == nil {
 		w.note("lane skips a hedge of call %d, decided", sf.call.id)

@@ -426,8 +426,8 @@ func (w *simWorld) laneStep(sl *simLane) {
 		if !ok {
 			return
 		}
-		if wk.Attempt != nil {
-			w.hedgeStart(sl, wk.Attempt.(*flight))
+		if wk.Attempt {
+			w.hedgeStart(sl, wk.C)
 			return
 		}
 		ctx := sl.l.start(wk)

@@ -187,7 +187,8 @@ type Work struct {
 	C        *callcore.Call
 	Gen      uint32
 	Critical bool // taken before every call that is not
-	// Attempt, if not nil, is a hedged transport call (of the reactor's type) that is to
-	// send another attempt; C is then nil.
-	Attempt any
+	// Attempt says that C is not a call but stands for a hedged transport call that is to
+	// send another attempt: a record the reactor never submits, which it maps to that
+	// transport call. (A flag rather than a field of another type keeps Work at 16 bytes.)
+	Attempt bool
 }
