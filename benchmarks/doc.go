@@ -40,12 +40,7 @@
 //	go run ./benchmarks/burst -pin
 //
 // benchmarks/README.md is the performance report the burst suite generates with -markdown; its
-// first lines name the command that generated it. The policies suite (-suite policies: prpc's
-// call policies, scenario by scenario, in no group, all included) writes its figures to a
-// report of their own, benchmarks/policies.md, generated the same way:
-//
-//	go run ./benchmarks/burst -suite policies -trials 3 -markdown benchmarks/policies.md
-//
-// Figures belong in those reports, produced by a command, never in comments or timed unit
-// tests.
+// first lines name the command that generated it, which runs the policies suite too (-suite
+// policies: prpc's call policies, scenario by scenario, in no group, all included). Figures
+// belong in that report, produced by a command, never in comments or timed unit tests.
 package benchmarks

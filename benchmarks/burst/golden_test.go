@@ -101,7 +101,7 @@ func madeUpPolicies() []PolicyResult {
 // goldenPolicies returns a made-up run of the policies suite alone, in one placement.
 func goldenPolicies() Run {
 	r := docReport()
-	r.Command = "go run ./benchmarks/burst -suite policies -trials 3 -markdown benchmarks/policies.md"
+	r.Command = "go run ./benchmarks/burst -suite policies -policy-trials 3 -markdown policies.md"
 	r.Suites, r.Loop, r.Policies = nil, nil, madeUpPolicies()
 	return Run{r}
 }

@@ -94,7 +94,7 @@
 // longest tick interval are reported beside them. It runs unpinned unless -pin or -placements says otherwise; the targets are
 // judged unpinned. The report in benchmarks/README.md comes from
 //
-//	go run ./benchmarks/burst -suite all,loop -placements unpinned,pinned -trials 15 -markdown benchmarks/README.md
+//	go run ./benchmarks/burst -suite all,loop,policies -placements unpinned,pinned -trials 15 -markdown benchmarks/README.md
 //
 // The policies suite measures prpc's call policies with the scenarios of
 // benchmarks/internal/policybench, which the Go benchmarks BenchmarkCoalescedBurst,
@@ -104,13 +104,13 @@
 // backend that drops cancelled calls and one that serves them) and hedged reads (three
 // backends, one of which delays a share of its calls, unhedged and with MethodPolicy.Hedge
 // after a fixed Delay and after DelayQuantile's). Each case runs 3 trials by default
-// (-trials), interleaved with the other cases of its scenario, each against loopback servers
-// it starts in this process; the report gives per case the median of each figure and its
-// spread. No group names it, all included, since at a full report's trials it would add
-// minutes to the run; -calls, -workers and -batch do not shape it, and the data service and
-// the fast backend do not run for it. Its figures are in benchmarks/policies.md, from
-//
-//	go run ./benchmarks/burst -suite policies -trials 3 -markdown benchmarks/policies.md
+// (-policy-trials; -trials does not apply to it, so that a full report's trials do not
+// multiply its minutes), interleaved with the other cases of its scenario, each against
+// loopback servers it starts in this process; the report gives per case the median of each
+// figure and its spread. No group names it, all included; -calls, -workers and -batch do not
+// shape it, and the data service and the fast backend do not run for it. Its servers share
+// the client's process, so pinning cannot separate them: with both placements it runs in the
+// unpinned one only.
 //
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
@@ -164,6 +164,7 @@ type options struct {
 	suite                         string
 	names                         []string // the suites -suite names, "all" expanded, in running order
 	calls, workers, batch, trials int
+	policyTrials                  int // trials per case of the policies suite
 	timeout, budget               time.Duration
 	warmup                        int
 	inprocess, pin, json          bool
@@ -189,7 +190,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's one burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")
-	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3; loop suite 7), and per case of the policies suite (default 3)")
+	fs.IntVar(&o.trials, "trials", 0, "trials per client and shape (default 3; loop suite 7)")
+	fs.IntVar(&o.policyTrials, "policy-trials", policyTrials, "trials per case of the policies suite")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of every call, from its submission")
 	fs.DurationVar(&o.budget, "budget", 2*time.Millisecond, "budget of each prpc Tick")
 	fs.IntVar(&o.warmup, "warmup", 1000, "warm-up calls per client per shape, not measured")
@@ -238,6 +240,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-calls, -workers and -batch shape the burst suites and the loop suite; the policies suite's scenarios have shapes of their own")
 	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
 		return o, errors.New("-calls, -workers, -batch, -trials and -warmup must not be negative")
+	case o.policyTrials < 1:
+		return o, errors.New("-policy-trials must be at least 1")
 	case o.calls == 0 && (o.workers > 0 || o.batch > 0):
 		return o, errors.New("-workers and -batch shape a -calls run; give -calls too")
 	case o.timeout <= 0:
@@ -504,9 +508,9 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 	} else if pinned {
 		rep.ClientAffinity = affinity(0)
 	}
-	if len(o.policies) > 0 {
+	if o.runsPolicies(pinned) {
 		fmt.Fprintf(stderr, "burst: %s; %s suite, its servers in this process\n", placement, suitePolicies)
-		pr, err := runPolicies(o.policies, cmpOr(o.trials, policyTrials), stderr)
+		pr, err := runPolicies(o.policies, o.policyTrials, stderr)
 		if err != nil {
 			return nil, fmt.Errorf("%s suite: %w", suitePolicies, err)
 		}
@@ -515,6 +519,13 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 	rep.Machine.LoadEnd = loadAverage()
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
+}
+
+// runsPolicies reports whether the placement pinned (or not) runs the policies suite: one
+// placement does, the unpinned one if o has one, since the suite's servers share the client's
+// process and pinning cannot separate them.
+func (o options) runsPolicies(pinned bool) bool {
+	return len(o.policies) > 0 && (!pinned || !slices.Contains(o.placements, false))
 }
 
 // runBackendSuites runs the burst suites and the loop suite's loopShapes in rep's placement

@@ -14,7 +14,7 @@ import (
 // no backend, runs each case the trials asked for, and its report has every figure of every
 // case, no errors, and renders as a document of the policies suite alone.
 func TestPoliciesSuite(t *testing.T) {
-	o, err := parseFlags([]string{"-suite", "policies", "-trials", "2"}, &bytes.Buffer{})
+	o, err := parseFlags([]string{"-suite", "policies", "-policy-trials", "2"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestPoliciesSuite(t *testing.T) {
 	}
 	o.policies = policyScenarios(true)
 	var stderr bytes.Buffer
-	rep, err := runPlacement(context.Background(), o, "go run ./benchmarks/burst -suite policies -trials 2", false, &stderr)
+	rep, err := runPlacement(context.Background(), o, "go run ./benchmarks/burst -suite policies -policy-trials 2", false, &stderr)
 	if err != nil {
 		t.Fatalf("runPlacement: %v\n%s", err, stderr.String())
 	}
@@ -154,5 +154,31 @@ func TestDurationText(t *testing.T) {
 		if got := durationText(dur); got != want {
 			t.Errorf("durationText(%v) = %q, want %q", dur, got, want)
 		}
+	}
+}
+
+// TestPoliciesRunInOnePlacement checks that the policies suite runs in one placement: the
+// unpinned one when both run, the pinned one when it runs alone.
+func TestPoliciesRunInOnePlacement(t *testing.T) {
+	for _, tc := range []struct {
+		placements string
+		pinned     bool
+		want       bool
+	}{
+		{"unpinned", false, true},
+		{"pinned", true, true},
+		{"unpinned,pinned", false, true},
+		{"unpinned,pinned", true, false},
+	} {
+		o, err := parseFlags([]string{"-suite", "policies", "-placements", tc.placements}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.runsPolicies(tc.pinned); got != tc.want {
+			t.Errorf("-placements %s, pinned %v: runs the policies suite %v, want %v", tc.placements, tc.pinned, got, tc.want)
+		}
+	}
+	if o, err := parseFlags([]string{"-suite", "standard"}, &bytes.Buffer{}); err != nil || o.runsPolicies(false) {
+		t.Errorf("-suite standard runs the policies suite (%v)", err)
 	}
 }
