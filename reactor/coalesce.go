@@ -94,14 +94,12 @@ func (r *Reactor) newFlight(c *callcore.Call, m *methodEntry, critical bool, key
 	f.deadline = (c.Deadline + flightTick - 1) / flightTick * flightTick
 	f.req = lanecodec.Encoded{Message: proto.Clone(c.Req), Bytes: []byte(key[prefix:])}
 	f.parent = r.transportParent(c, true)
-	f.ctx = r.deadlineCtx(f.parent, f.deadline)
-	f.ctx.attempt = 1
 	if m.hedge != nil {
 		r.flights.mu.Lock()
 		f.hedge = newHedging(m.hedge)
 		r.flights.mu.Unlock()
-		f.ctx.pick.Tried = &f.hedge.tried
 	}
+	f.ctx = f.attemptCtx(1)
 	f.running = []*callCtx{f.ctx}
 	return f
 }

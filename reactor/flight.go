@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"google.golang.org/grpc/status"
+
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/lanecodec"
 )
@@ -129,23 +131,29 @@ func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error) (members []
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f.running = slices.DeleteFunc(f.running, func(c *callCtx) bool { return c == ctx })
-	if !f.closed && (f.hedge == nil || !f.hedge.waitForOthers(f, err)) {
-		t.close(f)
-		members = f.members
-		f.members = nil
-		for _, m := range members {
-			if t.byMember[m.c] == f { // else the member left, and its record may be in a later use
-				delete(t.byMember, m.c)
-			}
-		}
-		if f.hedge != nil {
-			others = f.hedge.decided(f, ctx, err)
-		}
-	} else if !f.closed {
-		next = f.hedge.nextNow(f)
+	if f.closed { // another attempt decided f, or every member left it
+		t.running--
+		return nil, nil, !t.abandoned
 	}
-	if next != nil {
-		return nil, next, false
+	if h := f.hedge; h != nil && err != nil && h.p.nonFatalCode(status.Code(err)) {
+		if next := h.nextNow(f); next != nil {
+			return nil, next, false
+		}
+		if len(f.running) > 0 || h.queued > 0 { // another attempt answers for f
+			t.running--
+			return nil, nil, !t.abandoned
+		}
+	}
+	t.close(f)
+	members = f.members
+	f.members = nil
+	for _, m := range members {
+		if t.byMember[m.c] == f { // else the member left, and its record may be in a later use
+			delete(t.byMember, m.c)
+		}
+	}
+	if f.hedge != nil {
+		others = f.hedge.decided(f, ctx, err)
 	}
 	t.running--
 	return members, nil, !t.abandoned

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
@@ -103,15 +102,6 @@ func (h *hedging) mayHedge(f *flight) bool {
 	return !f.closed && f.live > 0 && h.sent < h.p.maxAttempts && h.p.spend()
 }
 
-// waitForOthers reports whether the attempt of f that returned err leaves f undecided: err's
-// code is non-fatal and another attempt is running, queued, or may be sent now (nextNow).
-func (h *hedging) waitForOthers(f *flight, err error) bool {
-	if err == nil || !h.p.nonFatalCode(status.Code(err)) {
-		return false
-	}
-	return len(f.running) > 0 || h.queued > 0 || h.sent < h.p.maxAttempts && h.p.tokens >= 1
-}
-
 // nextNow returns the context of the attempt that the lane whose attempt failed with a
 // non-fatal code sends at once, or nil if the budget or the attempts are spent: the other
 // attempts then answer for f.
@@ -148,7 +138,8 @@ func (h *hedging) decided(f *flight, ctx *callCtx, err error) []*callCtx {
 }
 
 // attemptCtx returns the context of attempt n of f's transport call: f's deadline and parent,
-// with grpc-previous-rpc-attempts for a hedge, and the backends tried for the picker.
+// with grpc-previous-rpc-attempts for a hedge, and, if f is hedged, the backends tried for the
+// picker.
 func (f *flight) attemptCtx(n int) *callCtx {
 	parent := f.parent
 	if n > 1 {
@@ -156,7 +147,9 @@ func (f *flight) attemptCtx(n int) *callCtx {
 	}
 	ctx := f.t.r.deadlineCtx(parent, f.deadline)
 	ctx.attempt = n
-	ctx.pick.Tried = &f.hedge.tried
+	if f.hedge != nil {
+		ctx.pick.Tried = &f.hedge.tried
+	}
 	return ctx
 }
 

@@ -113,7 +113,7 @@ func (l *laneState) start(w callqueue.Work) *callCtx {
 		return nil
 	}
 	l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
-	ctx := r.transportCtx(c, c.Deadline, false)
+	ctx := r.transportCtx(c)
 	if err := c.SetCancel(&ctx.State); err != nil { // cut meanwhile
 		ctx.End(err)
 	}
@@ -212,12 +212,11 @@ func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) bool {
 	return true
 }
 
-// transportCtx returns the context of a transport call for c, a call its lane has claimed,
-// with deadlineAt (on the reactor's clock), c's parent context and its request metadata; for
-// a flight that c starts (forFlight), with only the values of c's parent context
-// (flightParent). Its done state is for the caller to publish.
-func (r *Reactor) transportCtx(c *callcore.Call, deadlineAt int64, forFlight bool) *callCtx {
-	return r.deadlineCtx(r.transportParent(c, forFlight), deadlineAt)
+// transportCtx returns the context of c's transport call, c being a call its lane has claimed:
+// c's deadline, parent context and request metadata. Its done state is for the caller to
+// publish.
+func (r *Reactor) transportCtx(c *callcore.Call) *callCtx {
+	return r.deadlineCtx(r.transportParent(c, false), c.Deadline)
 }
 
 // transportParent returns the parent of c's transport context: c's parent context with c's
