@@ -32,6 +32,10 @@ type BackendStats struct {
 	Calls uint64
 	// Failed counts those calls that failed, by code.
 	Failed map[codes.Code]uint64
+	// HedgesLost counts those calls that were attempts of a hedged call (MethodPolicy.Hedge)
+	// which prpc cancelled because another attempt had answered first: load the backend
+	// carried, never counted in Failed, since the backend did not fail them.
+	HedgesLost uint64
 }
 
 // maxBackendNames bounds the cache of address strings: a long-running reactor sees a new
@@ -49,9 +53,10 @@ type backendTable struct {
 
 // backendCounts counts the transport calls of one backend address.
 type backendCounts struct {
-	addr   string
-	calls  atomic.Uint64
-	failed map[codes.Code]uint64 // under backendTable.mu
+	addr       string
+	calls      atomic.Uint64
+	hedgesLost atomic.Uint64
+	failed     map[codes.Code]uint64 // under backendTable.mu
 }
 
 // backendCache is one lane's memory of the backend its last transport call reached: the
@@ -82,6 +87,20 @@ func (t *backendTable) record(cache *backendCache, addr net.Addr, picked string,
 		b.failed[status.Code(err)]++
 		t.mu.Unlock()
 	}
+}
+
+// recordLost counts a transport call that reached addr (nil if it never got a connection), as
+// record does, that was an attempt of a hedged call which lost to another attempt.
+func (t *backendTable) recordLost(cache *backendCache, addr net.Addr, picked string) {
+	if addr == nil {
+		return
+	}
+	b := cache.counts
+	if b == nil || cache.addr != addr || cache.picked != picked {
+		b = t.counts(cache, addr, picked)
+	}
+	b.hedgesLost.Add(1)
+	b.calls.Add(1)
 }
 
 // counts returns the counters of addr, picked by the name picked, making them if need be,
@@ -136,7 +155,8 @@ func (t *backendTable) snapshot(states map[string]connectivity.State) []BackendS
 		for code, n := range b.failed {
 			c.Failed[code] = n
 		}
-		c.Calls = b.calls.Load() // after the failures: never fewer calls than failures
+		c.HedgesLost = b.hedgesLost.Load()
+		c.Calls = b.calls.Load() // after the failures and losses: never fewer calls than those
 		c.State, c.StateKnown = states[c.Addr]
 		out = append(out, c)
 	}

@@ -30,7 +30,8 @@ type callCtx struct {
 	parent   context.Context
 	deadline time.Time
 	pick     dial.Pick
-	attempt  int // which attempt of a flight's transport call it is, from 1 (hedge.go)
+	attempt  int  // which attempt of a flight's transport call it is, from 1 (hedge.go)
+	lost     bool // another attempt decided the flight and cancelled this one; under its flight table's lock
 }
 
 // newCallCtx returns the context of a transport call with the given deadline, or the

@@ -51,18 +51,19 @@ func (l *laneState) join(w callqueue.Work) *flight {
 	m := r.method(c.Ops)
 	limit := m.policy.coalesceMax // 0 for a method that is hedged only: nothing to join
 	t := r.flights
+	now := r.now()
 	t.mu.Lock()
-	f := t.joinable(l.keyBuf, c.Deadline, limit)
+	f := t.joinable(l.keyBuf, now, limit)
 	if f == nil {
 		// A flight of its own, made outside the table's lock; then, if another lane has
 		// started one meanwhile that the call may join, it joins that one instead.
 		t.mu.Unlock()
-		own := r.newFlight(c, m, w.Critical, string(l.keyBuf), prefix)
+		own := r.newFlight(c, m, w.Critical, string(l.keyBuf), prefix, now)
 		t.mu.Lock()
-		if f = t.joinable(l.keyBuf, c.Deadline, limit); f == nil {
+		if f = t.joinable(l.keyBuf, now, limit); f == nil {
 			started := own.add(c, w.Gen)
 			if started {
-				t.start(own, limit > 0)
+				t.start(own)
 			}
 			t.mu.Unlock()
 			if !started {
@@ -83,15 +84,15 @@ func (l *laneState) join(w callqueue.Work) *flight {
 	return nil
 }
 
-// newFlight returns a flight for c, a call of method m the lane has claimed (critical as the
-// ready queue's entry says), whose key is key,
-// the request's encoding starting at prefix: its request is a copy of c's, its context carries
-// the values of c's parent context and c's deadline rounded up to the millisecond (flightTick),
-// so that the calls submitted within the same millisecond with the same timeout may join it.
-// A hedged method's flight adds its share to the method's hedging budget.
-func (r *Reactor) newFlight(c *callcore.Call, m *methodEntry, critical bool, key string, prefix int) *flight {
-	f := &flight{t: r.flights, key: key, ops: c.Ops, waitForReady: c.WaitForReady, critical: critical}
-	f.deadline = (c.Deadline + flightTick - 1) / flightTick * flightTick
+// newFlight returns a flight for c, a call of method m the lane has claimed at now (critical
+// as the ready queue's entry says), whose key is key, the request's encoding starting at
+// prefix: its request is a copy of c's, its context carries the values of c's parent context
+// and c's deadline rounded up (roundDeadline). A hedged method's flight adds its share to the
+// method's hedging budget.
+func (r *Reactor) newFlight(c *callcore.Call, m *methodEntry, critical bool, key string, prefix int, now int64) *flight {
+	f := &flight{t: r.flights, key: key, ops: c.Ops, waitForReady: c.WaitForReady, critical: critical,
+		born: now, maxAge: m.policy.coalesceMaxAge, coalesced: m.policy.coalesceMax > 0}
+	f.deadline = roundDeadline(c.Deadline)
 	f.req = lanecodec.Encoded{Message: proto.Clone(c.Req), Bytes: []byte(key[prefix:])}
 	f.parent = r.transportParent(c, true)
 	if m.hedge != nil {
@@ -104,10 +105,17 @@ func (r *Reactor) newFlight(c *callcore.Call, m *methodEntry, critical bool, key
 	return f
 }
 
-// flightTick is the resolution of a flight's deadline, in nanoseconds: a call's deadline
-// rounded up to it. Calls of one burst are submitted microseconds apart, so that their
-// deadlines, exact to the nanosecond, differ: a call may join a flight whose deadline is at
-// least its own, and rounding lets the calls of one burst share one. The server may then
+// roundDeadline returns deadline rounded up to flightTick, the resolution of a flight's
+// deadline.
+func roundDeadline(deadline int64) int64 {
+	return (deadline + flightTick - 1) / flightTick * flightTick
+}
+
+// flightTick is the resolution of a flight's deadline, in nanoseconds: the deadline of the
+// call that starts a flight is rounded up to it. The calls of one burst are submitted
+// microseconds apart, so that their deadlines, exact to the nanosecond, differ: rounding lets
+// the transport call serve all of them to their deadlines, where the burst's later calls
+// would otherwise need a resend once the first call's deadline passed. The server may then
 // work up to this much longer for the first call than its own deadline: the reactor still
 // times out each call at its own deadline.
 const flightTick = int64(time.Millisecond)
@@ -121,14 +129,15 @@ func (l *laneState) takeLead() *flight {
 
 // runFlight runs the attempts of f that fall to the lane, starting with the one whose context
 // is ctx (f.ctx, the first, for the lane that started f; a hedge for a lane that took one from
-// the ready queue), and settles f's members once one of them decides it. An attempt sends f's
+// the ready queue), and settles f's members once one of them decides it; then, if some members
+// go on in a resend, it runs that flight's first attempt the same way. An attempt sends f's
 // own request with f's own context, and always asks for the header and trailer, since any
 // member may have asked for them.
 func (l *laneState) runFlight(f *flight, ctx *callCtx) {
 	for ctx != nil {
 		began := l.beginAttempt(f, ctx)
 		value, err := l.r.invokeWith(ctx, f.ops, &f.req, nil, f.waitForReady, l.withMetadata)
-		ctx = l.finishAttempt(f, ctx, began, value, err)
+		f, ctx = l.finishAttempt(f, ctx, began, value, err)
 	}
 }
 
@@ -143,30 +152,39 @@ func (l *laneState) beginAttempt(f *flight, ctx *callCtx) int64 {
 }
 
 // finishAttempt ends the attempt of f with context ctx, begun at began, that returned value
-// or err: it settles f's members if the attempt decides f, and returns the context of the
-// attempt the lane is to run next, if any (a hedge after a non-fatal code).
-func (l *laneState) finishAttempt(f *flight, ctx *callCtx, began int64, value proto.Message, err error) *callCtx {
+// or err: it settles f's members if the attempt decides f, and returns the flight and the
+// context of the attempt the lane is to run next, if any: a hedge after a non-fatal code, or
+// the first attempt of a resend for members whose deadlines are later than f's. An attempt
+// that another attempt's answer cancelled counts for its backend as a hedge lost, not as a
+// failed call.
+func (l *laneState) finishAttempt(f *flight, ctx *callCtx, began int64, value proto.Message, err error) (*flight, *callCtx) {
 	r := l.r
 	if err != nil {
 		l.codec.Forget()
 	}
-	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err)
 	if r.limited {
 		// The attempt holds the lane's place under the limit; one that every member left was
 		// cancelled (Canceled: neutral), or cut at its deadline (a drop).
 		l.slot.Signal = limitSignal(err, false, nil, true)
 	}
+	now := r.now()
 	if f.hedge != nil && err == nil {
-		r.flights.sampleLatency(f, time.Duration(r.now()-began))
+		r.flights.sampleLatency(f, time.Duration(now-began))
 	}
-	members, next, leaveLoad := f.t.endAttempt(f, ctx, err)
-	if next == nil {
-		l.settleMembers(f, members, value, err)
-		if leaveLoad {
-			l.load.Add(-1)
-		}
+	end := f.t.endAttempt(f, ctx, err, now)
+	if end.lost {
+		r.backends.recordLost(&l.backend, l.peer.Addr, ctx.pick.Addr)
+		r.method(f.ops).counters.hedgesLost.Add(1)
+	} else {
+		r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err)
 	}
-	return next
+	if end.settle != nil {
+		l.settleMembers(f, end.settle, value, err)
+	}
+	if end.leaveLoad {
+		l.load.Add(-1)
+	}
+	return end.next, end.ctx
 }
 
 // scheduleHedge schedules attempt n of f, hedged, after its delay.
@@ -180,21 +198,26 @@ func (l *laneState) scheduleHedge(f *flight, n int) {
 	}
 }
 
-// settleMembers settles members, f's members still joined when the lane's attempt decided
-// it, with that attempt's result: each gets its own response message (the first the
-// decoded one, the others a copy), its own error, and its own copies of the header and trailer
-// if it asked for them. A member the reactor settled, or whose record moved on, is skipped.
+// settleMembers settles members, f's members when the lane's attempt decided it, with that
+// attempt's result: each gets its own error, or its own response message, all of them made
+// before the first member is settled (the decoded one and copies of it), since a member's
+// callback may change its response as soon as Tick runs it; and its own copies of the header
+// and trailer if it asked for them. A member the reactor settled, or whose record moved on, is
+// skipped.
 func (l *laneState) settleMembers(f *flight, members []flightMember, value proto.Message, err error) {
 	r := l.r
 	// A hedged call that made several attempts may have been sent by any of them. f is
 	// decided: no attempt starts any more.
 	streamed := l.peer.Addr != nil || f.hedge != nil && f.hedge.started > 1
-	shared := false // value has gone to a member
+	won := members[:0] // the members the lane settles, claimed before any is settled
 	for _, m := range members {
-		c := m.c
-		if !c.Move(m.gen, callcore.Joined, callcore.Completed) {
-			continue
+		if m.c.Move(m.gen, callcore.Joined, callcore.Completed) {
+			won = append(won, m)
 		}
+	}
+	values := responses(value, len(won))
+	for i, m := range won {
+		c := m.c
 		var header, trailer metadata.MD
 		if c.Metadata {
 			header, trailer = r.keepMetadata(c, "header", l.header.Copy()), r.keepMetadata(c, "trailer", l.trailer.Copy())
@@ -202,15 +225,27 @@ func (l *laneState) settleMembers(f *flight, members []flightMember, value proto
 		if err != nil {
 			r.settleCompleted(c, nil, r.laneError(c, err, trailer, nil, streamed), header, trailer)
 		} else {
-			v := value
-			if shared && mutation != "coalesce-share-response" {
-				v = proto.Clone(value)
-			}
-			shared = true
-			r.settleCompleted(c, v, nil, header, trailer)
+			r.settleCompleted(c, values[i], nil, header, trailer)
 		}
 		r.settledByLane()
 	}
+}
+
+// responses returns n response messages for the members of a flight, value and n−1 copies of
+// it, all made before any member is settled; none if value is nil (the attempt failed).
+func responses(value proto.Message, n int) []proto.Message {
+	if value == nil || n == 0 {
+		return nil
+	}
+	values := make([]proto.Message, n)
+	for i := range n - 1 {
+		values[i] = proto.Clone(value)
+		if mutation == "coalesce-share-response" {
+			values[i] = value // the bug: the members share one message
+		}
+	}
+	values[n-1] = value
+	return values
 }
 
 // settleAlone settles w's call, claimed for coalescing, that failed before it joined a

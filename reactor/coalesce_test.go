@@ -229,34 +229,6 @@ func TestCoalesceMapFields(t *testing.T) {
 	require.Equal(t, 1, g.Calls(mapRead.Path()))
 }
 
-// TestCoalesceDeadlines checks that a call joins only a transport call whose deadline is at
-// least its own, and that a joined call whose deadline passes settles alone, at once, while
-// the others go on.
-func TestCoalesceDeadlines(t *testing.T) {
-	g := newGatedBackend(codes.OK)
-	r, clk := coalescing(t, g, 0)
-	first := submitEcho(r, "read", &calls.Options{Timeout: time.Second})
-	g.waitEntered(t, 1)
-	later := submitEcho(r, "read", &calls.Options{Timeout: 2 * time.Second}) // a later deadline: its own
-	g.waitEntered(t, 1)
-	short := submitEcho(r, "read", &calls.Options{Timeout: 100 * time.Millisecond}) // joins the first
-	waitCoalesced(t, r, echo.Path(), 1)
-
-	clk.Advance(100 * time.Millisecond)
-	tickUntilDelivered(t, r, []*outcome{short})
-	require.ErrorIs(t, short.err, calls.ErrTimeout)
-	var ce *calls.Error
-	require.ErrorAs(t, short.err, &ce)
-	require.False(t, ce.NotSent(), "a call that joined a transport call may have been sent")
-	require.Nil(t, first.err)
-
-	g.open()
-	tickUntilDelivered(t, r, []*outcome{first, later})
-	require.NoError(t, first.err)
-	require.NoError(t, later.err)
-	require.Equal(t, 2, g.Calls(echo.Path()))
-}
-
 // TestCoalesceCancel checks that cancelling the call that started a transport call fails
 // only that call, at once, and that the transport call is cancelled once every call it
 // serves has been, the server seeing its context cancelled.
@@ -392,6 +364,9 @@ func TestCoalescePolicyErrors(t *testing.T) {
 		{"not idempotent", reactor.MethodPolicy{Method: echo, Coalesce: true}, "Policies[0].Coalesce"},
 		{"negative cap", reactor.MethodPolicy{Method: echo, Idempotent: true, Coalesce: true, CoalesceMax: -1}, "Policies[0].CoalesceMax"},
 		{"cap without Coalesce", reactor.MethodPolicy{Method: echo, Idempotent: true, CoalesceMax: 4}, "Policies[0].CoalesceMax"},
+		{"negative age", reactor.MethodPolicy{Method: echo, Idempotent: true, Coalesce: true, CoalesceMaxAge: -time.Millisecond}, "Policies[0].CoalesceMaxAge"},
+		{"age over MaxTimeout", reactor.MethodPolicy{Method: echo, Idempotent: true, Coalesce: true, CoalesceMaxAge: time.Hour}, "Policies[0].CoalesceMaxAge"},
+		{"age without Coalesce", reactor.MethodPolicy{Method: echo, Idempotent: true, CoalesceMaxAge: time.Second}, "Policies[0].CoalesceMaxAge"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -450,7 +450,7 @@ func (c Config) resolveSettings() (Config, error) {
 	}
 	if c.Retry.isSet() && !c.hasRetriedPolicy() {
 		if c.hasIdempotentPolicy() {
-			return c, errors.New("prpc: Config.Retry applies to idempotent methods that are not hedged, and every Idempotent entry of Policies has Hedge; a method is hedged or retried, never both: leave Retry unset, or remove Hedge from the methods to retry")
+			return c, errors.New("prpc: Config.Retry applies to idempotent methods that are not hedged, and every Idempotent entry of Policies has Hedge; a method is hedged or retried, never both, and a hedged method's attempts fail over on HedgePolicy.NonFatalCodes (Unavailable when Retry is unset): leave Retry unset, or remove Hedge from the methods to retry")
 		}
 		return c, errors.New("prpc: Config.Retry applies to idempotent methods, and no Policies entry is Idempotent; mark the methods that may be retried, or leave Retry unset")
 	}

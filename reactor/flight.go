@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/callcore"
@@ -14,8 +15,10 @@ import (
 // A flight is one transport call that serves one or more calls of a coalesced method
 // (MethodPolicy.Coalesce) whose requests and outgoing metadata are the same: its members. The
 // lane that claims a call of such a method and finds no flight it may join starts one and runs
-// it; a call joins a flight whose deadline is at least its own and which has fewer members
-// than the method's CoalesceMax, and its lane goes on to its next call.
+// it; a call joins the flight with its key, whatever its deadline, while that flight is
+// younger than the method's CoalesceMaxAge, has not passed its deadline and has fewer members
+// than CoalesceMax, and its lane goes on to its next call. A hedged method's calls run as
+// flights too (hedge.go), joinable only if the method coalesces.
 //
 // The flight runs with a request and a context of its own, made from its first member while
 // its lane owned it, so that no member's record is read while the transport call runs: every
@@ -24,12 +27,25 @@ import (
 // (callcore.Left): its outcome goes to Tick without waiting for the transport call, since
 // nothing reads its record. The transport call is cancelled once every member has left it.
 // When it returns, its lane settles each member still joined, each with its own response.
+//
+// The transport call carries its first member's deadline; a member that joined later may
+// have a later one, which the transport call must not cut short: when the transport call ends
+// at its deadline (DeadlineExceeded once that deadline has passed), the members whose own
+// deadlines are later go on in a new flight of their own (resend), which its lane runs at
+// once with the latest of their deadlines; the others fail with the transport call's error,
+// their deadlines having passed too. The reactor, which has no timer for a flight's deadline,
+// cuts the transport call at it when a member leaves for its own deadline once the flight's
+// has passed (leave), so that a server that never answers cannot hold the later members
+// beyond their next deadline.
 type flight struct {
 	t            *flightTable
 	key          string // the method, WaitForReady, the metadata and the request's encoding
 	ops          *callcore.Ops
 	req          lanecodec.Encoded // the request, encoded once, as the lane's codec sends it
-	deadline     int64             // the first member's deadline, the transport call's
+	deadline     int64             // the transport call's deadline: its first member's, rounded up
+	born         int64             // when the flight was made, on the reactor's clock
+	maxAge       int64             // how long after born calls may join (CoalesceMaxAge)
+	coalesced    bool              // calls with its key may join it: its method coalesces
 	waitForReady bool
 	critical     bool            // the first member's class: its hedges wait as critical calls
 	parent       context.Context // the transport contexts' parent: the first member's values
@@ -43,10 +59,12 @@ type flight struct {
 	running []*callCtx     // the contexts of the attempts that lanes are running
 }
 
-// flightMember is one use of a record that joined a flight.
+// flightMember is one use of a record that joined a flight, and that use's deadline, read
+// when its lane joined it.
 type flightMember struct {
-	c   *callcore.Call
-	gen uint32
+	c        *callcore.Call
+	gen      uint32
+	deadline int64
 }
 
 // flightTable holds a reactor's flights that calls may still join, by key, and counts those
@@ -74,11 +92,13 @@ func newFlightTable(r *Reactor) *flightTable {
 	return &flightTable{r: r, byKey: make(map[string]*flight), byMember: make(map[*callcore.Call]*flight), hedges: make(map[*callcore.Call]*flight)}
 }
 
-// joinable returns the flight in progress for key that a call with deadline may join, if any,
-// for a method whose flights serve at most limit calls; t.mu held.
-func (t *flightTable) joinable(key []byte, deadline int64, limit int) *flight {
+// joinable returns the flight in progress for key that a call may join at now, if any: one
+// that has not passed its deadline, is at most maxAge old and has fewer than limit members;
+// t.mu held.
+func (t *flightTable) joinable(key []byte, now int64, limit int) *flight {
 	f := t.byKey[string(key)]
-	if f == nil || f.closed || deadline > f.deadline || len(f.members) >= limit {
+	if f == nil || f.closed || now >= f.deadline || len(f.members) >= limit ||
+		now-f.born > f.maxAge && mutation != "coalesce-any-age" {
 		return nil
 	}
 	return f
@@ -87,10 +107,11 @@ func (t *flightTable) joinable(key []byte, deadline int64, limit int) *flight {
 // add makes use gen of c, which the calling lane has claimed (Running), a member of f, and
 // reports whether it did: it does not if the reactor cut the call meanwhile. t.mu held.
 func (f *flight) add(c *callcore.Call, gen uint32) bool {
+	deadline := c.Deadline // read while the lane owns the record: once Joined, it may settle
 	if !c.Move(gen, callcore.Running, callcore.Joined) {
 		return false
 	}
-	f.members = append(f.members, flightMember{c: c, gen: gen})
+	f.members = append(f.members, flightMember{c: c, gen: gen, deadline: deadline})
 	f.live++
 	f.t.byMember[c] = f
 	return true
@@ -99,8 +120,8 @@ func (f *flight) add(c *callcore.Call, gen uint32) bool {
 // start counts f, whose first member has just been added, as running, and, for a coalesced
 // method (joinable), enters it as the flight calls with its key join, in place of one they may
 // no longer join; t.mu held.
-func (t *flightTable) start(f *flight, joinable bool) {
-	if joinable {
+func (t *flightTable) start(f *flight) {
+	if f.coalesced {
 		t.byKey[f.key] = f
 	}
 	t.running++
@@ -114,14 +135,31 @@ func (t *flightTable) close(f *flight) {
 	}
 }
 
-// endAttempt ends the attempt of f with context ctx, whose lane returned with err, and
-// decides what follows: it returns the members to settle with the attempt's result, if it
-// settles the flight (those the reactor has not settled are still Joined); or the context of
-// the next attempt, which the lane is to run at once (a hedge after a non-fatal code); or
-// neither, if another attempt decided the flight, every member left it, or another attempt may
-// still answer. The lane leaves its invoker's load when no attempt is next (leaveLoad),
-// unless Close has given up on the lanes.
-func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error) (members []flightMember, next *callCtx, leaveLoad bool) {
+// attemptEnd is what follows the end of a flight's attempt (endAttempt).
+type attemptEnd struct {
+	// settle are the members to settle with the attempt's result, if it decided the flight:
+	// those the reactor has not settled are still Joined.
+	settle []flightMember
+	// next is the flight whose attempt with context ctx the lane runs at once: the same
+	// flight's next attempt after a non-fatal code (a hedge), or a resend's first attempt
+	// for the members whose deadlines are later than the one that passed.
+	next *flight
+	ctx  *callCtx
+	// leaveLoad is set when the lane runs no attempt next and leaves its invoker's load,
+	// unless Close has given up on the lanes.
+	leaveLoad bool
+	// lost is set when another attempt decided the flight and cancelled this one: a hedge
+	// that lost, not a failure of the backend it went to.
+	lost bool
+}
+
+// endAttempt ends the attempt of f with context ctx, whose lane returned with err at now, and
+// decides what follows (attemptEnd): nothing, if another attempt decided the flight, every
+// member left it, or another attempt may still answer; the next attempt, after a non-fatal
+// code; otherwise the attempt decides the flight and its members are settled with its result,
+// but for those whose deadlines are later than the flight's when the attempt ended because
+// the flight's deadline passed: they go on in a resend.
+func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error, now int64) (end attemptEnd) {
 	var others []*callCtx
 	defer func() {
 		for _, o := range others { // the attempts that lost, once t.mu is released
@@ -133,37 +171,79 @@ func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error) (members []
 	f.running = slices.DeleteFunc(f.running, func(c *callCtx) bool { return c == ctx })
 	if f.closed { // another attempt decided f, or every member left it
 		t.running--
-		return nil, nil, !t.abandoned
+		return attemptEnd{leaveLoad: !t.abandoned, lost: ctx.lost}
 	}
-	if h := f.hedge; h != nil && err != nil && h.p.nonFatalCode(status.Code(err)) {
+	// The transport call ended at its deadline: later members must not fail with it.
+	expired := status.Code(err) == codes.DeadlineExceeded && now >= f.deadline
+	if h := f.hedge; h != nil && !expired && err != nil && h.p.nonFatalCode(status.Code(err)) {
 		if next := h.nextNow(f); next != nil {
-			return nil, next, false
+			return attemptEnd{next: f, ctx: next}
 		}
 		if len(f.running) > 0 || h.queued > 0 { // another attempt answers for f
 			t.running--
-			return nil, nil, !t.abandoned
+			return attemptEnd{leaveLoad: !t.abandoned}
 		}
 	}
 	t.close(f)
-	members = f.members
+	members := f.members
 	f.members = nil
+	var again []flightMember // the members a resend serves
+	settle := members[:0:0]
 	for _, m := range members {
-		if t.byMember[m.c] == f { // else the member left, and its record may be in a later use
-			delete(t.byMember, m.c)
+		if t.byMember[m.c] != f { // the member left, and its record may be in a later use
+			settle = append(settle, m) // the lane's claim on it fails: skipped
+			continue
+		}
+		delete(t.byMember, m.c)
+		if expired && m.deadline > now && mutation != "coalesce-fail-later" {
+			again = append(again, m)
+		} else {
+			settle = append(settle, m)
 		}
 	}
 	if f.hedge != nil {
 		others = f.hedge.decided(f, ctx, err)
 	}
+	if len(again) > 0 {
+		nf := t.resend(f, again, now)
+		return attemptEnd{settle: settle, next: nf, ctx: nf.ctx}
+	}
 	t.running--
-	return members, nil, !t.abandoned
+	return attemptEnd{settle: settle, leaveLoad: !t.abandoned}
+}
+
+// resend returns a new flight for members, members of f whose deadlines are later than f's,
+// which has just passed: f's request and parent, the latest of their deadlines, rounded up,
+// and, if f is hedged, hedging of its own; the calling lane runs its first attempt at once,
+// in f's place among the running flights. Calls with its key may join it if f's could and no
+// other flight has taken f's place. t.mu held.
+func (t *flightTable) resend(f *flight, members []flightMember, now int64) *flight {
+	nf := &flight{t: t, key: f.key, ops: f.ops, req: f.req, born: now, maxAge: f.maxAge, coalesced: f.coalesced,
+		waitForReady: f.waitForReady, critical: f.critical, parent: f.parent, members: members, live: len(members)}
+	for _, m := range members {
+		nf.deadline = max(nf.deadline, m.deadline)
+		t.byMember[m.c] = nf
+	}
+	nf.deadline = roundDeadline(nf.deadline)
+	if f.hedge != nil {
+		nf.hedge = &hedging{p: f.hedge.p, sent: 1, started: 1} // the calls paid their share
+	}
+	nf.ctx = nf.attemptCtx(1)
+	nf.running = []*callCtx{nf.ctx}
+	if nf.coalesced && t.byKey[nf.key] == nil {
+		t.byKey[nf.key] = nf
+	}
+	return nf
 }
 
 // leave tells c's flight that c, one of its members, has settled without it: the reactor
 // goroutine moved it from Joined to Left, because its deadline or its parent context's passed
 // (forDeadline), or it was cancelled or cut off by Close. Once every member has left, the
 // flight's transport call is cancelled, its context ending with callcore.CutError of
-// forDeadline. A flight that has ended already is left as it is.
+// forDeadline. A member that leaves for a deadline once the flight's own has passed, while
+// others remain, cuts the transport call as its deadline would have (DeadlineExceeded): its
+// lane then sends again for the members whose deadlines are later (endAttempt). A flight
+// that has ended already is left as it is.
 func (t *flightTable) leave(c *callcore.Call, forDeadline bool) {
 	t.mu.Lock()
 	f := t.byMember[c]
@@ -176,9 +256,12 @@ func (t *flightTable) leave(c *callcore.Call, forDeadline bool) {
 	cancel := !f.closed && (f.live == 0 ||
 		mutation == "coalesce-cancel-first" && len(f.members) > 0 && f.members[0].c == c)
 	var running []*callCtx
-	if cancel {
+	switch {
+	case cancel:
 		t.close(f)
 		running = slices.Clone(f.running)
+	case !f.closed && forDeadline && t.r.now() >= f.deadline:
+		running = slices.Clone(f.running) // ended at the flight's deadline: not closed
 	}
 	t.mu.Unlock()
 	for _, ctx := range running {

@@ -123,14 +123,17 @@ func (h *hedging) begin(f *flight) *callCtx {
 }
 
 // decided records that the attempt with context ctx, ending with err, decided f, and returns
-// the other attempts, for the caller to cancel once it has released t.mu. A hedge that
-// answered OK counts as won.
+// the other attempts, marked lost, for the caller to cancel once it has released t.mu. A hedge
+// that answered OK counts as won.
 func (h *hedging) decided(f *flight, ctx *callCtx, err error) []*callCtx {
 	if ctx.attempt > 1 && err == nil {
 		h.p.counters.hedgesWon.Add(1)
 	}
 	others := f.running
 	f.running = nil
+	for _, o := range others {
+		o.lost = true // read by its lane under t.mu, once its attempt returns
+	}
 	if mutation == "hedge-keep-losers" {
 		return nil // the bug: the attempts that lost run on
 	}

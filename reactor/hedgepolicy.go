@@ -19,7 +19,8 @@ import (
 //
 // The first OK response, or the first error whose code is not in NonFatalCodes, settles the
 // call; an attempt that fails with a non-fatal code sends the next attempt at once, if any
-// is left. Each attempt carries the call's deadline (grpc-timeout) and, from the second on,
+// is left and the budget allows. By default the non-fatal codes are those Config.Retry
+// retries (Unavailable), so that hedging a method keeps the failover its retries gave it. Each attempt carries the call's deadline (grpc-timeout) and, from the second on,
 // grpc-previous-rpc-attempts, the number of attempts sent before it. Attempts run on prpc's
 // lanes like calls, so they count against Workers × BatchSize (and Config.AdaptiveLimit);
 // an attempt waits in the ready queue for a free lane, critical first if its call is.
@@ -48,8 +49,12 @@ type HedgePolicy struct {
 	// start of the attempt to its response; it never includes the wait for Tick. From 0 to 1,
 	// exclusive; 0 means a fixed Delay.
 	DelayQuantile float64
-	// NonFatalCodes are the codes after which the next attempt is sent at once instead of
-	// settling the call. Default none. OK is not allowed.
+	// NonFatalCodes are the codes after which the next attempt is sent at once, if the
+	// attempts and the budget allow, instead of settling the call. Nil means the codes
+	// Config.Retry retries (RetryableCodes, by default Unavailable), so that a hedged method
+	// fails over where its retries would have: a backend that goes away fails no call an
+	// attempt on another backend can still serve. An empty, non-nil slice means none. OK is
+	// not allowed.
 	NonFatalCodes []codes.Code
 	// Budget is the share of calls that may send a hedge: each hedged call adds Budget
 	// tokens to a bucket of at most 10, each hedge takes one, and a hedge without a token is
@@ -111,7 +116,11 @@ func (p *MethodPolicy) hedgePolicy(field string, c *Config) (*hedgePolicy, error
 	case !(out.budget > 0 && out.budget <= 4):
 		return nil, fieldError(field+".Budget", h.Budget, fmt.Sprintf("must be more than 0 and at most 4 (0 means the default, %v)", defaultHedgeBudget))
 	}
-	for i, code := range h.NonFatalCodes {
+	nonFatal := h.NonFatalCodes
+	if nonFatal == nil {
+		nonFatal = c.Retry.RetryableCodes // resolved, and checked, already
+	}
+	for i, code := range nonFatal {
 		if code == codes.OK || code > codes.Unauthenticated {
 			return nil, fieldError(fmt.Sprintf("%s.NonFatalCodes[%d]", field, i), code, "must be a gRPC error code (1 to 16)")
 		}

@@ -57,33 +57,46 @@ type MethodPolicy struct {
 
 	// Coalesce lets calls of this method that are waiting or in flight at once share one
 	// transport call when their requests and outgoing metadata are the same: a call joins
-	// one whose deadline is at least its own, and which serves fewer than CoalesceMax calls;
-	// otherwise it sends its own. Use it for reads that many players make at the same
-	// moment (a leaderboard, a shop's catalogue), so that the backend answers each once.
-	// Never for writes: a call that joins another is not sent. It requires Idempotent.
+	// the transport call in progress with its key, whatever its own deadline, if that
+	// transport call has been running for at most CoalesceMaxAge and serves fewer than
+	// CoalesceMax calls; otherwise it sends its own, which later calls join in turn. Use it
+	// for reads that many players make at about the same moment (a leaderboard, a shop's
+	// catalogue), so that the backend answers each once. Never for writes: a call that joins
+	// another is not sent. It requires Idempotent.
+	//
+	// A call that joins a running transport call may get an answer the backend computed
+	// before the call was made, up to CoalesceMaxAge before it: that is the price of sharing.
 	//
 	// Each call keeps its own deadline, cancel, callbacks and admission slot, and gets its
-	// own response message, and its own header and trailer if it asks for them. Lanes compare
-	// the calls, so Call and Go cost no more than for another method. A call that times out or is cancelled settles alone; the
-	// transport call is cancelled only once every call it serves has settled without it. It
-	// carries the deadline (grpc-timeout) of the first call it serves, and the values (a
-	// trace span) of that call's parent context (calls.Options.Context), but not its
-	// deadline or cancellation, which settle that call alone: the spans of the calls that
-	// joined it see no transport call. Calls with calls.Options.CallOptions are never
-	// coalesced. The requests are compared by their deterministic encoding, so map fields
-	// in any order coalesce; the transport call sends that encoding, and gRPC's unary
-	// interceptors and stats handlers see its request as a proto.Message that holds a copy
-	// of the first call's request but is not of the request's own type. Stats counts the
-	// calls that joined another's transport call (MethodStats.Coalesced).
+	// own response message, made before any of the calls is settled, and its own header and
+	// trailer if it asks for them. Deadlines stay exact: the transport call carries the
+	// deadline (grpc-timeout) of the first call it serves, rounded up to the millisecond so
+	// that the calls of one burst share it; a call whose own deadline is later is never failed
+	// by it: if the transport call ends at its deadline while such calls still have time,
+	// prpc sends one new transport call for them, with the latest of their deadlines, and
+	// later calls may join that one in turn. A call that times out or is cancelled settles
+	// alone, at once; the transport call is cancelled only once every call it serves has
+	// settled without it. Lanes compare the calls, so Call and Go cost no more than for
+	// another method.
 	//
-	// The deadline a call must not pass to join is the first call's rounded up to the
-	// millisecond, which the transport call carries: the calls of one burst, submitted
-	// microseconds apart with one timeout, then share it.
+	// The transport call carries the values (a trace span) of the first call's parent context
+	// (calls.Options.Context), but not its deadline or cancellation, which settle that call
+	// alone: the spans of the calls that joined it see no transport call. Calls with
+	// calls.Options.CallOptions are never coalesced. The requests are compared by their
+	// deterministic encoding, so map fields in any order coalesce; the transport call sends
+	// that encoding, and gRPC's unary interceptors and stats handlers see its request as a
+	// proto.Message that holds a copy of the first call's request but is not of the request's
+	// own type. Stats counts the calls that joined another's transport call
+	// (MethodStats.Coalesced).
 	Coalesce bool
 	// CoalesceMax bounds the calls one transport call serves, the first included, so that
-	// one slow transport call holds only so many: past it, a call sends its own. 0 means
-	// 64; not negative. Only with Coalesce.
+	// one slow transport call holds only so many: past it, a call sends its own, which the
+	// calls after it join. 0 means 64; not negative. Only with Coalesce.
 	CoalesceMax int
+	// CoalesceMaxAge bounds how long a transport call may have been running for a call to
+	// join it, and so how much older than the call the answer it shares may be. 0 means
+	// 500 ms; not negative, at most Config.MaxTimeout. Only with Coalesce.
+	CoalesceMaxAge time.Duration
 
 	// Hedge, if set, hedges this method's calls: without a response after a delay, prpc sends
 	// another attempt, and the first response wins (see HedgePolicy). Never for writes. It
@@ -92,8 +105,15 @@ type MethodPolicy struct {
 	Hedge *HedgePolicy
 }
 
-// defaultCoalesceMax is MethodPolicy.CoalesceMax's default.
-const defaultCoalesceMax = 64
+// Defaults of MethodPolicy's coalescing fields. A read's answer may be shared with calls made
+// up to defaultCoalesceMaxAge after its transport call was sent: ten ticks of a 20-tick loop,
+// long enough that a steady stream of identical reads keeps one transport call in flight for
+// a read of a few hundred milliseconds, short enough that the answer is a fresh one for
+// game state.
+const (
+	defaultCoalesceMax    = 64
+	defaultCoalesceMaxAge = 500 * time.Millisecond
+)
 
 // RetryPolicy is how gRPC retries the calls of idempotent methods (MethodPolicy.Idempotent),
 // following gRPC's retry design: a call is retried only when it failed with one of
@@ -191,7 +211,10 @@ type methodPolicy struct {
 	metadata     bool // ResponseMetadata
 	retried      bool // Idempotent and not hedged: gRPC retries its calls
 	coalesceMax  int  // the calls one transport call serves at most; 0: not coalesced
-	hedge        *hedgePolicy
+	// coalesceMaxAge is how long, in nanoseconds, a transport call may have been running for
+	// a call to join it.
+	coalesceMaxAge int64
+	hedge          *hedgePolicy
 }
 
 // resolvePolicies checks c.Policies and indexes them by path.
@@ -220,12 +243,16 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 		if err != nil {
 			return nil, err
 		}
+		maxAge, err := p.coalesceMaxAge(field, c.MaxTimeout)
+		if err != nil {
+			return nil, err
+		}
 		hedge, err := p.hedgePolicy(field, c)
 		if err != nil {
 			return nil, err
 		}
 		out[path] = methodPolicy{timeout: timeout, waitForReady: p.WaitForReady, critical: p.Critical, metadata: p.ResponseMetadata,
-			retried: p.Idempotent && hedge == nil, coalesceMax: coalesceMax, hedge: hedge}
+			retried: p.Idempotent && hedge == nil, coalesceMax: coalesceMax, coalesceMaxAge: int64(maxAge), hedge: hedge}
 	}
 	return out, nil
 }
@@ -246,6 +273,19 @@ func (p *MethodPolicy) coalesceMax(field string) (int, error) {
 		return defaultCoalesceMax, nil
 	}
 	return p.CoalesceMax, nil
+}
+
+// coalesceMaxAge checks p's CoalesceMaxAge, field naming p, and returns it resolved.
+func (p *MethodPolicy) coalesceMaxAge(field string, maxTimeout time.Duration) (time.Duration, error) {
+	switch d := p.CoalesceMaxAge; {
+	case d != 0 && !p.Coalesce:
+		return 0, fieldError(field+".CoalesceMaxAge", d, "is set without Coalesce")
+	case d < 0 || d > maxTimeout:
+		return 0, fieldError(field+".CoalesceMaxAge", d, fmt.Sprintf("must not be negative, and at most MaxTimeout, %v (0 means the default, %v)", maxTimeout, defaultCoalesceMaxAge))
+	case d == 0:
+		return defaultCoalesceMaxAge, nil
+	}
+	return p.CoalesceMaxAge, nil
 }
 
 // serviceConfig returns the service config prpc generates from c: the balancer (gRPC's,

@@ -51,8 +51,8 @@ func TestSimulation(t *testing.T) {
 		t.Error(describeFailure(seed, w))
 	})
 	if sum.failed == 0 {
-		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight; %d hedges sent, %d won",
-			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned, sum.coalesced, sum.hedges, sum.hedgesWon)
+		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight; %d resends; %d hedges sent, %d won",
+			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned, sum.coalesced, sum.resends, sum.hedges, sum.hedgesWon)
 	}
 	if b := os.Getenv("PRPC_SIM_BUDGET"); b != "" {
 		budget, err := time.ParseDuration(b)
@@ -69,6 +69,9 @@ func TestSimulation(t *testing.T) {
 	if n >= simSeeds && sum.coalesced == 0 {
 		t.Errorf("in none of %d seeds did a call join a flight", n)
 	}
+	if n >= simSeeds && sum.resends == 0 {
+		t.Errorf("in none of %d seeds was a flight sent again for calls whose deadlines are later", n)
+	}
 	if n >= simSeeds && sum.hedgesWon == 0 {
 		t.Errorf("in none of %d seeds did a hedge win", n)
 	}
@@ -82,6 +85,7 @@ type seedsSummary struct {
 	failed             int
 	abandoned          uint64 // seeds in which Close gave up on lanes stuck in a hook
 	coalesced          uint64 // calls that joined a flight, in all
+	resends            uint64 // flights sent again for members whose deadlines are later, in all
 	hedges, hedgesWon  uint64 // hedges sent and won, in all
 	calls, steps       uint64 // in all
 	minCalls, minSteps int    // of a seed
@@ -109,6 +113,7 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 				mu.Lock()
 				if err == nil {
 					sum.calls += uint64(len(w.calls))
+					sum.resends += uint64(w.resends)
 					if w.r.stuckLanes > 0 {
 						sum.abandoned++
 					}

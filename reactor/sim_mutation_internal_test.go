@@ -27,6 +27,8 @@ var simMutations = []struct {
 	{"hedge-no-budget", "hedges are sent whatever the budget", 10},
 	{"coalesce-cancel-first", "the first call of a coalesced transport call, settling alone, cancels the transport call the others joined", 30},
 	{"coalesce-share-response", "the calls a coalesced transport call serves share one response message", 10},
+	{"coalesce-any-age", "a call joins a transport call however long it has been running, past CoalesceMaxAge", 10},
+	{"coalesce-fail-later", "a transport call that ends at its deadline fails the calls that joined it with later deadlines", 10},
 }
 
 // TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks

@@ -161,16 +161,19 @@ type simWorld struct {
 	byReq       map[*testpb.EchoRequest]*simCall // every call with a request, by its request
 	flightCalls map[*flight]*simFlight           // every flight a lane started
 	responses   map[*testpb.EchoResponse]int     // the response messages callbacks got, by call
-	settled     []*simCall                       // admitted calls in the order they were queued for Tick
-	delivered   int                              // how many of settled have had their callbacks run
-	outSeen     int                              // entries of the outbox already read into settled
-	host        simHost
-	aborted     bool
-	closeErr    error
-	engineDone  bool
-	inTick      bool
-	backendDown bool
-	chainOdds   int // 1 in chainOdds callbacks chains a call
+	resends     int                              // flights sent again for members whose deadlines are later
+	// queuedValues are the response messages of the calls queued for Tick, by call.
+	queuedValues map[any]int
+	settled      []*simCall // admitted calls in the order they were queued for Tick
+	delivered    int        // how many of settled have had their callbacks run
+	outSeen      int        // entries of the outbox already read into settled
+	host         simHost
+	aborted      bool
+	closeErr     error
+	engineDone   bool
+	inTick       bool
+	backendDown  bool
+	chainOdds    int // 1 in chainOdds callbacks chains a call
 
 	logging bool     // note events: off for speed, on to report a failure
 	events  []string // the events noted
@@ -201,7 +204,7 @@ const (
 // newSimWorld builds a reactor for seed without its goroutines.
 func newSimWorld(seed uint64) (*simWorld, error) {
 	w := &simWorld{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed0f9c)), clock: &simClock{},
-		byReq: make(map[*testpb.EchoRequest]*simCall), responses: make(map[*testpb.EchoResponse]int), flightCalls: make(map[*flight]*simFlight)}
+		byReq: make(map[*testpb.EchoRequest]*simCall), responses: make(map[*testpb.EchoResponse]int), queuedValues: make(map[any]int), flightCalls: make(map[*flight]*simFlight)}
 	cfg := Config{
 		Conn:            simConn{},
 		Clock:           w.clock,
@@ -214,7 +217,7 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 		Policies: []MethodPolicy{
 			{Method: simSave, Critical: w.rng.IntN(2) == 0},
 			// From the seed, so that the draws stay as they were.
-			{Method: simRead, Idempotent: true, Coalesce: true, CoalesceMax: 2 + int(seed%4), Hedge: simHedge(seed)},
+			{Method: simRead, Idempotent: true, Coalesce: true, CoalesceMax: 2 + int(seed%4), CoalesceMaxAge: simCoalesceMaxAge(seed), Hedge: simHedge(seed)},
 		},
 		// Every other seed checks request ownership, which must see every call leave the
 		// owned set however it settles; taken from the seed, so that the draws stay as they
@@ -410,6 +413,7 @@ func (w *simWorld) callbackRan(c *simCall, resp *testpb.EchoResponse, err error)
 			w.fail("call %d: got the response message call %d got", c.id, other)
 		}
 		w.responses[resp] = c.id
+		resp.Message += " (read)" // game code may change its own response
 	}
 
 	w.clock.now += time.Duration(w.rng.IntN(200)) * time.Microsecond // the callback's own work
@@ -464,8 +468,10 @@ func (w *simWorld) laneStep(sl *simLane) {
 	}
 	if err := sl.ctx.Err(); err != nil {
 		// The call was cut: gRPC's call returns promptly with the context's error.
-		if sl.flight != nil {
-			for _, m := range sl.flight.members {
+		// A flight's transport call is cut once every member has settled, or at its own
+		// deadline: the members whose deadlines are later then go on in a resend.
+		if f := sl.flight; f != nil && !(errors.Is(err, context.DeadlineExceeded) && w.r.now() >= f.deadline) {
+			for _, m := range f.members {
 				if m.c.Unsettled(m.gen) {
 					w.fail("call %d: the transport call of the flight it joined was cancelled before it settled", w.callOf(m.c).id)
 				}
@@ -485,7 +491,7 @@ func (w *simWorld) laneStep(sl *simLane) {
 		return
 	}
 	if sl.outcome.code != codes.OK {
-		w.laneFinish(sl, nil, status.Error(sl.outcome.code, "simulated failure"))
+		w.laneFinish(sl, nil, status.Error(sl.outcome.code, simServerFailure))
 		return
 	}
 	var req any
@@ -514,6 +520,7 @@ func (w *simWorld) coalesced(sl *simLane, wk callqueue.Work) {
 	}
 	f := sl.l.takeLead()
 	if f == nil {
+		w.checkJoined(wk, c)
 		w.note("lane joins call %d to a flight (or fails it)", c.id)
 		return
 	}
@@ -544,24 +551,33 @@ func (w *simWorld) attempt(sl *simLane) {
 func (w *simWorld) laneFinish(sl *simLane, value *testpb.EchoResponse, err error) {
 	w.note("lane finishes call %d: %v", sl.call.id, err)
 	var next *callCtx
+	var nf *flight
 	switch {
 	case sl.flight != nil && value != nil:
-		next = sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, value, nil)
+		nf, next = sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, value, nil)
 	case sl.flight != nil:
-		next = sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, nil, err)
+		nf, next = sl.l.finishAttempt(sl.flight, sl.ctx, sl.began, nil, err)
 	case value != nil:
 		sl.l.finish(sl.w, sl.ctx, value, nil)
 	default:
 		sl.l.finish(sl.w, sl.ctx, nil, err)
 	}
-	if next != nil { // a non-fatal code: the lane sends the next attempt at once
-		sl.ctx = next
-		w.nextAttempt(sl)
-		w.note("lane sends hedge %d of call %d at once (%v)", next.attempt, sl.call.id, sl.outcome)
+	if next == nil {
+		*sl = simLane{l: sl.l}
 		return
 	}
-	*sl = simLane{l: sl.l}
+	if nf != sl.flight { // a resend for the members whose deadlines are later
+		w.resent(sl, nf)
+		return
+	}
+	// A non-fatal code: the lane sends the next attempt at once.
+	sl.ctx = next
+	w.nextAttempt(sl)
+	w.note("lane sends hedge %d of call %d at once (%v)", next.attempt, sl.call.id, sl.outcome)
 }
+
+// simServerFailure is the message of the statuses the simulated server fails calls with.
+const simServerFailure = "simulated failure"
 
 // outcome draws how a transport call ends.
 func (w *simWorld) outcome() simOutcome {
@@ -720,6 +736,7 @@ func (w *simWorld) readOutbox() {
 			}
 			w.settled = append(w.settled, c)
 			c.settledAt = len(w.settled)
+			w.checkQueued(rec, c)
 		}
 		w.outSeen = len(queued)
 	})

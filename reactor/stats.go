@@ -146,6 +146,11 @@ type MethodStats struct {
 	// (MethodPolicy.Hedge): the extra load hedging put on the backends. HedgesWon counts the
 	// calls that a hedge's OK response settled, before the first attempt's.
 	Hedges, HedgesWon uint64
+	// HedgesLost counts the attempts of the method's calls, first attempts included, that
+	// prpc cancelled because another attempt of the same call had answered first: extra load
+	// that hedging put on the backends, not failures (BackendStats.HedgesLost counts them by
+	// backend, apart from BackendStats.Failed).
+	HedgesLost uint64
 	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
 	// Transport and TickWait split it as Stats' do.
 	Latency, QueueWait, Transport, TickWait Latency
@@ -216,7 +221,7 @@ type methodCounters struct {
 	failed                          map[codes.Code]uint64
 	latency                         latencyWindow
 	coalesced                       atomic.Uint64 // counted by the lanes, without mu
-	hedges, hedgesWon               atomic.Uint64 // counted by the lanes, without mu
+	hedges, hedgesWon, hedgesLost   atomic.Uint64 // counted by the lanes, without mu
 }
 
 func newMethodCounters() *methodCounters {
@@ -392,7 +397,7 @@ func (r *Reactor) Stats() Stats {
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
 	for path, e := range r.byPath {
 		m := e.counters
-		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
+		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
 		}
