@@ -95,7 +95,10 @@ type Clock interface {
 // system clock passes it in the context of each call (WithDeadline): that context's own
 // Deadline is on the system clock, the time the call has left from now, for gRPC to send,
 // while a connection that runs handlers itself expires the handler's context on the
-// reactor's clock, where the reactor times the call out.
+// reactor's clock, where the reactor times the call out. Such a connection reports the
+// handler's deadline on the system clock, as the call's context does: the time left until At
+// on Clock when the handler starts, from the system clock's time then, since At may be
+// decades from the system clock's time.
 type Deadline struct {
 	Clock Clock     // the reactor's Config.Clock
 	At    time.Time // on Clock: the instant the reactor times the call out

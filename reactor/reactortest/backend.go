@@ -47,9 +47,13 @@ import (
 // be registered at any time.
 //
 // With a ManualClock as the reactor's Config.Clock, a handler's deadline is on that clock, as
-// a server's is on the server's: its context's Deadline reports the call's deadline on the
-// clock, and Advance or Set end the context, with context.DeadlineExceeded, as soon as they
-// reach it (see ManualClock). A handler that returns after its deadline does not complete
+// a server's is on the server's: Advance or Set end its context, with
+// context.DeadlineExceeded, as soon as they reach it (see ManualClock), and nothing else
+// times it out. Its context's Deadline is on the system clock, as its users read it (a real
+// server registered on the Backend passes it on to its own gRPC clients, net.Dialer or
+// database driver): the time the call has left on the ManualClock when the handler starts,
+// from the system clock's time then, whatever date the ManualClock reads; it does not move
+// when the ManualClock does. A handler that returns after its deadline does not complete
 // its call: the reactor times the call out, as a client's deadline fires when a server cuts
 // the call off. A call whose deadline has passed before its handler starts does not run it.
 //
@@ -246,9 +250,10 @@ func (b *Backend) attempt(ctx context.Context, method string, req []byte, out pr
 
 // handlerBase returns the context a handler's context derives from, for a call whose
 // context is ctx. For a call of a reactor whose clock is a ManualClock, it is a child of
-// deadline, which ends at the call's deadline on that clock, and release ends it and
-// detaches deadline, once the handler has returned. For other calls, it is ctx, whose
-// deadline is on the system clock, with a nil deadline.
+// deadline, which ends at the call's deadline on that clock and reports as its Deadline the
+// time left then on the system clock, and release ends it and detaches deadline, once the
+// handler has returned. For other calls, it is ctx, whose deadline is on the system clock,
+// with a nil deadline.
 func handlerBase(ctx context.Context) (base context.Context, deadline *clockContext, release func()) {
 	if d, ok := standin.DeadlineOf(ctx); ok {
 		if clock, ok := d.Clock.(*ManualClock); ok {

@@ -48,8 +48,12 @@ import (
 //
 // A Backend handler's context keeps its call's deadline on the clock, as a server's does on
 // the server's: Advance and Set end it, with context.DeadlineExceeded, as soon as they reach
-// that deadline, before they fire any timer. It is not a timer: Timers, WaitTimers and
-// WaitTimerBy do not count it, so the reactor's one timer stays the one they see.
+// that deadline, before they fire any timer. Its Deadline method reports that deadline on the
+// system clock, as the code the handler passes the context to reads it: the system clock's
+// time when the handler started plus the time the call had left on this clock then, so a
+// clock started at any fixed date serves; it does not move when this clock does. It is not a
+// timer: Timers, WaitTimers and WaitTimerBy do not count it, so the reactor's one timer stays
+// the one they see.
 //
 // Time never goes backwards: Advance with a negative duration and Set with an earlier time
 // panic. The zero value is not usable; make one with NewManualClock. All methods are safe for

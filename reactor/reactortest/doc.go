@@ -19,7 +19,9 @@
 //
 // A ManualClock is a reactor.Clock whose time moves only when the test says so: passed as
 // Config.Clock, it makes call deadlines and Tick budgets deterministic, with no real time
-// passing; a Backend handler's context ends at its deadline on that clock, as on a server.
+// passing; a Backend handler's context ends at its deadline on that clock, as on a server,
+// while its Deadline method, for the gRPC clients, dialers and drivers a handler passes the
+// context to, is on the system clock: the time the call has left when the handler starts.
 // WaitTimerBy lets a test wait, without polling, until the reactor has set its one timer for
 // a deadline before it advances the clock past it.
 package reactortest

@@ -3,6 +3,8 @@ package reactortest_test
 import (
 	"context"
 	"errors"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +29,8 @@ import (
 
 // TestBackendHandlerDeadlineOnManualClock checks that a handler's context keeps the context
 // contract on a ManualClock, as a server's handler context does on the server's clock: its
-// Deadline is the call's deadline on the clock, it is not done a nanosecond before it, and
+// Deadline is the call's timeout from its start on the system clock, it is not done a
+// nanosecond before the call's deadline on the ManualClock, and
 // as soon as Advance reaches it (before Advance returns) it is done with
 // context.DeadlineExceeded, as are the contexts derived from it. Meanwhile the reactor's
 // timer stays the clock's only timer. A handler that returns after its deadline does not
@@ -87,6 +90,7 @@ func TestBackendHandlerDeadlineOnManualClock(t *testing.T) {
 			type seen struct {
 				deadline      time.Time
 				hasDeadline   bool
+				started       time.Time // on the system clock, once the handler has read its deadline
 				errBefore     error
 				timersBefore  int
 				err, childErr error
@@ -99,6 +103,7 @@ func TestBackendHandlerDeadlineOnManualClock(t *testing.T) {
 			reactortest.Handle(b, echo, func(ctx context.Context, _ *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 				var s seen
 				s.deadline, s.hasDeadline = ctx.Deadline()
+				s.started = time.Now()
 				s.errBefore = ctx.Err()
 				// Once the reactor's timer is set for the deadline, it is the only timer: the
 				// handler's deadline is none.
@@ -124,12 +129,13 @@ func TestBackendHandlerDeadlineOnManualClock(t *testing.T) {
 				return resp, err
 			})
 			r := reactortest.NewReactor(t, b, reactor.Config{Clock: clock})
+			submitted := time.Now()
 			p := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: timeout})
 			cancelCall <- p.Cancel
 			reactortest.Flush(t, r)
 			s := <-got
 			require.True(t, s.hasDeadline)
-			require.Equal(t, start.Add(timeout), s.deadline, "the deadline is on the manual clock")
+			require.WithinRange(t, s.deadline, submitted.Add(timeout), s.started.Add(timeout), "the deadline is on the system clock")
 			require.NoError(t, s.errBefore)
 			require.Equal(t, 1, s.timersBefore, "the reactor's timer only")
 			require.ErrorIs(t, s.err, tc.wantErr)
@@ -138,6 +144,102 @@ func TestBackendHandlerDeadlineOnManualClock(t *testing.T) {
 			require.True(t, s.doneClosed, "Done is closed once Err is set")
 			require.ErrorIs(t, p.Err(), tc.callErr)
 			require.Zero(t, clock.Timers())
+		})
+	}
+}
+
+// TestBackendHandlerWallDeadlineOnManualClock checks what code a handler passes its context
+// to sees, with a ManualClock that reads a date decades from the system clock's: its
+// Deadline is on the system clock, the time the call has left on the ManualClock when the
+// handler starts (after a retry, what the first attempt left), within the handler's start on
+// the system clock; a net.Dialer on loopback connects with it, a context.WithTimeout derived
+// with more time keeps it; and the context, with the derived one, is done only when the
+// ManualClock reaches the call's deadline, not a nanosecond before.
+func TestBackendHandlerWallDeadlineOnManualClock(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const timeout = 2 * time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() { // accepts the dials, until ln closes
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	tests := []struct {
+		name     string
+		start    time.Time
+		spent    time.Duration // by a first attempt that fails with Unavailable, and is retried
+		attempts int32
+	}{
+		{"a clock decades behind", time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC), 0, 1},
+		{"a clock decades ahead", time.Date(2091, 2, 3, 4, 5, 6, 0, time.UTC), 0, 1},
+		{"a retry after the clock moved", time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC), 1500 * time.Millisecond, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := reactortest.NewManualClock(tc.start)
+			type seen struct {
+				deadline, started time.Time
+				dialErr           error
+				derived           time.Time // the Deadline of a WithTimeout(ctx, time.Hour)
+				errEarly, errAt   error     // the handler's, a nanosecond before and at its deadline
+				derivedEarly      error
+				derivedAt         error
+			}
+			got := make(chan seen, 1)
+			var attempts atomic.Int32
+			b := reactortest.NewBackend()
+			reactortest.Handle(b, echo, func(ctx context.Context, _ *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+				if attempts.Add(1) == 1 && tc.spent > 0 {
+					clock.Advance(tc.spent)
+					return nil, status.Error(codes.Unavailable, "first attempt")
+				}
+				var s seen
+				s.deadline, _ = ctx.Deadline()
+				s.started = time.Now()
+				conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
+				if err == nil {
+					conn.Close()
+				}
+				s.dialErr = err
+				derived, cancel := context.WithTimeout(ctx, time.Hour)
+				defer cancel()
+				s.derived, _ = derived.Deadline()
+				wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer wcancel()
+				if err := clock.WaitTimerBy(wctx, tc.start.Add(timeout)); err != nil {
+					return nil, err
+				}
+				clock.Advance(timeout - tc.spent - time.Nanosecond)
+				s.errEarly, s.derivedEarly = ctx.Err(), derived.Err()
+				clock.Advance(time.Nanosecond)
+				s.errAt, s.derivedAt = ctx.Err(), derived.Err()
+				got <- s
+				return nil, ctx.Err()
+			})
+			r := reactortest.NewReactor(t, b, reactor.Config{
+				Clock:    clock,
+				Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true}},
+			})
+			submitted := time.Now()
+			p := reactor.Call(r, echo, &testpb.EchoRequest{}, &calls.Options{Timeout: timeout})
+			reactortest.Flush(t, r)
+			s := <-got
+			left := timeout - tc.spent
+			require.WithinRange(t, s.deadline, submitted.Add(left), s.started.Add(left), "the time left on the ManualClock, on the system clock")
+			require.NoError(t, s.dialErr, "a dial with the handler's context")
+			require.Equal(t, s.deadline, s.derived, "a derived context with more time keeps the handler's deadline")
+			require.NoError(t, s.errEarly, "done a nanosecond before the deadline on the ManualClock")
+			require.NoError(t, s.derivedEarly, "the derived context, a nanosecond before the deadline")
+			require.ErrorIs(t, s.errAt, context.DeadlineExceeded)
+			require.ErrorIs(t, s.derivedAt, context.DeadlineExceeded, "the derived context")
+			require.ErrorIs(t, p.Err(), calls.ErrTimeout)
+			require.Equal(t, tc.attempts, attempts.Load())
 		})
 	}
 }
