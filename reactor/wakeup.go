@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,29 +39,40 @@ func (r *Reactor) wakeHost() {
 
 // notifier is the goroutine that calls Config.OnReady, so that no lane and not the reactor
 // goroutine ever waits on the host's hook: a hook that blocks delays later wake-ups, never a
-// call. Kicks that arrive while the hook runs coalesce into one more call.
+// call. Kicks that arrive while the hook runs coalesce into one more call, which is skipped
+// if a Tick has taken their calls by then (see enter).
 type notifier struct {
 	onReady func()
-	kicks   chan struct{} // capacity 1
-	stop    chan struct{} // closed by Close once the reactor goroutine has exited
-	done    chan struct{} // closed when the notifier goroutine has exited
+	// armed is the reactor's wake-up flag: wakeHost sets it before it kicks, and every Tick
+	// clears it before it looks for calls to deliver.
+	armed *atomic.Bool
+	// wakes numbers the wake-ups: kick adds one before it sends. announced is the number
+	// the last call of OnReady was made for (the notifier goroutine's own).
+	wakes     atomic.Uint64
+	announced uint64
+	kicks     chan struct{} // capacity 1
+	stop      chan struct{} // closed by Close once the reactor goroutine has exited
+	done      chan struct{} // closed when the notifier goroutine has exited
 
 	mu      sync.Mutex
 	quiet   bool // Shutdown or Close has begun: OnReady is not called any more
 	running bool // OnReady is running
 }
 
-func newNotifier(onReady func()) *notifier {
+func newNotifier(onReady func(), armed *atomic.Bool) *notifier {
 	return &notifier{
 		onReady: onReady,
+		armed:   armed,
 		kicks:   make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 }
 
-// kick asks for one call of OnReady. It never blocks.
+// kick asks for one call of OnReady, for the wake-up that has just set armed. It never
+// blocks.
 func (n *notifier) kick() {
+	n.wakes.Add(1)
 	select {
 	case n.kicks <- struct{}{}:
 	default: // a call is asked for already
@@ -86,14 +98,29 @@ func (n *notifier) run() {
 	}
 }
 
-// enter marks OnReady running, unless the notifier is quiet.
+// enter marks OnReady running, unless the notifier is quiet or the wake-up it was kicked for
+// needs no call: a Tick has taken its calls, or a call of OnReady has announced them.
+//
+// A Tick that begins after a wake-up clears armed: it takes the calls the wake-up announced,
+// and the calls it leaves behind, or that settle after it began, arm and kick again (or the
+// lane that held the outbox does, once it has appended). A wake-up is numbered after it
+// armed, so after its calls settled; a call of OnReady made once enter has read that number
+// (or a later one) comes after them, and announces them too, so a kick of that wake-up taken
+// after the call needs no second one. Skipping either kind loses no wake-up: it saves a call
+// of OnReady, and the host's Tick, that would find the calls gone, or a second call for one
+// batch. A Tick that begins after enter has checked can still take the calls before OnReady
+// runs: then, rarely, the host's Tick finds nothing to do.
 func (n *notifier) enter() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.quiet {
+	if n.quiet || !n.armed.Load() {
 		return false
 	}
-	n.running = true
+	wake := n.wakes.Load()
+	if wake == n.announced {
+		return false
+	}
+	n.announced, n.running = wake, true
 	return true
 }
 
