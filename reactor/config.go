@@ -255,8 +255,9 @@ type Config struct {
 	// channel the host drains), or use Ready. A hook that blocks delays only the wake-ups
 	// after it, never a call: lanes, deadlines and cancels go on without it. Once Shutdown or
 	// Close has begun, OnReady is no longer called, since they tick the reactor themselves,
-	// and both return by their context's deadline even if OnReady is stuck (their error then
-	// matches ErrHookBlocked).
+	// and neither waits long for a call of it still running: once everything is delivered
+	// and closed, they wait for it until half a second has passed since they began, never
+	// past their context, and then return an error that matches ErrHookBlocked.
 	OnReady func()
 
 	// OnCallbackPanic, if set, receives the value of every panic raised by a promise

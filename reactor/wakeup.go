@@ -9,14 +9,16 @@ import (
 )
 
 // ErrHookBlocked is matched (errors.Is) by the error of a Shutdown or Close that returned
-// while goroutines of the reactor were still inside a hook of the host that had not returned
-// when the context was done (or, for a context without a deadline, within MaxTimeout): the
-// goroutine that calls Config.OnReady; or invoker lanes inside a hook that runs on them and
-// ignores the call's context (an interceptor, stats handler or per-RPC credentials in
-// Config.DialOptions, or Config.Conn's Invoke), which Close waits for half a second more (see
-// Close). Every call had been delivered and every other goroutine of the reactor had exited;
-// each goroutine left behind exits as soon as its hook returns, and calls no hook again and
-// delivers nothing. The error's message names the hooks and says how many lanes were left.
+// while goroutines of the reactor were still inside a hook of the host: the goroutine that
+// calls Config.OnReady, if a call of it had not returned by the time everything else was
+// done and half a second had passed since Shutdown or Close began (or by the time the
+// context was done, if that came first); or invoker lanes inside a hook that runs on them
+// and ignores the call's context (an interceptor, stats handler or per-RPC credentials in
+// Config.DialOptions, or Config.Conn's Invoke), which Close waits for half a second more once
+// its context is done (see Close). Every call had been delivered and every other goroutine
+// of the reactor had exited; each goroutine left behind exits as soon as its hook returns,
+// and calls no hook again and delivers nothing. The error's message names the hooks and
+// says how many lanes were left.
 var ErrHookBlocked = errors.New("prpc: a hook of the host had not returned when the reactor closed")
 
 // wakeHost tells the host that settled calls are waiting for Tick, once until the next Tick
@@ -37,6 +39,12 @@ func (r *Reactor) wakeHost() {
 	}
 }
 
+// onReadyGrace is how long Shutdown and Close wait, counted from when they began, for a call
+// of OnReady that was running then: a hook that does not block returns well within it, and
+// one that is still running after it is stuck, so Close returns without it, with
+// ErrHookBlocked. A Shutdown that drained for longer does not wait at all.
+const onReadyGrace = 500 * time.Millisecond
+
 // notifier is the goroutine that calls Config.OnReady, so that no lane and not the reactor
 // goroutine ever waits on the host's hook: a hook that blocks delays later wake-ups, never a
 // call. Kicks that arrive while the hook runs coalesce into one more call, which is skipped
@@ -53,10 +61,14 @@ type notifier struct {
 	kicks     chan struct{} // capacity 1
 	stop      chan struct{} // closed by Close once the reactor goroutine has exited
 	done      chan struct{} // closed when the notifier goroutine has exited
+	// grace is how long join waits for a call of OnReady still running, counted from
+	// quietSince: onReadyGrace, or what a test sets.
+	grace time.Duration
 
-	mu      sync.Mutex
-	quiet   bool // Shutdown or Close has begun: OnReady is not called any more
-	running bool // OnReady is running
+	mu         sync.Mutex
+	quiet      bool      // Shutdown or Close has begun: OnReady is not called any more
+	quietSince time.Time // when quiet was set
+	running    bool      // OnReady is running
 }
 
 func newNotifier(onReady func(), armed *atomic.Bool) *notifier {
@@ -66,6 +78,7 @@ func newNotifier(onReady func(), armed *atomic.Bool) *notifier {
 		kicks:   make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		grace:   onReadyGrace,
 	}
 }
 
@@ -125,37 +138,36 @@ func (n *notifier) enter() bool {
 }
 
 // silence stops OnReady from being called again: once it returns, no call starts after it. A
-// call already running goes on.
+// call already running goes on. The first call records when, for join's grace.
 func (n *notifier) silence() {
 	n.mu.Lock()
-	n.quiet = true
+	if !n.quiet {
+		n.quiet, n.quietSince = true, time.Now()
+	}
 	n.mu.Unlock()
 }
 
 // join stops the notifier goroutine and waits for it to exit. If OnReady is running, it waits
-// only until ctx is done, or for at most maxWait if ctx has no deadline, and then reports
-// false: the goroutine exits once OnReady returns.
-func (n *notifier) join(ctx context.Context, maxWait time.Duration) bool {
+// only until n.grace has passed since the notifier was silenced (when Shutdown or Close
+// began), or ctx is done if that is sooner, and then reports false: the goroutine exits once
+// OnReady returns.
+func (n *notifier) join(ctx context.Context) bool {
 	n.silence()
 	close(n.stop)
 	n.mu.Lock()
-	running := n.running
+	running, since := n.running, n.quietSince
 	n.mu.Unlock()
 	if !running {
 		<-n.done // it calls no hook any more: it exits at once
 		return true
 	}
-	var bound <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(maxWait)
-		defer t.Stop()
-		bound = t.C
-	}
+	t := time.NewTimer(time.Until(since.Add(n.grace)))
+	defer t.Stop()
 	select {
 	case <-n.done:
 		return true
 	case <-ctx.Done():
-	case <-bound:
+	case <-t.C:
 	}
 	select { // it may have returned meanwhile
 	case <-n.done:
