@@ -58,7 +58,13 @@ import (
 // them), whether OnReady was still running and how many lanes a hook held, and that wraps
 // ctx.Err() if ctx was done by then. Later calls return the same result (after running any
 // callbacks queued since).
+//
+// A nil ctx panics with a "prpc:" message, before Close does anything: the reactor stays
+// open. For no deadline of its own, pass context.Background().
 func (r *Reactor) Close(ctx context.Context) error {
+	if ctx == nil {
+		panic(nilContext("Close"))
+	}
 	r.enterHost("Close")
 	defer r.ticking.Store(false)
 	r.silenceHost()
@@ -117,6 +123,13 @@ const laneGrace = 500 * time.Millisecond
 func (r *Reactor) beginClose() {
 	r.closing.Store(true)
 	r.in.Push(callqueue.Event{Kind: callqueue.EvClose})
+}
+
+// nilContext returns the message of the panic of a Shutdown or Close (what) given a nil
+// context.
+func nilContext(what string) string {
+	return "prpc: Reactor." + what + " with a nil context.Context, and refused: the reactor is still open; " +
+		"pass context.Background() for no deadline"
 }
 
 // silenceHost stops the calls of OnReady for good: once Shutdown or Close has begun, the host

@@ -27,13 +27,16 @@ import "context"
 // Close cut off. Shutdown returns what Close returns: nil, or an error that says how many
 // calls were cut off, that wraps ctx.Err() if ctx was done, and that matches ErrHookBlocked if
 // a hook of the host held a goroutine of the reactor. After Close, Shutdown only closes (it
-// has nothing to drain).
+// has nothing to drain). A nil ctx panics with a "prpc:" message, as it does for Close.
 //
 // A host that must keep its own tick loop running while calls drain (to keep moving the world,
 // or to drain several reactors whose callbacks call each other) does not call Shutdown: it
 // keeps calling Tick on its schedule until Idle reports true for every reactor, or its own
 // timeout passes, and then calls Close. Package loop drains its reactors that way.
 func (r *Reactor) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		panic(nilContext("Shutdown"))
+	}
 	r.enterHost("Shutdown")
 	defer r.ticking.Store(false)
 	r.silenceHost()
