@@ -88,8 +88,12 @@ func New(cfg Config) (*Loop, error) {
 // calls.ErrClosed, at once, and runs their callbacks on this goroutine. Run returns nil, or
 // the errors.Join of the Close errors (a reactor's says how many calls it cut off). A panic in
 // OnTick, OnStop or a reactor propagates out of Run, after the helper goroutines have exited;
-// the reactors are not closed then.
+// the reactors are not closed then. A nil ctx panics with a "prpc:" message before Run does
+// anything, so the Loop can still run.
 func (l *Loop) Run(ctx context.Context) error {
+	if ctx == nil {
+		panic("prpc: loop.Run called with a nil context.Context, and refused: pass one that is done when the loop must stop")
+	}
 	if !l.started.CompareAndSwap(false, true) {
 		return errors.New("prpc: loop.Run called more than once on the same Loop")
 	}

@@ -314,6 +314,19 @@ func TestRunTwice(t *testing.T) {
 	require.ErrorContains(t, err, "more than once", "after the first Run returned")
 }
 
+// TestRunNilContextPanics checks that Run given a nil context panics with a "prpc:" message
+// before it does anything: the Loop still runs afterwards.
+func TestRunNilContextPanics(t *testing.T) {
+	l, err := loop.New(loop.Config{Clock: reactortest.NewManualClock(epoch)})
+	require.NoError(t, err)
+	var noCtx context.Context // nil, in a variable: staticcheck rejects a nil literal
+	require.PanicsWithValue(t, "prpc: loop.Run called with a nil context.Context, and refused: "+
+		"pass one that is done when the loop must stop", func() { _ = l.Run(noCtx) })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, l.Run(ctx), "Run after the refused one")
+}
+
 func TestFanInNoLeak(t *testing.T) {
 	h := newHarness(t)
 	var rs []loop.Reactor

@@ -22,8 +22,8 @@ import (
 // calls settle, and before it returns every pending callback has run, every goroutine the
 // reactor started has exited (but one that a hook of the host holds: see below) and a
 // connection it dialled is closed. Since every call has a deadline, Close with a context
-// without deadline returns within MaxTimeout, plus the lanes' grace if a hook holds a lane,
-// plus up to MaxTimeout more if OnReady is still running then (see below).
+// without deadline returns within MaxTimeout, plus the lanes' grace if a hook holds a lane
+// (see below).
 // Calls and streams the program made itself through Conn are not waited for: closing a
 // connection New dialled ends those still running with codes.Canceled.
 //
@@ -32,11 +32,13 @@ import (
 // or keep ticking until Idle before calling Close (package loop does).
 //
 // Once Close (or Shutdown) has begun, Config.OnReady is not called again: the calling
-// goroutine is the one that delivers. Close never waits on a hook of the host: if OnReady is
-// still running (blocked, say, on a host queue that only the goroutine now inside Close
-// drains), Close waits for it only until ctx is done (for a ctx without deadline, at most
-// MaxTimeout) and then returns an error matching ErrHookBlocked; the goroutine that called
-// OnReady exits as soon as OnReady returns.
+// goroutine is the one that delivers. Close never waits long on a hook of the host: if a
+// call of OnReady is still running once everything else is done (blocked, say, on a host
+// queue that only the goroutine now inside Close drains), Close waits for it only until half
+// a second has passed since Close (or Shutdown) began, or until ctx is done if that comes
+// first, and then returns an error matching ErrHookBlocked; the goroutine that called OnReady
+// exits as soon as OnReady returns. So a stuck OnReady delays a Close whose calls are all
+// delivered by half a second at most, never until ctx's deadline.
 //
 // Nor does Close wait long for a hook of the host that runs on an invoker lane and ignores the
 // call's context (an interceptor, stats handler or per-RPC credentials in Config.DialOptions,
@@ -52,10 +54,17 @@ import (
 // request after the callback has run, so the host must not modify it. Without a hook that
 // blocks, Close waits for the lanes at no extra cost.
 //
-// Close returns nil, or an error that wraps ctx.Err() and says how many calls it cut off
-// (Stats().CutOff counts them), whether OnReady was still running and how many lanes a hook
-// held. Later calls return the same result (after running any callbacks queued since).
+// Close returns nil, or an error that says how many calls it cut off (Stats().CutOff counts
+// them), whether OnReady was still running and how many lanes a hook held, and that wraps
+// ctx.Err() if ctx was done by then. Later calls return the same result (after running any
+// callbacks queued since).
+//
+// A nil ctx panics with a "prpc:" message, before Close does anything: the reactor stays
+// open. For no deadline of its own, pass context.Background().
 func (r *Reactor) Close(ctx context.Context) error {
+	if ctx == nil {
+		panic(nilContext("Close"))
+	}
 	r.enterHost("Close")
 	defer r.ticking.Store(false)
 	r.silenceHost()
@@ -81,7 +90,7 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 		select {
 		case <-r.done:
 			r.drainAll()
-			blocked := r.notify != nil && !r.notify.join(ctx, r.cfg.MaxTimeout)
+			blocked := r.notify != nil && !r.notify.join(ctx)
 			if (blocked || r.stuckLanes > 0) && ctxErr == nil {
 				ctxErr = ctx.Err()
 			}
@@ -114,6 +123,13 @@ const laneGrace = 500 * time.Millisecond
 func (r *Reactor) beginClose() {
 	r.closing.Store(true)
 	r.in.Push(callqueue.Event{Kind: callqueue.EvClose})
+}
+
+// nilContext returns the message of the panic of a Shutdown or Close (what) given a nil
+// context.
+func nilContext(what string) string {
+	return "prpc: Reactor." + what + " with a nil context.Context, and refused: the reactor is still open; " +
+		"pass context.Background() for no deadline"
 }
 
 // silenceHost stops the calls of OnReady for good: once Shutdown or Close has begun, the host

@@ -118,3 +118,33 @@ func TestCloseCutsOffCallsWhenContextEnds(t *testing.T) {
 func TestClosePanicsInsideCallback(t *testing.T) {
 	requireRefusedInCallback(t, func(r *reactor.Reactor) { _ = r.Close(context.Background()) })
 }
+
+// TestNilContextPanics checks that Shutdown and Close given a nil context panic with a
+// "prpc:" message that names the method and says that the reactor is still open, before they
+// do anything: the reactor then serves calls, ticks, and closes as before.
+func TestNilContextPanics(t *testing.T) {
+	var noCtx context.Context // nil, in a variable: staticcheck rejects a nil literal
+	cases := []struct {
+		name string
+		stop func(r *reactor.Reactor)
+	}{
+		{"Close", func(r *reactor.Reactor) { _ = r.Close(noCtx) }},
+		{"Shutdown", func(r *reactor.Reactor) { _ = r.Shutdown(noCtx) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testserver.Start(t)
+			r := newReactor(t, srv, reactor.Config{})
+			h := newHost(t, r)
+			require.PanicsWithValue(t, "prpc: Reactor."+tc.name+" with a nil context.Context, and refused: "+
+				"the reactor is still open; pass context.Background() for no deadline", func() { tc.stop(r) })
+			c := h.submit(echo, echoReq("after"), nil)
+			h.settle(c)
+			requireEchoed(t, []*call{c})
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			require.NoError(t, h.Close(ctx))
+			require.Zero(t, r.Stats().CutOff)
+		})
+	}
+}

@@ -244,13 +244,20 @@ type Config struct {
 	// example w.Do(func(…) { r.Tick(b) }), and return. Declare the *Reactor variable before
 	// the Config literal so that OnReady can use it; it is not called before New returns.
 	//
+	// A wake-up whose completions a Tick took before the notifier goroutine got to call
+	// OnReady is skipped; completions that settle later, or that a Tick leaves for the next
+	// one, call it again, so none waits for a Tick unannounced. A Tick that begins just as
+	// OnReady is called can still take its completions first: the Tick that call brings on
+	// then, rarely, finds nothing to do.
+	//
 	// It should not block. A send that can wait, for example on a bounded queue while it is
 	// full, belongs in a non-blocking hand-off instead (a select with a default case on a
 	// channel the host drains), or use Ready. A hook that blocks delays only the wake-ups
 	// after it, never a call: lanes, deadlines and cancels go on without it. Once Shutdown or
 	// Close has begun, OnReady is no longer called, since they tick the reactor themselves,
-	// and both return by their context's deadline even if OnReady is stuck (their error then
-	// matches ErrHookBlocked).
+	// and neither waits long for a call of it still running: once everything is delivered
+	// and closed, they wait for it until half a second has passed since they began, never
+	// past their context, and then return an error that matches ErrHookBlocked.
 	OnReady func()
 
 	// OnCallbackPanic, if set, receives the value of every panic raised by a promise

@@ -1,6 +1,10 @@
 package reactor
 
-import "github.com/trixnew/prpc/internal/dial"
+import (
+	"time"
+
+	"github.com/trixnew/prpc/internal/dial"
+)
 
 // ServiceConfigOf exposes the service config prpc generates for a connection it dials, for
 // tests: its balancer reports to a table of id 0.
@@ -23,3 +27,8 @@ func LimitPlaces(r *Reactor) int {
 	_, places := r.work.Limit()
 	return places
 }
+
+// SetOnReadyGrace sets how long r's Shutdown and Close wait for a call of Config.OnReady still
+// running, counted from when they began (onReadyGrace by default), for tests: call it before
+// Shutdown or Close, with Config.OnReady set.
+func SetOnReadyGrace(r *Reactor, d time.Duration) { r.notify.grace = d }

@@ -50,36 +50,70 @@ func TestBlockedOnReadyNeverHoldsCalls(t *testing.T) {
 	requireEchoed(t, cs)
 }
 
-// TestCloseReturnsWhileOnReadyBlocks checks that Shutdown and Close return by their
-// context's deadline when OnReady is stuck, with every call settled and an error that says so.
+// TestCloseReturnsWhileOnReadyBlocks checks that Shutdown and Close do not wait for a stuck
+// OnReady longer than its grace: with every call delivered and the reactor closed, they
+// return, long before their context's deadline (or MaxTimeout, without one), with an error
+// that matches ErrHookBlocked but not the context's error, since the context was not done.
+// With a grace longer than the context, they return at the context's deadline, with an error
+// that matches both: ctx bounds them whatever the hook does. Once the hook returns, the
+// goroutine that called it exits (leakCheck).
 func TestCloseReturnsWhileOnReadyBlocks(t *testing.T) {
-	for _, name := range []string{"Shutdown", "Close"} {
-		t.Run(name, func(t *testing.T) {
-			hook, entered, _ := blockingOnReady(t)
+	cases := []struct {
+		name    string
+		stop    string        // "Shutdown" or "Close"
+		timeout time.Duration // the context's; 0 for context.Background()
+		grace   time.Duration // how long they wait for OnReady; 0 for the default
+	}{
+		// A context far longer than the test's bound for the call: the call returns once
+		// everything is delivered and the grace has passed, or fails the test.
+		{"Shutdown", "Shutdown", time.Hour, 0},
+		{"Close", "Close", time.Hour, 0},
+		{"Close without deadline", "Close", 0, 0},
+		// A grace far longer than the test's bound, and a context far shorter: the call
+		// returns at the context's deadline, which is far above the time seven echo calls on
+		// loopback take, even under -race on a busy machine.
+		{"Shutdown with a grace past the context", "Shutdown", time.Second, time.Hour},
+		{"Close with a grace past the context", "Close", time.Second, time.Hour},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			leakCheck(t)
+			hook, entered, unblock := blockingOnReady(t)
 			srv := testserver.Start(t)
-			r := newReactor(t, srv, reactor.Config{Workers: 1, BatchSize: 2, OnReady: hook})
+			r := newReactor(t, srv, longTimeouts(reactor.Config{Workers: 1, BatchSize: 2, OnReady: hook}))
+			if tc.grace > 0 {
+				reactor.SetOnReadyGrace(r, tc.grace)
+			}
 			h := newHost(t, r)
 			cs := []*call{h.submit(echo, echoReq("first"), nil)}
 			recv(t, entered, "the first OnReady call")
 			for i := range 6 {
 				cs = append(cs, h.submit(echo, echoReq(string(rune('a'+i))), nil))
 			}
-			// The context's deadline is far below the bound the test waits for, and far above
-			// the time seven echo calls on loopback take, even under -race on a busy machine.
-			const timeout = time.Second
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			took, err := h.stopWithin(name, ctx, bound, nil) // with OnReady blocked
-			require.GreaterOrEqual(t, took, timeout, "returned before its context's deadline, with OnReady still running")
-			require.ErrorIs(t, err, reactor.ErrHookBlocked)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-			require.ErrorContains(t, err, "Config.OnReady had not returned")
-			if name == "Shutdown" {
-				requireEchoed(t, cs) // Shutdown served every call; Close may cut some off
+			ctx := context.Background()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
 			}
+			_, err := h.stopWithin(tc.stop, ctx, bound, unblock) // with OnReady blocked
+			require.ErrorIs(t, err, reactor.ErrHookBlocked)
+			require.ErrorContains(t, err, "Config.OnReady had not returned")
+			require.NotContains(t, err.Error(), "cut off", "every call was delivered")
+			if tc.grace > 0 {
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+			} else {
+				require.NotErrorIs(t, err, context.DeadlineExceeded, "returned at its context's deadline")
+				require.NoError(t, ctx.Err(), "returned at its context's deadline")
+			}
+			requireEchoed(t, cs)
 			for _, c := range cs {
 				require.True(t, c.settledOnce(), "not settled exactly once: %v", c)
 			}
+			// The hook returns; the goroutine that called it exits (leakCheck, once the
+			// test's cleanups have run), and Close's result stands.
+			unblock()
+			require.Equal(t, err, h.Close(context.Background()))
 		})
 	}
 }

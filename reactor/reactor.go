@@ -212,7 +212,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.overloaded = [2]string{r.overloadMessage(false), r.overloadMessage(true)}
 	r.hostq.Init()
 	if cfg.OnReady != nil {
-		r.notify = newNotifier(cfg.OnReady)
+		r.notify = newNotifier(cfg.OnReady, &r.armed)
 	}
 	_, r.system = r.clock.(systemClock)
 	r.policies, _ = cfg.resolvePolicies() // checked by resolve

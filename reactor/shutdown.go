@@ -16,20 +16,27 @@ import "context"
 // Since every call has a deadline, Shutdown with a context without a deadline returns once the
 // callbacks stop submitting calls.
 //
-// Config.OnReady is not called once Shutdown has begun. Neither a call of it still running nor
-// an invoker lane stuck in a hook of the host (an interceptor, say, that ignores its context)
-// can hold Shutdown past ctx, plus half a second for such lanes: see Close.
+// Config.OnReady is not called once Shutdown has begun. A call of it still running holds
+// Shutdown no longer than half a second after Shutdown began, and never past ctx: once every
+// call is delivered and r is closed, Shutdown returns, with an error matching ErrHookBlocked
+// if that call has not returned by then. An invoker lane stuck in a hook of the host (an
+// interceptor, say, that ignores its context) cannot hold Shutdown past ctx, plus half a
+// second for such lanes. See Close.
 //
 // Stats().Drained counts the calls whose callbacks the drain ran, and Stats().CutOff the calls
-// Close cut off. Shutdown returns what Close returns: nil, or an error wrapping ctx.Err() that
-// says how many calls were cut off, and that matches ErrHookBlocked if a hook of the host held
-// a goroutine of the reactor. After Close, Shutdown only closes (it has nothing to drain).
+// Close cut off. Shutdown returns what Close returns: nil, or an error that says how many
+// calls were cut off, that wraps ctx.Err() if ctx was done, and that matches ErrHookBlocked if
+// a hook of the host held a goroutine of the reactor. After Close, Shutdown only closes (it
+// has nothing to drain). A nil ctx panics with a "prpc:" message, as it does for Close.
 //
 // A host that must keep its own tick loop running while calls drain (to keep moving the world,
 // or to drain several reactors whose callbacks call each other) does not call Shutdown: it
 // keeps calling Tick on its schedule until Idle reports true for every reactor, or its own
 // timeout passes, and then calls Close. Package loop drains its reactors that way.
 func (r *Reactor) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		panic(nilContext("Shutdown"))
+	}
 	r.enterHost("Shutdown")
 	defer r.ticking.Store(false)
 	r.silenceHost()

@@ -57,7 +57,9 @@ func (r *Reactor) enterHost(what string) {
 // tick delivers settled calls; with all set it ignores the budget.
 func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	// Disarm before looking, even when idle: a wake-up whose calls an earlier Tick already
-	// took must not leave armed set, or the next completion would not wake the host.
+	// took must not leave armed set, or the next completion would not wake the host. A
+	// wake-up the notifier has not yet turned into a call of OnReady is thereby withdrawn
+	// (see notifier.enter): this Tick takes its calls, and re-arms for any it leaves.
 	r.armed.Store(false)
 	if r.head == len(r.delivery) && r.out.Len() == 0 && r.hostq.Idle() {
 		return TickReport{}

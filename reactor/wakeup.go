@@ -4,18 +4,21 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // ErrHookBlocked is matched (errors.Is) by the error of a Shutdown or Close that returned
-// while goroutines of the reactor were still inside a hook of the host that had not returned
-// when the context was done (or, for a context without a deadline, within MaxTimeout): the
-// goroutine that calls Config.OnReady; or invoker lanes inside a hook that runs on them and
-// ignores the call's context (an interceptor, stats handler or per-RPC credentials in
-// Config.DialOptions, or Config.Conn's Invoke), which Close waits for half a second more (see
-// Close). Every call had been delivered and every other goroutine of the reactor had exited;
-// each goroutine left behind exits as soon as its hook returns, and calls no hook again and
-// delivers nothing. The error's message names the hooks and says how many lanes were left.
+// while goroutines of the reactor were still inside a hook of the host: the goroutine that
+// calls Config.OnReady, if a call of it had not returned by the time everything else was
+// done and half a second had passed since Shutdown or Close began (or by the time the
+// context was done, if that came first); or invoker lanes inside a hook that runs on them
+// and ignores the call's context (an interceptor, stats handler or per-RPC credentials in
+// Config.DialOptions, or Config.Conn's Invoke), which Close waits for half a second more once
+// its context is done (see Close). Every call had been delivered and every other goroutine
+// of the reactor had exited; each goroutine left behind exits as soon as its hook returns,
+// and calls no hook again and delivers nothing. The error's message names the hooks and
+// says how many lanes were left.
 var ErrHookBlocked = errors.New("prpc: a hook of the host had not returned when the reactor closed")
 
 // wakeHost tells the host that settled calls are waiting for Tick, once until the next Tick
@@ -36,31 +39,53 @@ func (r *Reactor) wakeHost() {
 	}
 }
 
+// onReadyGrace is how long Shutdown and Close wait, counted from when they began, for a call
+// of OnReady that was running then: a hook that does not block returns well within it, and
+// one that is still running after it is stuck, so Close returns without it, with
+// ErrHookBlocked. A Shutdown that drained for longer does not wait at all.
+const onReadyGrace = 500 * time.Millisecond
+
 // notifier is the goroutine that calls Config.OnReady, so that no lane and not the reactor
 // goroutine ever waits on the host's hook: a hook that blocks delays later wake-ups, never a
-// call. Kicks that arrive while the hook runs coalesce into one more call.
+// call. Kicks that arrive while the hook runs coalesce into one more call, which is skipped
+// if a Tick has taken their calls by then (see enter).
 type notifier struct {
 	onReady func()
-	kicks   chan struct{} // capacity 1
-	stop    chan struct{} // closed by Close once the reactor goroutine has exited
-	done    chan struct{} // closed when the notifier goroutine has exited
+	// armed is the reactor's wake-up flag: wakeHost sets it before it kicks, and every Tick
+	// clears it before it looks for calls to deliver.
+	armed *atomic.Bool
+	// wakes numbers the wake-ups: kick adds one before it sends. announced is the number
+	// the last call of OnReady was made for (the notifier goroutine's own).
+	wakes     atomic.Uint64
+	announced uint64
+	kicks     chan struct{} // capacity 1
+	stop      chan struct{} // closed by Close once the reactor goroutine has exited
+	done      chan struct{} // closed when the notifier goroutine has exited
+	// grace is how long join waits for a call of OnReady still running, counted from
+	// quietSince: onReadyGrace, or what a test sets.
+	grace time.Duration
 
-	mu      sync.Mutex
-	quiet   bool // Shutdown or Close has begun: OnReady is not called any more
-	running bool // OnReady is running
+	mu         sync.Mutex
+	quiet      bool      // Shutdown or Close has begun: OnReady is not called any more
+	quietSince time.Time // when quiet was set
+	running    bool      // OnReady is running
 }
 
-func newNotifier(onReady func()) *notifier {
+func newNotifier(onReady func(), armed *atomic.Bool) *notifier {
 	return &notifier{
 		onReady: onReady,
+		armed:   armed,
 		kicks:   make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		grace:   onReadyGrace,
 	}
 }
 
-// kick asks for one call of OnReady. It never blocks.
+// kick asks for one call of OnReady, for the wake-up that has just set armed. It never
+// blocks.
 func (n *notifier) kick() {
+	n.wakes.Add(1)
 	select {
 	case n.kicks <- struct{}{}:
 	default: // a call is asked for already
@@ -86,49 +111,63 @@ func (n *notifier) run() {
 	}
 }
 
-// enter marks OnReady running, unless the notifier is quiet.
+// enter marks OnReady running, unless the notifier is quiet or the wake-up it was kicked for
+// needs no call: a Tick has taken its calls, or a call of OnReady has announced them.
+//
+// A Tick that begins after a wake-up clears armed: it takes the calls the wake-up announced,
+// and the calls it leaves behind, or that settle after it began, arm and kick again (or the
+// lane that held the outbox does, once it has appended). A wake-up is numbered after it
+// armed, so after its calls settled; a call of OnReady made once enter has read that number
+// (or a later one) comes after them, and announces them too, so a kick of that wake-up taken
+// after the call needs no second one. Skipping either kind loses no wake-up: it saves a call
+// of OnReady, and the host's Tick, that would find the calls gone, or a second call for one
+// batch. A Tick that begins after enter has checked can still take the calls before OnReady
+// runs: then, rarely, the host's Tick finds nothing to do.
 func (n *notifier) enter() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.quiet {
+	if n.quiet || !n.armed.Load() {
 		return false
 	}
-	n.running = true
+	wake := n.wakes.Load()
+	if wake == n.announced {
+		return false
+	}
+	n.announced, n.running = wake, true
 	return true
 }
 
 // silence stops OnReady from being called again: once it returns, no call starts after it. A
-// call already running goes on.
+// call already running goes on. The first call records when, for join's grace.
 func (n *notifier) silence() {
 	n.mu.Lock()
-	n.quiet = true
+	if !n.quiet {
+		n.quiet, n.quietSince = true, time.Now()
+	}
 	n.mu.Unlock()
 }
 
 // join stops the notifier goroutine and waits for it to exit. If OnReady is running, it waits
-// only until ctx is done, or for at most maxWait if ctx has no deadline, and then reports
-// false: the goroutine exits once OnReady returns.
-func (n *notifier) join(ctx context.Context, maxWait time.Duration) bool {
+// only until n.grace has passed since the notifier was silenced (when Shutdown or Close
+// began), or ctx is done if that is sooner, and then reports false: the goroutine exits once
+// OnReady returns.
+func (n *notifier) join(ctx context.Context) bool {
 	n.silence()
 	close(n.stop)
 	n.mu.Lock()
-	running := n.running
+	running, since := n.running, n.quietSince
 	n.mu.Unlock()
 	if !running {
 		<-n.done // it calls no hook any more: it exits at once
 		return true
 	}
-	var bound <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(maxWait)
-		defer t.Stop()
-		bound = t.C
-	}
+	t := time.NewTimer(time.Until(since.Add(n.grace)))
+	defer t.Stop()
 	select {
 	case <-n.done:
 		return true
 	case <-ctx.Done():
-	case <-bound:
+	case <-t.C:
 	}
 	select { // it may have returned meanwhile
 	case <-n.done:

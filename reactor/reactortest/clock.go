@@ -130,7 +130,11 @@ func (c *ManualClock) Timers() int {
 // A reactor has at most one timer active, however many calls it has (see ManualClock), so
 // WaitTimers(ctx, 1) is the wait for a reactor's deadline timer; a larger n waits for other
 // users of the clock, or until ctx is done. WaitTimerBy also checks when the timer is due.
+// A nil ctx panics.
 func (c *ManualClock) WaitTimers(ctx context.Context, n int) error {
+	if ctx == nil {
+		panic("reactortest: ManualClock.WaitTimers with a nil context.Context")
+	}
 	for {
 		c.mu.Lock()
 		active, changed := len(c.active), c.changed
@@ -152,8 +156,12 @@ func (c *ManualClock) WaitTimers(ctx context.Context, n int) error {
 // error that wraps ctx.Err(), and says when the active timers are due, if ctx is done first.
 // It wakes whenever a timer is set, moved, stopped or fired and whenever time moves, without
 // polling. Unlike WaitTimers, it is not satisfied by a timer due after t, nor fooled by a
-// timer moved earlier, which stays one active timer. See ManualClock for its use.
+// timer moved earlier, which stays one active timer. See ManualClock for its use. A nil ctx
+// panics.
 func (c *ManualClock) WaitTimerBy(ctx context.Context, t time.Time) error {
+	if ctx == nil {
+		panic("reactortest: ManualClock.WaitTimerBy with a nil context.Context")
+	}
 	for {
 		c.mu.Lock()
 		now, changed := c.now, c.changed

@@ -460,3 +460,24 @@ func TestManualClockWaitTimerBy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, NewManualClock(start)) })
 	}
 }
+
+// TestManualClockWaitNilContextPanics checks that WaitTimers and WaitTimerBy given a nil
+// context panic with a message that names the method, even when they would not have to wait.
+func TestManualClockWaitNilContextPanics(t *testing.T) {
+	var noCtx context.Context // nil, in a variable: staticcheck rejects a nil literal
+	cases := []struct {
+		name string
+		wait func(c *ManualClock) error
+	}{
+		{"WaitTimers", func(c *ManualClock) error { return c.WaitTimers(noCtx, 0) }},
+		{"WaitTimerBy", func(c *ManualClock) error { return c.WaitTimerBy(noCtx, start.Add(2*time.Second)) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewManualClock(start)
+			c.NewTimer(time.Second) // due by the time WaitTimerBy asks for: neither would wait
+			require.PanicsWithValue(t, "reactortest: ManualClock."+tc.name+" with a nil context.Context",
+				func() { _ = tc.wait(c) })
+		})
+	}
+}
