@@ -23,3 +23,7 @@ func LimitPlaces(r *Reactor) int {
 	_, places := r.work.Limit()
 	return places
 }
+
+// BackendIdleGrace exposes backendIdleGrace, how long a backend's row in Stats.Backends
+// outlives its last transport call, for tests.
+const BackendIdleGrace = backendIdleGrace
