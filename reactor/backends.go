@@ -42,8 +42,8 @@ type BackendStats struct {
 // RemovedBackendsAddr is the Addr of the row of Stats.Backends that holds the counts of every
 // backend row removed so far (see Stats.Backends): its Calls and Failed are their sums, and
 // its state is never known. The row appears with the first removal and stays from then on,
-// so that the sums of Calls and of Failed over Stats.Backends never decrease. It is no
-// address a resolver gives.
+// so that the sums of Calls and of Failed over Stats.Backends never decrease. It is not of
+// the form host:port, so it is not taken for a backend's address.
 const RemovedBackendsAddr = "(removed)"
 
 // backendIdleGrace is how long a backend's row outlives its last transport call before it
@@ -103,10 +103,10 @@ type backendCounts struct {
 	calls  atomic.Uint64
 	failed map[codes.Code]uint64 // under backendTable.mu
 
-	// Under backendTable.mu: calls at the last pruning pass, and the clock's time of the last
-	// pass that found them changed (or of the row's making). The row has had no call since
-	// active, so a row whose calls have not changed since then is idle since active at
-	// least, without the lanes reading the clock.
+	// Under backendTable.mu: the calls the last pruning pass found, and the clock's time of
+	// the last pass that found them changed (or of the row's making). A pass that finds the
+	// calls still equal to seen knows the row has had no call since active, without the
+	// lanes reading the clock.
 	seen   uint64
 	active int64
 }
