@@ -8,8 +8,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/testpb"
@@ -268,4 +272,143 @@ func TestBackendStatsConnectivity(t *testing.T) {
 func TestBackendStatsUnknownWithConn(t *testing.T) {
 	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{})
 	require.Empty(t, backendStates(r))
+}
+
+// backendRows returns Stats().Backends as address → row, leaving out the rows of addresses
+// the balancer lists that have no calls.
+func backendRows(r *reactor.Reactor) map[string]reactor.BackendStats {
+	out := map[string]reactor.BackendStats{}
+	for _, b := range r.Stats().Backends {
+		if b.Calls > 0 || b.Addr == reactor.RemovedBackendsAddr {
+			out[b.Addr] = b
+		}
+	}
+	return out
+}
+
+// sumCalls returns the sum of the rows' Calls.
+func sumCalls(rows map[string]reactor.BackendStats) uint64 {
+	var n uint64
+	for _, b := range rows {
+		n += b.Calls
+	}
+	return n
+}
+
+// pruneClock is the start of the manual clocks of the tests of removed backend rows.
+var pruneClock = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestBackendRowsRemoved: with a resolver whose addresses change, as a mesh's do on each
+// deploy, the row of a backend the balancer no longer connects to stays in Stats.Backends for
+// BackendIdleGrace after its last call, on the reactor's clock, and is then folded into the
+// RemovedBackendsAddr row, so that the sum of Calls does not change; the backends still listed
+// keep their rows however idle. Listed again, the address gets a new row counting from zero.
+func TestBackendRowsRemoved(t *testing.T) {
+	srvs := []*testserver.Server{testserver.Start(t), testserver.Start(t), testserver.Start(t)}
+	a, b, c := srvs[0].Addr(), srvs[1].Addr(), srvs[2].Addr()
+	state := func(addrs ...string) resolver.State {
+		s := resolver.State{}
+		for _, addr := range addrs {
+			s.Addresses = append(s.Addresses, resolver.Address{Addr: addr})
+		}
+		return s
+	}
+	rb := manual.NewBuilderWithScheme("prunetest")
+	rb.InitialState(state(a, b))
+	clock := reactortest.NewManualClock(pruneClock)
+	r := newReactor(t, nil, longTimeouts(reactor.Config{
+		Target:        "prunetest:///mesh",
+		DialOptions:   []grpc.DialOption{grpc.WithResolvers(rb)},
+		LoadBalancing: "round_robin",
+		Clock:         clock,
+		Backoff:       fastBackoff,
+	}))
+	h := newHost(t, r)
+	h.warmUp(srvs[:2])
+
+	// The deploy: a leaves, c comes. Once the balancer has dropped a, a burst sends it
+	// nothing (its calls stop before its state goes, so both are checked).
+	rb.UpdateState(state(b, c))
+	until(t, bound, "a dropped, c in rotation", func() bool {
+		before := backendCalls(r)[a]
+		requireEchoed(t, h.burst("deploy", 30, 30))
+		states := backendStates(r)
+		_, listed := states[a]
+		return !listed && states[c] == connectivity.Ready && backendCalls(r)[a] == before
+	})
+	start := backendRows(r) // the calls so far, seen at the clock's start
+	require.Positive(t, start[a].Calls)
+	require.NotContains(t, start, reactor.RemovedBackendsAddr)
+
+	clock.Advance(reactor.BackendIdleGrace - time.Nanosecond)
+	require.Equal(t, start, backendRows(r), "rows removed within the grace")
+
+	clock.Advance(time.Nanosecond)
+	rows := backendRows(r)
+	require.NotContains(t, rows, a, "a's row outlived the grace")
+	require.Equal(t, start[a].Calls, rows[reactor.RemovedBackendsAddr].Calls, "the removed row's calls")
+	require.Empty(t, rows[reactor.RemovedBackendsAddr].Failed)
+	require.False(t, rows[reactor.RemovedBackendsAddr].StateKnown)
+	require.Equal(t, start[b], rows[b], "b, listed, keeps its row")
+	require.Equal(t, start[c], rows[c], "c, listed, keeps its row")
+	require.Equal(t, sumCalls(start), sumCalls(rows), "the sum of Calls")
+
+	// a comes back: a new row, counting a's calls from now on.
+	rb.UpdateState(state(a, b, c))
+	served := srvs[0].Calls()
+	until(t, bound, "a back in rotation", func() bool {
+		requireEchoed(t, h.burst("back", 30, 30))
+		return srvs[0].Calls() > served
+	})
+	rows = backendRows(r)
+	require.EqualValues(t, srvs[0].Calls()-served, rows[a].Calls, "a's new row")
+	require.Equal(t, start[a].Calls, rows[reactor.RemovedBackendsAddr].Calls, "the removed row's calls")
+}
+
+// TestBackendRowsUnknownConnectivity: where prpc does not see which addresses the balancer
+// connects to (Config.Conn, Config.ServiceConfig), an address the resolver no longer lists
+// keeps its row however long it is idle, while the rows are few.
+func TestBackendRowsUnknownConnectivity(t *testing.T) {
+	const serviceConfig = `{"loadBalancingConfig":[{"round_robin":{}}]}`
+	tests := []struct {
+		name string
+		cfg  func(t *testing.T, rb *manual.Resolver) reactor.Config
+	}{
+		{"Config.ServiceConfig", func(_ *testing.T, rb *manual.Resolver) reactor.Config {
+			return reactor.Config{Target: "prunetest:///mesh", DialOptions: []grpc.DialOption{grpc.WithResolvers(rb)}, ServiceConfig: serviceConfig}
+		}},
+		{"Config.Conn", func(t *testing.T, rb *manual.Resolver) reactor.Config {
+			cc, err := grpc.NewClient("prunetest:///mesh", grpc.WithResolvers(rb),
+				grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultServiceConfig(serviceConfig))
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, cc.Close()) })
+			return reactor.Config{Conn: cc}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := testserver.Start(t), testserver.Start(t)
+			rb := manual.NewBuilderWithScheme("prunetest")
+			rb.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: a.Addr()}}})
+			cfg := tc.cfg(t, rb)
+			cfg.Clock = reactortest.NewManualClock(pruneClock)
+			clock := cfg.Clock.(*reactortest.ManualClock)
+			r := newReactor(t, nil, longTimeouts(cfg))
+			h := newHost(t, r)
+			requireEchoed(t, h.burst("a", 10, 10))
+
+			rb.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: b.Addr()}}})
+			until(t, bound, "calls go to b", func() bool {
+				before := a.Calls()
+				requireEchoed(t, h.burst("b", 10, 10))
+				return a.Calls() == before
+			})
+			start := backendRows(r)
+			require.Len(t, start, 2, "a's and b's rows")
+			require.False(t, start[a.Addr()].StateKnown)
+
+			clock.Advance(100 * reactor.BackendIdleGrace)
+			require.Equal(t, start, backendRows(r), "rows removed though few")
+		})
+	}
 }

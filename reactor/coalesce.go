@@ -173,11 +173,9 @@ func (l *laneState) finishAttempt(f *flight, ctx *callCtx, began int64, value pr
 	}
 	end := f.t.endAttempt(f, ctx, err, now)
 	if end.lost {
-		r.backends.recordLost(&l.backend, l.peer.Addr, ctx.pick.Addr)
 		r.method(f.ops).counters.hedgesLost.Add(1)
-	} else {
-		r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err)
 	}
+	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err, end.lost)
 	if end.settle != nil {
 		l.settleMembers(f, end.settle, value, err)
 	}

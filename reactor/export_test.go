@@ -32,3 +32,7 @@ func LimitPlaces(r *Reactor) int {
 // running, counted from when they began (onReadyGrace by default), for tests: call it before
 // Shutdown or Close, with Config.OnReady set.
 func SetOnReadyGrace(r *Reactor, d time.Duration) { r.notify.grace = d }
+
+// BackendIdleGrace exposes backendIdleGrace, how long a backend's row in Stats.Backends
+// outlives its last transport call, for tests.
+const BackendIdleGrace = backendIdleGrace

@@ -145,7 +145,7 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 		// before gRPC has written the request, the buffer handed over goes with it.
 		l.codec.Forget()
 	}
-	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err)
+	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err, false)
 	if !c.Move(w.Gen, callcore.Running, callcore.Completed) {
 		if r.limited {
 			l.slot.Signal = limitSignal(transportErr, true, ctx.Err(), encoded)

@@ -41,6 +41,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
@@ -246,7 +247,11 @@ func newReactor(cfg Config) (*Reactor, error) {
 		}
 		r.conn = r.cc
 		r.ownScheme = meshtarget.Scheme(cfg.Target)
+		r.backends.listed = func() (map[string]connectivity.State, bool) {
+			return r.subconns.ByAddr(), r.subconns.Observed()
+		}
 	}
+	r.backends.now = r.now
 	r.baseOpts = limitcheck.CallOptions(cfg.Limits)
 	return r, nil
 }

@@ -109,6 +109,24 @@ type Stats struct {
 	Methods map[string]MethodStats
 
 	// Backends counts transport calls by the backend they reached, sorted by address.
+	//
+	// A backend's row stays while gRPC's balancer keeps a connection to its address (with
+	// round_robin, to every address the resolver lists; with pick_first, to the one in use)
+	// and for at least five minutes, on Config.Clock, after its last transport call; then it
+	// is removed, so that a mesh whose endpoints change on every deploy holds the rows of
+	// recent addresses, not of every address the process has seen. That is where prpc sees
+	// the balancer's connections (see BackendStats.State); where it does not (Config.Conn,
+	// Config.ServiceConfig and the other cases BackendStats.State lists), a row idle for five
+	// minutes is removed only while there are more than 64 rows, the longest idle first. Rows
+	// are removed when Stats is read and when a transport call reaches an address that has no
+	// row.
+	//
+	// A removed row's counts are added to the row of RemovedBackendsAddr, which appears
+	// with the first removal and stays, so that the sums of Calls and of Failed over
+	// Backends never decrease, as metrics of cumulative counts need. An address that gets
+	// calls after its row was removed gets a new row, counting from zero (a counter reset,
+	// for such metrics); a call that was running when its backend's row was removed counts
+	// in that new row.
 	Backends []BackendStats
 
 	// LastConnError describes the most recent failure of the security (TLS) handshake of a
@@ -359,12 +377,14 @@ func summarize(s []time.Duration) Latency {
 }
 
 // Stats returns a snapshot. It is safe from any goroutine. It never waits for a call or for a
-// hook of the host, but it takes locks that prpc's goroutines take too, each for a few
-// instructions: the lock that counts calls (taken by the reactor goroutine once a turn, by
-// Tick for each delivery and by Call and Go for a rejection), that of the per-backend counts
-// (taken by a lane for a failed call and for its first call to a backend) and that of the
-// backends' connectivity states (taken by gRPC's balancer for each state change). So it may
-// wait while one of them holds one, longer if that goroutine's thread has lost its CPU.
+// hook of the host, but it takes locks that prpc's goroutines take too, each briefly: the
+// lock that counts calls (taken by the reactor goroutine once a turn, by Tick for each
+// delivery and by Call and Go for a rejection), that of the per-backend counts (taken by a
+// lane for a failed call and for its first call to a backend, and, for an address that has
+// no row yet, for a pass over the rows that removes those of backends gone: see
+// Stats.Backends) and that of the backends' connectivity states (taken by gRPC's balancer
+// for each state change). So it may wait while one of them holds one, longer if that
+// goroutine's thread has lost its CPU.
 //
 // It copies the counters and latency windows under the first lock, then sorts the windows
 // outside it: a snapshot sorts four times up to 1024 latencies (the whole and its three parts)
@@ -416,11 +436,7 @@ func (r *Reactor) Stats() Stats {
 	if settled, ok := r.out.Oldest(); ok {
 		s.OldestUndelivered = max(time.Duration(r.now()-settled), 0)
 	}
-	var states map[string]connectivity.State
-	if r.subconns != nil {
-		states = r.subconns.ByAddr()
-	}
-	s.Backends = r.backends.snapshot(states)
+	s.Backends = r.backends.snapshot()
 	s.Queued = int(r.queued.Load())
 	s.InFlight = int(r.inFlight.Load())
 	s.InFlightLimit, _ = r.work.Limit()

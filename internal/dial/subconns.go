@@ -131,6 +131,15 @@ func (t *SubconnTable) ByAddr() map[string]connectivity.State {
 	return out
 }
 
+// Observed reports whether a balancer has reported a subchannel to t: only then does ByAddr
+// list the addresses gRPC's balancer keeps a connection to, rather than nothing because no
+// balancer reports (a service config that does not run prpc's wrappers).
+func (t *SubconnTable) Observed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.next > 0
+}
+
 type observedConfig struct {
 	serviceconfig.LoadBalancingConfig
 	Table uint64 `json:"table"`
