@@ -23,15 +23,23 @@
 //   - BenchmarkCoalescedBurst: bursts of identical calls in one tick against a loopback server
 //     that takes a fixed time per call, with MethodPolicy.Coalesce off and on: the calls the
 //     server received per burst, the time to the last delivery, the host's time per call;
+//   - BenchmarkCoalescedSpread: identical reads of a slow leaderboard spread over
+//     milliseconds, each from a player's goroutine, or over ticks of the host loop, with
+//     MethodPolicy.Coalesce off and on: the calls the server received, the reads that
+//     succeeded and timed out, MethodStats.Coalesced (run it with -benchtime 1x);
 //   - BenchmarkOverload: a backend of fixed workers behind a queue, driven open-loop at twice
 //     its capacity, fixed lanes against Config.AdaptiveLimit: goodput, p99, timeouts (run it
 //     with -benchtime 1x);
 //   - BenchmarkHedgedReads: reads spread over three loopback backends, one of which delays a
 //     share of its calls, unhedged and with MethodPolicy.Hedge (a fixed Delay, and
 //     DelayQuantile): p50, p99, the extra load on the backends and the hedges that won (run it
-//     with -benchtime 1x).
+//     with -benchtime 1x);
+//   - BenchmarkHedgedFailover: reads spread over three loopback backends, one of which is
+//     killed mid-run, unhedged (gRPC's retry) and with MethodPolicy.Hedge: the reads that
+//     succeeded, those that failed by code, the hedges sent and won (run it with -benchtime
+//     1x).
 //
-// The last three run the scenarios of ./internal/policybench, which the burst command's
+// The last five run the scenarios of ./internal/policybench, which the burst command's
 // policies suite runs too.
 //
 // The burst suite, which reproduces pRPC's published tables with plain grpc-go side by side,

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trixnew/prpc/benchmarks/internal/policybench"
@@ -14,11 +15,13 @@ import (
 // policyScenarios returns the suite's scenarios, in running order: the full shapes, or, if
 // short, the short ones the tests run.
 func policyScenarios(short bool) []policyScenario {
-	co, ov, he := policybench.DefaultCoalesce(), policybench.DefaultOverload(), policybench.DefaultHedge()
+	co, ov, he, fo := policybench.DefaultCoalesce(), policybench.DefaultOverload(), policybench.DefaultHedge(), policybench.DefaultFailover()
+	player, tick := policybench.DefaultSpread(policybench.PerPlayer), policybench.DefaultSpread(policybench.PerTick)
 	if short {
-		co, ov, he = co.Short(), ov.Short(), he.Short()
+		co, ov, he, fo = co.Short(), ov.Short(), he.Short(), fo.Short()
+		player, tick = player.Short(), tick.Short()
 	}
-	return []policyScenario{coalesceScenario(co), overloadScenario(ov), hedgeScenario(he)}
+	return []policyScenario{coalesceScenario(co), spreadScenario(player, tick), overloadScenario(ov), hedgeScenario(he), failoverScenario(fo)}
 }
 
 // coalesceScenario is the coalesced-reads scenario over base: policybench.CoalesceCases.
@@ -52,6 +55,66 @@ func coalesceScenario(base policybench.CoalesceConfig) policyScenario {
 		}})
 	}
 	return s
+}
+
+// spreadScenario is the coalesced-reads scenario under spread arrivals over player, whose
+// reads come from players' goroutines, and tick, whose reads come a few at each tick:
+// policybench.SpreadCases.
+func spreadScenario(player, tick policybench.SpreadConfig) policyScenario {
+	s := policyScenario{
+		Name: "coalesce-spread", Title: "Coalesced reads under spread arrivals",
+		About: fmt.Sprintf("Identical reads of a leaderboard spread over milliseconds or ticks rather than submitted in one tick, to a server that answers each call it receives after a fixed time. "+
+			"Per player: %s reads, one every %s, each from a goroutine of its own, as a game whose players each run their own goroutine submits them "+
+			"(a pacer gives each goroutine its turn, yielding rather than sleeping, so that the reads keep their spacing), to a server that takes %s. "+
+			"Per tick: %d reads on the host goroutine at each tick of a %s tick loop, %s reads in all, to a server that takes %s, so that each read is in flight for %d ticks. "+
+			"Every read has a timeout of %s, and the host loop calls Tick(2 ms) every %s until every read is delivered; "+
+			"MethodPolicy.Coalesce off, and on with its default CoalesceMax (64). "+
+			"Each trial starts a server and a fresh reactor with the default lanes and connects with one read of another key: "+
+			"the transport calls the server received for the reads, the reads that succeeded, MethodStats.Coalesced (the reads that joined another's transport call), "+
+			"the reads that failed with DeadlineExceeded, and the time from the first submission to the last delivery. Errors: reads that failed with any other code.",
+			thousands(player.Calls), durationText(player.Every), durationText(player.Service),
+			tick.PerTick, durationText(tick.TickEvery), thousands(tick.Calls), durationText(tick.Service), int(tick.Service/tick.TickEvery),
+			spreadTimeouts(player, tick), spreadTicks(player, tick)),
+		Labels: []string{"arrivals", "reads", "Coalesce"},
+		Figures: []policyFigure{
+			{Key: "backend_calls", Head: "backend calls"},
+			{Key: "calls_ok", Head: "calls OK"},
+			{Key: "coalesced", Head: "Coalesced"},
+			{Key: "deadline_exceeded", Head: "DeadlineExceeded (calls)"},
+			{Key: "to_last_delivery_ms", Head: "to last delivery (ms)"},
+		},
+	}
+	for _, c := range policybench.SpreadCases(player, tick) {
+		arrivals := fmt.Sprintf("per player, one every %s", durationText(c.Config.Every))
+		if c.Config.Arrival == policybench.PerTick {
+			arrivals = fmt.Sprintf("per tick, %d every %s", c.Config.PerTick, durationText(c.Config.TickEvery))
+		}
+		on := "off"
+		if c.Config.Coalesce {
+			on = "on"
+		}
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{arrivals, thousands(c.Config.Calls), on}, trial: func() ([]float64, int, error) {
+			res, err := policybench.RunSpread(c.Config)
+			return []float64{float64(res.BackendCalls), float64(res.OK), float64(res.Coalesced), float64(res.DeadlineExceeded), ms(res.LastDelivery)}, res.Failed, err
+		}})
+	}
+	return s
+}
+
+// spreadTimeouts says the reads' timeout: one, or each arrival's.
+func spreadTimeouts(player, tick policybench.SpreadConfig) string {
+	if player.Timeout == tick.Timeout {
+		return durationText(player.Timeout)
+	}
+	return fmt.Sprintf("%s per player and %s per tick", durationText(player.Timeout), durationText(tick.Timeout))
+}
+
+// spreadTicks says the host loop's interval: one, or each arrival's.
+func spreadTicks(player, tick policybench.SpreadConfig) string {
+	if player.TickEvery == tick.TickEvery {
+		return durationText(player.TickEvery)
+	}
+	return fmt.Sprintf("%s per player and %s per tick", durationText(player.TickEvery), durationText(tick.TickEvery))
 }
 
 // overloadScenario is the overload scenario over base: policybench.OverloadCases.
@@ -134,6 +197,53 @@ func hedgeScenario(base policybench.HedgeConfig) policyScenario {
 		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() ([]float64, int, error) {
 			res, err := policybench.RunHedge(c.Config)
 			return []float64{ms(res.P50), ms(res.P99), 100 * res.ExtraLoad(), float64(res.Hedges), float64(res.HedgesWon)}, res.Failed, err
+		}})
+	}
+	return s
+}
+
+// failoverScenario is the failover scenario over base: policybench.FailoverCases.
+func failoverScenario(base policybench.FailoverConfig) policyScenario {
+	s := policyScenario{
+		Name: "failover", Title: "Hedged reads with a backend killed",
+		About: fmt.Sprintf("Reads spread by round_robin over %d backends (Config.Targets) that each answer every call after %s; "+
+			"the host submits %s reads open-loop, %d every %s, each with a timeout of %s, and calls Tick(2 ms) every %s in between. "+
+			"Once %s reads have been submitted, the first backend is killed at the first tick at which it is serving a call: "+
+			"its gRPC server stopped at once (grpc.Server.Stop), its listener and connections closed, so that the calls it serves fail on the client with Unavailable. "+
+			"The method is idempotent: unhedged, gRPC retries a call that failed with Unavailable as Config.Retry's defaults say; "+
+			"hedged with HedgePolicy{DelayQuantile: 0.95} as the documentation shows it, its other fields, NonFatalCodes among them, left to their defaults; "+
+			"and the same with NonFatalCodes [Unavailable]. "+
+			"Each trial starts the backends and a fresh reactor with the default lanes and warms up until every backend has served a call: "+
+			"the reads that succeeded, those that failed with Unavailable and with DeadlineExceeded, the calls the killed backend was serving just before it was killed, "+
+			"and the hedges sent and those that won, MethodStats.Hedges and HedgesWon over the reads. Errors: reads that failed with any other code.",
+			base.Backends, durationText(base.Service), thousands(base.Calls), base.PerTick, durationText(base.TickEvery),
+			durationText(base.Timeout), durationText(base.TickEvery), thousands(base.KillAfter)),
+		Labels: []string{"Hedge", "DelayQuantile", "NonFatalCodes"},
+		Figures: []policyFigure{
+			{Key: "calls_ok", Head: fmt.Sprintf("calls OK (of %s)", thousands(base.Calls))},
+			{Key: "unavailable", Head: "Unavailable (calls)"},
+			{Key: "deadline_exceeded", Head: "DeadlineExceeded (calls)"},
+			{Key: "broken", Head: "serving when killed (calls)"},
+			{Key: "hedges", Head: "hedges sent"},
+			{Key: "hedges_won", Head: "hedges won"},
+		},
+	}
+	for _, c := range policybench.FailoverCases(base) {
+		labels := []string{"off (gRPC's retry)", "–", "–"}
+		if h := c.Config.Hedge; h != nil {
+			labels = []string{"on", strconv.FormatFloat(h.DelayQuantile, 'g', -1, 64), "default"}
+			if len(h.NonFatalCodes) > 0 {
+				var names []string
+				for _, code := range h.NonFatalCodes {
+					names = append(names, code.String())
+				}
+				labels[2] = strings.Join(names, ", ")
+			}
+		}
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() ([]float64, int, error) {
+			res, err := policybench.RunFailover(c.Config)
+			return []float64{float64(res.OK), float64(res.Unavailable), float64(res.DeadlineExceeded), float64(res.Broken),
+				float64(res.Hedges), float64(res.HedgesWon)}, res.Failed, err
 		}})
 	}
 	return s

@@ -8,9 +8,9 @@ import (
 )
 
 // The policies suite: the scenarios of prpc's call policies (benchmarks/internal/policybench),
-// which the Go benchmarks BenchmarkCoalescedBurst, BenchmarkOverload and BenchmarkHedgedReads
-// run too, each case a few trials, interleaved, against loopback servers each trial starts in
-// this process.
+// which the Go benchmarks BenchmarkCoalescedBurst, BenchmarkCoalescedSpread, BenchmarkOverload,
+// BenchmarkHedgedReads and BenchmarkHedgedFailover run too, each case a few trials,
+// interleaved, against loopback servers each trial starts in this process.
 //
 // A scenario is a policyScenario: its title, a sentence saying what it is, the columns that
 // tell its cases apart, its figures and its cases, each of which runs one trial. The report
@@ -112,7 +112,7 @@ func runPolicies(scenarios []policyScenario, trials int, progress io.Writer) ([]
 				for j, f := range s.Figures {
 					figs = append(figs, f.Head+" "+strconv.FormatFloat(tr.Figures[j], 'f', f.Digits, 64))
 				}
-				fmt.Fprintf(progress, "burst: %s %-8s %-29s trial %d/%d  %s  errors %d\n",
+				fmt.Fprintf(progress, "burst: %s %-15s %-29s trial %d/%d  %s  errors %d\n",
 					suitePolicies, s.Name, c.Name, t, trials, strings.Join(figs, "  "), tr.Errors)
 			}
 		}

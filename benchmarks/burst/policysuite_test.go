@@ -18,8 +18,8 @@ func TestPoliciesSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.suites()) > 0 || len(o.loopShapes()) > 0 || len(o.policies) != 3 {
-		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the three scenarios alone",
+	if len(o.suites()) > 0 || len(o.loopShapes()) > 0 || len(o.policies) != 5 {
+		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the five scenarios alone",
 			len(o.suites()), len(o.loopShapes()), len(o.policies))
 	}
 	o.policies = policyScenarios(true)
@@ -49,20 +49,51 @@ func TestPoliciesSuite(t *testing.T) {
 					t.Errorf("%s %s: %d figures, want %d", p.Name, c.Name, len(tr.Figures), len(p.Figures))
 				}
 			}
-			if got := strings.Count(stderr.String(), " "+c.Name+" "); got != 2 {
+			got := 0
+			for line := range strings.Lines(stderr.String()) {
+				if f := strings.Fields(line); len(f) > 3 && f[1] == suitePolicies && f[2] == p.Name && f[3] == c.Name {
+					got++
+				}
+			}
+			if got != 2 {
 				t.Errorf("%s %s: %d progress lines, want one per trial:\n%s", p.Name, c.Name, got, stderr.String())
 			}
 		}
 	}
+	scenario := map[string]PolicyResult{}
+	for _, p := range rep.Policies {
+		scenario[p.Name] = p
+	}
 	// Without coalescing, every call of a burst reaches the server.
-	if off := rep.Policies[0].Cases[0]; off.Name != "off" || off.figure(0).min != float64(50) || off.figure(0).max != float64(50) {
+	if off := scenario["coalesce"].Cases[0]; off.Name != "off" || off.figure(0).min != float64(50) || off.figure(0).max != float64(50) {
 		t.Errorf("coalesce off: backend calls per burst %+v, want 50, the short burst, in every trial", off.figure(0))
 	}
+	// Spread arrivals, in short: every read succeeds; without coalescing each is a transport
+	// call, with it none joins another's in no trial.
+	for _, c := range scenario["coalesce-spread"].Cases {
+		backend, ok, coalesced := c.figure(0), c.figure(1), c.figure(2)
+		if ok.min != 40 || ok.max != 40 {
+			t.Errorf("coalesce-spread %s: calls OK %+v, want the 40 short reads in every trial", c.Name, ok)
+		}
+		if off := strings.HasSuffix(c.Name, "/off"); off != (backend.min == 40 && coalesced.max == 0) {
+			t.Errorf("coalesce-spread %s: backend calls %+v, Coalesced %+v; want 40 and 0 in every trial without coalescing alone", c.Name, backend, coalesced)
+		}
+	}
 	// Unhedged, no call is hedged and none is sent twice; hedged, the slow calls are.
-	for _, c := range rep.Policies[2].Cases {
+	for _, c := range scenario["hedge"].Cases {
 		sent, extra := c.figure(3), c.figure(2)
 		if unhedged := c.Name == "unhedged"; unhedged != (sent.max == 0) || unhedged != (extra.max == 0) {
 			t.Errorf("hedge %s: hedges sent %+v, extra load %+v; want both 0 in every trial unhedged alone", c.Name, sent, extra)
+		}
+	}
+	// Failover: the kill breaks calls in every trial; unhedged, gRPC's retry fails them over.
+	for _, c := range scenario["failover"].Cases {
+		ok, unavailable, broken := c.figure(0), c.figure(1), c.figure(3)
+		if broken.min == 0 {
+			t.Errorf("failover %s: serving when killed %+v, want a call at least in every trial", c.Name, broken)
+		}
+		if c.Name == "unhedged" && (ok.min != 60 || unavailable.max != 0) {
+			t.Errorf("failover unhedged: calls OK %+v, Unavailable %+v; want the 60 short reads and none in every trial", ok, unavailable)
 		}
 	}
 	var doc bytes.Buffer
@@ -70,7 +101,10 @@ func TestPoliciesSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Adaptive in-flight limit\n", "### Hedged reads\n",
-		"| drops-cancelled/adaptive-128 | drops-cancelled | 4×32 | adaptive | 2 |", "| p95 | on | 0 ms (floor) | 0.95 | 2 |"} {
+		"### Coalesced reads under spread arrivals\n", "### Hedged reads with a backend killed\n",
+		"| drops-cancelled/adaptive-128 | drops-cancelled | 4×32 | adaptive | 2 |", "| p95 | on | 0 ms (floor) | 0.95 | 2 |",
+		"| per-player/on | per player, one every 0.25 ms | 40 | on | 2 |", "| per-tick/off | per tick, 10 every 5 ms | 40 | off | 2 |",
+		"| p95-nonfatal-unavailable | on | 0.95 | Unavailable | 2 |", "| p95 | on | 0.95 | default | 2 |"} {
 		if !strings.Contains(doc.String(), want) {
 			t.Errorf("the document lacks %q:\n%s", want, doc.String())
 		}

@@ -8,13 +8,22 @@
 //   - coalesced reads (RunCoalesce, CoalesceCases): bursts of identical calls to a server
 //     that takes a fixed time per call, with MethodPolicy.Coalesce off and on, the calls the
 //     server received, the time to the last delivery and the host's time per call;
+//   - coalesced reads under spread arrivals (RunSpread, SpreadCases): identical reads of a
+//     slow leaderboard spread over milliseconds, each from a player's goroutine, or over
+//     ticks, a few at each tick of the host loop, with MethodPolicy.Coalesce off and on: the
+//     calls the server received, the reads that succeeded and those that timed out, and
+//     MethodStats.Coalesced;
 //   - the adaptive in-flight limit (RunOverload, OverloadCases): a backend of fixed workers
 //     behind a queue, driven open-loop at twice its capacity, fixed lanes against
 //     Config.AdaptiveLimit: goodput, p99, timeouts and the work the backend wasted;
 //   - hedged reads (RunHedge, HedgeCases): reads spread over three backends, one of which
 //     delays a share of its calls, submitted open-loop a few every tick, unhedged and with
 //     MethodPolicy.Hedge (a fixed Delay, and DelayQuantile): p50 and p99, the extra load on
-//     the backends, the hedges sent and those that won (MethodStats.Hedges and HedgesWon).
+//     the backends, the hedges sent and those that won (MethodStats.Hedges and HedgesWon);
+//   - failover (RunFailover, FailoverCases): reads spread over three backends, one of which
+//     is killed mid-run, unhedged (gRPC's retry) and hedged (MethodPolicy.Hedge as the
+//     documentation shows it, and with NonFatalCodes [Unavailable]): the reads that
+//     succeeded, those that failed by code, and the hedges sent and won.
 //
 // Each configuration has a Short form, small enough for the tests.
 package policybench

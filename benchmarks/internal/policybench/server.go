@@ -20,13 +20,14 @@ var echo = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctes
 type Handler func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error)
 
 // Server is a gRPC server of the test service on a loopback port of its own, in this
-// process, whose Echo calls handler and counts the calls it received. It is safe for
-// concurrent use.
+// process, whose Echo calls handler and counts the calls it received and those its handler
+// is serving. It is safe for concurrent use.
 type Server struct {
 	srv     *grpc.Server
 	addr    string
 	handler Handler
 	calls   atomic.Int64
+	active  atomic.Int64  // the Echo calls being served
 	done    chan struct{} // closed when Serve returns
 	err     error         // what Serve returned, read after done
 }
@@ -52,13 +53,31 @@ func (s *Server) Addr() string { return s.addr }
 // Calls returns the number of Echo calls the server has received.
 func (s *Server) Calls() int64 { return s.calls.Load() }
 
+// Serving returns the number of Echo calls whose handler has not returned yet.
+func (s *Server) Serving() int64 { return s.active.Load() }
+
+// Kill stops the server abruptly, as a backend's process dies: it closes its listener and
+// every connection at once, without waiting for the calls being served, whose clients see
+// their connection break (Unavailable), then returns what serving failed with, if anything.
+// Stop may follow it and returns at once.
+func (s *Server) Kill() error {
+	s.srv.Stop()
+	return s.served()
+}
+
 // Stop stops the server gracefully: it refuses new calls, waits until every handler has
 // returned, then returns what serving failed with, if anything.
 func (s *Server) Stop() error {
 	s.srv.GracefulStop()
+	return s.served()
+}
+
+// served waits until Serve has returned and returns its error, nil if the server was stopped
+// before it began to serve.
+func (s *Server) served() error {
 	<-s.done
 	if errors.Is(s.err, grpc.ErrServerStopped) {
-		return nil // stopped before it began to serve
+		return nil
 	}
 	return s.err
 }
@@ -72,6 +91,8 @@ type echoService struct {
 // Echo implements testpb.TestServiceServer.
 func (e echoService) Echo(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 	e.s.calls.Add(1)
+	e.s.active.Add(1)
+	defer e.s.active.Add(-1)
 	return e.s.handler(ctx, req)
 }
 
