@@ -44,6 +44,12 @@ var (
 	// server returned Unavailable itself. The call may or may not have run on the server.
 	// Code Unavailable.
 	ErrUnavailable error = &sentinel{codes.Unavailable, "unavailable"}
+	// ErrShed: prpc did not send the call, because it could no longer finish in time: when a
+	// lane was free to send it, the time left before its deadline was less than the method's
+	// recent successful calls took (under load, it had waited in prpc's queue until then).
+	// It fails at once rather than at its deadline, and was never sent (Error.NotSent). It is
+	// not a deadline error: the deadline had not passed. Code ResourceExhausted.
+	ErrShed error = &sentinel{codes.ResourceExhausted, "shed: too little time left to finish"}
 )
 
 type sentinel struct {
@@ -66,6 +72,7 @@ var kinds = [callerr.NumKinds]error{
 	callerr.TooLarge:        ErrTooLarge,
 	callerr.InvalidArgument: ErrInvalidArgument,
 	callerr.Unavailable:     ErrUnavailable,
+	callerr.Shed:            ErrShed,
 }
 
 // Error is the error of a failed call: every failed call's error is a *Error. It holds the

@@ -36,6 +36,7 @@ var sentinels = []struct {
 	{"ErrTooLarge", calls.ErrTooLarge, callerr.TooLarge, codes.ResourceExhausted},
 	{"ErrInvalidArgument", calls.ErrInvalidArgument, callerr.InvalidArgument, codes.InvalidArgument},
 	{"ErrUnavailable", calls.ErrUnavailable, callerr.Unavailable, codes.Unavailable},
+	{"ErrShed", calls.ErrShed, callerr.Shed, codes.ResourceExhausted},
 }
 
 // requireMatchesOnly asserts that err matches want (nil: no sentinel) and no other sentinel.

@@ -310,11 +310,25 @@ func TestAdaptiveLimitClose(t *testing.T) {
 	require.Equal(t, uint64(5), s.NeverSent)
 }
 
-// TestAdaptiveLimitOff checks that Stats reports no limit without Config.AdaptiveLimit.
-func TestAdaptiveLimitOff(t *testing.T) {
-	h := newHeldBackend(t)
-	r, _ := newLimitedReactor(t, h, 1, 2, nil)
-	require.Zero(t, r.Stats().InFlightLimit)
+// TestAdaptiveLimitOnByDefault checks that a reactor limits its calls in flight adaptively
+// unless AdaptiveLimit.Disabled says not to, Stats reporting no limit then.
+func TestAdaptiveLimitOnByDefault(t *testing.T) {
+	cases := []struct {
+		name  string
+		limit *reactor.AdaptiveLimit
+		want  int
+	}{
+		{name: "nil: the defaults, starting at the lanes", want: 2},
+		{name: "zero fields: the same", limit: &reactor.AdaptiveLimit{}, want: 2},
+		{name: "disabled", limit: &reactor.AdaptiveLimit{Disabled: true}, want: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHeldBackend(t)
+			r, _ := newLimitedReactor(t, h, 1, 2, tc.limit)
+			require.Equal(t, tc.want, r.Stats().InFlightLimit)
+		})
+	}
 }
 
 // TestAdaptiveLimitValidation checks that New rejects each bad AdaptiveLimit with an error
@@ -336,6 +350,8 @@ func TestAdaptiveLimitValidation(t *testing.T) {
 		{"backoff above 1", reactor.AdaptiveLimit{Backoff: 1.5}, "Config.AdaptiveLimit.Backoff is 1.5"},
 		{"backoff None", reactor.AdaptiveLimit{Backoff: reactor.None}, "Config.AdaptiveLimit.Backoff is -1"},
 		{"backoff NaN", reactor.AdaptiveLimit{Backoff: math.NaN()}, "Config.AdaptiveLimit.Backoff is NaN"},
+		{"disabled", reactor.AdaptiveLimit{Disabled: true}, ""},
+		{"disabled with a floor", reactor.AdaptiveLimit{Disabled: true, Floor: 2}, "Config.AdaptiveLimit is {Disabled:true Floor:2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			limit := tc.limit

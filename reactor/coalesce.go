@@ -23,19 +23,20 @@ import (
 // deterministic encoding, so that map fields in any order coalesce. Call and Go cost the host
 // nothing more for a coalesced method.
 
-// flown reports whether c, a call the lane has claimed, runs as a flight: its method's
-// policy coalesces or hedges its calls, and it has no call options, which could be neither
-// compared nor replayed.
-func (l *laneState) flown(c *callcore.Call) bool {
-	p := &l.r.method(c.Ops).policy
+// flown reports whether c, a call of method m the lane has claimed, runs as a flight: its
+// method's policy coalesces or hedges its calls, and it has no call options, which could be
+// neither compared nor replayed.
+func flown(c *callcore.Call, m *methodEntry) bool {
+	p := &m.policy
 	return (p.coalesceMax > 0 || p.hedge != nil) && (c.Extra == nil || len(c.Extra.CallOpts) == 0)
 }
 
-// join joins w's call, which the lane has claimed, to a flight with its key that it may join
-// (a coalesced method's), or starts one and returns it for the lane to run. It returns nil
-// when the call joined a flight, failed (its request did not encode, or was modified), or was
+// join joins w's call of method m, which the lane has claimed at now, to a flight with its key
+// that it may join (a coalesced method's), or starts one and returns it for the lane to run.
+// It returns nil when the call joined a flight, failed (its request did not encode, or was
+// modified), was shed rather than start a flight it could not see through (shed.go), or was
 // cut by the reactor meanwhile; the lane then goes on to its next call.
-func (l *laneState) join(w callqueue.Work) *flight {
+func (l *laneState) join(w callqueue.Work, m *methodEntry, now int64) *flight {
 	r, c := l.r, w.C
 	if r.owned != nil {
 		if err := l.checkRequest(c); err != nil {
@@ -48,16 +49,18 @@ func (l *laneState) join(w callqueue.Work) *flight {
 		l.settleAlone(w, err, err)
 		return nil
 	}
-	m := r.method(c.Ops)
 	limit := m.policy.coalesceMax // 0 for a method that is hedged only: nothing to join
 	t := r.flights
-	now := r.now()
 	t.mu.Lock()
 	f := t.joinable(l.keyBuf, now, limit)
 	if f == nil {
 		// A flight of its own, made outside the table's lock; then, if another lane has
 		// started one meanwhile that the call may join, it joins that one instead.
 		t.mu.Unlock()
+		if err := shedError(c, m, now); err != nil {
+			l.settleShed(w, err, now)
+			return nil
+		}
 		own := r.newFlight(c, m, w.Critical, string(l.keyBuf), prefix, now)
 		t.mu.Lock()
 		if f = t.joinable(l.keyBuf, now, limit); f == nil {
@@ -168,8 +171,11 @@ func (l *laneState) finishAttempt(f *flight, ctx *callCtx, began int64, value pr
 		l.slot.Signal = limitSignal(err, false, nil, true)
 	}
 	now := r.now()
-	if f.hedge != nil && err == nil {
-		r.flights.sampleLatency(f, time.Duration(now-began))
+	if err == nil {
+		l.answered(l.methodOf(f.ops), now, time.Duration(now-began), time.Duration(f.deadline-began))
+		if f.hedge != nil {
+			r.flights.sampleLatency(f, time.Duration(now-began))
+		}
 	}
 	end := f.t.endAttempt(f, ctx, err, now)
 	if end.lost {
@@ -214,6 +220,7 @@ func (l *laneState) settleMembers(f *flight, members []flightMember, value proto
 		}
 	}
 	values := responses(value, len(won))
+	now := r.now()
 	for i, m := range won {
 		c := m.c
 		var header, trailer metadata.MD
@@ -221,9 +228,9 @@ func (l *laneState) settleMembers(f *flight, members []flightMember, value proto
 			header, trailer = r.keepMetadata(c, "header", l.header.Copy()), r.keepMetadata(c, "trailer", l.trailer.Copy())
 		}
 		if err != nil {
-			r.settleCompleted(c, nil, r.laneError(c, err, trailer, nil, streamed), header, trailer)
+			r.settleCompleted(c, now, nil, r.laneError(c, err, trailer, nil, streamed), header, trailer)
 		} else {
-			r.settleCompleted(c, values[i], nil, header, trailer)
+			r.settleCompleted(c, now, values[i], nil, header, trailer)
 		}
 		r.settledByLane()
 	}
@@ -256,7 +263,7 @@ func (l *laneState) settleAlone(w callqueue.Work, err, encodeErr error) {
 		l.reportCut(c)
 		return
 	}
-	r.settleCompleted(c, nil, e, nil, nil)
+	r.settleCompleted(c, r.now(), nil, e, nil, nil)
 	l.load.Add(-1)
 	r.settledByLane()
 }

@@ -214,10 +214,12 @@ type Config struct {
 	// marked critical one by one.
 	CriticalReserve int
 
-	// AdaptiveLimit, if set, lets the number of calls in flight adapt to the backend, from
-	// its Floor up to Workers × BatchSize, instead of always Workers × BatchSize: calls above
-	// the limit wait in prpc's queue (see AdaptiveLimit). Zero fields mean their defaults.
-	// Nil, the default, turns it off.
+	// AdaptiveLimit tunes the adaptive limit on the calls in flight, which lets their number
+	// adapt to the backend, from its Floor up to Workers × BatchSize: calls above the limit
+	// wait in prpc's queue, so that an overloaded backend is not sent more calls than it can
+	// answer in time (see AdaptiveLimit). Nil, the default, is the limit with its defaults;
+	// zero fields mean their defaults; AdaptiveLimit.Disabled turns it off, so that the lanes
+	// run Workers × BatchSize calls whatever the backend says.
 	AdaptiveLimit *AdaptiveLimit
 
 	// Backoff is the reconnect backoff of the connection; zero fields mean their defaults.

@@ -375,7 +375,7 @@ func (e *engine) dispatch() {
 		}
 	}
 	e.r.queued.Add(int32(len(ready)))
-	e.r.work.Push(ready)
+	e.r.work.Push(ready, e.nowNs)
 	clear(e.admitted)
 	e.admitted = e.admitted[:0]
 }
@@ -392,6 +392,8 @@ func reasonOf(err error) callcore.Reason {
 		return callcore.ReasonCancelled
 	case calls.ErrTooLarge:
 		return callcore.ReasonInvalid
+	case calls.ErrShed:
+		return callcore.ReasonShed
 	}
 	return callcore.ReasonError
 }

@@ -173,7 +173,7 @@ func (t *flightTable) queueHedge(f *flight, n int) {
 	}
 	t.mu.Unlock()
 	if ok {
-		t.r.work.Push([]callqueue.Work{{C: h.token, Attempt: true, Critical: f.critical}})
+		t.r.work.Push([]callqueue.Work{{C: h.token, Attempt: true, Critical: f.critical}}, t.r.now())
 	}
 }
 

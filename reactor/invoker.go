@@ -83,6 +83,8 @@ type laneState struct {
 	backend            backendCache // the backend of the lane's last transport call
 	keyBuf             []byte       // the key of the last coalesced call (coalesce.go)
 	lead               *flight      // the flight the lane started and has yet to run, if any
+	method             *methodEntry // the method of the lane's last call (methodOf)
+	shedErr            error        // with the mutation shed-sent only
 	// slot is the lane's place under Config.AdaptiveLimit, and what its call said about the
 	// backend, which its next take gives back; the ready queue ignores it without the limit.
 	slot callqueue.Slot
@@ -96,21 +98,30 @@ func (r *Reactor) newLane(inv int) *laneState {
 }
 
 // start claims w's call for the lane and returns its transport context, or nil if the
-// reactor settled it first or the call is coalesced: then the lane has joined it to a flight,
-// and set lead if the flight is its to run (takeLead). A call the lane does not run itself
-// leaves the lane's place under the limit to go back with the next take, Neutral: it says
-// nothing about the backend.
+// reactor settled it first, if the lane shed it (shed.go), or if the call is coalesced: then
+// the lane has joined it to a flight, and set lead if the flight is its to run (takeLead). A
+// call the lane does not run itself leaves the lane's place under the limit to go back with
+// the next take, Neutral: it says nothing about the backend.
 func (l *laneState) start(w callqueue.Work) *callCtx {
 	r, c := l.r, w.C
-	if !r.claim(c, w.Gen, l.load) {
+	now, ok := r.claim(c, w.Gen, l.load)
+	if !ok {
 		if mutation == "limit-leak" {
 			l.slot = callqueue.Slot{} // the bug: the lane forgets its place, never given back
 		}
 		return nil
 	}
-	if r.flights != nil && l.flown(c) {
-		l.lead = l.join(w)
+	m := l.methodOf(c.Ops)
+	if r.flights != nil && flown(c, m) {
+		l.lead = l.join(w, m, now)
 		return nil
+	}
+	if err := shedError(c, m, now); err != nil {
+		if mutation != "shed-sent" {
+			l.settleShed(w, err, now)
+			return nil
+		}
+		l.shedErr = err // the bug: the lane sends the call, then fails it as shed
 	}
 	l.header, l.trailer, l.peer = nil, nil, peer.Peer{}
 	ctx := r.transportCtx(c)
@@ -129,9 +140,9 @@ func (l *laneState) options(c *callcore.Call) []grpc.CallOption {
 }
 
 // finish settles w's call, which the lane started, with the transport call's result, unless
-// the reactor cut it meanwhile: then it reports that the lane has finished with it. With
-// Config.AdaptiveLimit, it records what the call said about the backend in the lane's slot
-// (limitSignal), from the transport's own error.
+// the reactor cut it meanwhile: then it reports that the lane has finished with it. With the
+// adaptive limit, it records what the call said about the backend in the lane's slot
+// (limitSignal, answered), from the transport's own error and time.
 func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, err error) {
 	r, c := l.r, w.C
 	transportErr, encoded := err, true
@@ -146,6 +157,9 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 		l.codec.Forget()
 	}
 	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err, false)
+	if mutation == "shed-sent" && l.shedErr != nil {
+		value, err, l.shedErr = nil, l.shedErr, nil // the bug: a call sent, then failed as shed
+	}
 	if !c.Move(w.Gen, callcore.Running, callcore.Completed) {
 		if r.limited {
 			l.slot.Signal = limitSignal(transportErr, true, ctx.Err(), encoded)
@@ -156,7 +170,12 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 	if r.limited {
 		l.slot.Signal = limitSignal(transportErr, false, nil, encoded)
 	}
-	r.settleCompleted(c, value, err, header, trailer)
+	now := r.now()
+	if err == nil {
+		claimed := c.At(c.Claimed)
+		l.answered(l.methodOf(c.Ops), now, time.Duration(now-claimed), time.Duration(c.Deadline-claimed))
+	}
+	r.settleCompleted(c, now, value, err, header, trailer)
 	l.load.Add(-1)
 	r.settledByLane()
 }
@@ -181,9 +200,9 @@ func (r *Reactor) settledByLane() {
 	}
 }
 
-// settleCompleted records the outcome of c, which the calling lane completed, and queues it
-// for Tick.
-func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err error, header, trailer metadata.MD) {
+// settleCompleted records the outcome of c, which the calling lane completed at now, and
+// queues it for Tick.
+func (r *Reactor) settleCompleted(c *callcore.Call, now int64, value proto.Message, err error, header, trailer metadata.MD) {
 	if x := c.Extra; x != nil && x.StopParent != nil {
 		x.StopParent()
 		x.StopParent = nil
@@ -192,24 +211,26 @@ func (r *Reactor) settleCompleted(c *callcore.Call, value proto.Message, err err
 	if err != nil {
 		c.Reason = reasonOf(err)
 	}
-	c.Settled = c.Since(r.now()) // the end of Stats.Transport's phase, the start of TickWait's
+	c.Settled = c.Since(now) // the end of Stats.Transport's phase, the start of TickWait's
 	r.out.Push(c)
 	r.wakeHost()
 }
 
 // claim moves use gen of record c from Unclaimed to Running, unless the reactor dropped it
-// first or the record has moved on, and reports whether it did. The record is read only once
-// claimed: until then it may be freed and reused. A claimed call moves from the Queued gauge
-// to InFlight and its invoker's load. The claim's time ends the call's Stats.QueueWait.
-func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) bool {
+// first or the record has moved on, and reports whether it did, and when. The record is read
+// only once claimed: until then it may be freed and reused. A claimed call moves from the
+// Queued gauge to InFlight and its invoker's load. The claim's time ends the call's
+// Stats.QueueWait.
+func (r *Reactor) claim(c *callcore.Call, gen uint32, load *atomic.Int32) (now int64, ok bool) {
 	if !c.Move(gen, callcore.Unclaimed, callcore.Running) {
-		return false
+		return 0, false
 	}
-	c.Claimed = c.Since(r.now())
+	now = r.now()
+	c.Claimed = c.Since(now)
 	load.Add(1)
 	r.inFlight.Add(1)
 	r.queued.Add(-1)
-	return true
+	return now, true
 }
 
 // transportCtx returns the context of c's transport call, c being a call its lane has claimed:

@@ -14,6 +14,8 @@ type methodEntry struct {
 	policy   methodPolicy
 	counters *methodCounters
 	hedge    *hedgeState // the method's hedging; nil if it is not hedged
+	// floor is what the method's recent successful calls say its calls need (shed.go).
+	floor transportFloor
 }
 
 // methodCache remembers the entry of the method last called, so that a burst of calls of one

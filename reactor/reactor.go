@@ -64,7 +64,7 @@ type Reactor struct {
 	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
 	clock    Clock
 	system   bool                    // clock is the system clock
-	limited  bool                    // Config.AdaptiveLimit is set: lanes signal the ready queue
+	limited  bool                    // the adaptive limit is on (not Disabled): lanes signal the ready queue
 	epoch    time.Time               // clock time at New; call records keep times relative to it
 	allow    map[string]bool         // nil: every method allowed
 	policies map[string]methodPolicy // by method path

@@ -67,6 +67,7 @@ func TestRecycledRecordsNeverMixCalls(t *testing.T) {
 				require.Equal(t, c.id, c.resp.GetMessage(), "call %s got another call's response", c.id)
 			case errors.Is(c.err, calls.ErrCancelled):
 				require.True(t, cancelledCall[c], "call %s was cancelled by another call's cancel", c.id)
+			case errors.Is(c.err, calls.ErrShed): // too little time left when a lane was free
 			default:
 				require.ErrorIs(t, c.err, calls.ErrTimeout, "call %s", c.id)
 			}

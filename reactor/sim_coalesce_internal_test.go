@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
 )
@@ -82,6 +84,17 @@ func (w *simWorld) checkQueued(rec *callcore.Call, c *simCall) {
 	}
 	if rec.Err == nil {
 		return
+	}
+	if errors.Is(rec.Err, calls.ErrShed) {
+		var ce *calls.Error
+		switch {
+		case c.sent:
+			w.fail("call %d: shed after a transport call carried it", c.id)
+		case !errors.As(rec.Err, &ce) || !ce.NotSent():
+			w.fail("call %d: shed, and its error does not say it was never sent", c.id)
+		case w.r.now() >= rec.Deadline:
+			w.fail("call %d: shed at or after its deadline", c.id)
+		}
 	}
 	st, _ := status.FromError(rec.Err)
 	if st.Code() == codes.DeadlineExceeded && !strings.Contains(st.Message(), simServerFailure) && w.r.now() < rec.Deadline {

@@ -51,8 +51,8 @@ func TestSimulation(t *testing.T) {
 		t.Error(describeFailure(seed, w))
 	})
 	if sum.failed == 0 {
-		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight; %d resends; %d hedges sent, %d won",
-			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned, sum.coalesced, sum.resends, sum.hedges, sum.hedgesWon)
+		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight; %d resends; %d calls shed; %d hedges sent, %d won",
+			n, first, time.Since(start).Round(time.Millisecond), sum.minCalls, sum.minSteps, sum.calls/n, sum.steps/n, sum.abandoned, sum.coalesced, sum.resends, sum.shed, sum.hedges, sum.hedgesWon)
 	}
 	if b := os.Getenv("PRPC_SIM_BUDGET"); b != "" {
 		budget, err := time.ParseDuration(b)
@@ -68,6 +68,9 @@ func TestSimulation(t *testing.T) {
 	}
 	if n >= simSeeds && sum.coalesced == 0 {
 		t.Errorf("in none of %d seeds did a call join a flight", n)
+	}
+	if n >= simSeeds && sum.shed == 0 {
+		t.Errorf("in none of %d seeds was a call shed", n)
 	}
 	if n >= simSeeds && sum.resends == 0 {
 		t.Errorf("in none of %d seeds was a flight sent again for calls whose deadlines are later", n)
@@ -86,6 +89,7 @@ type seedsSummary struct {
 	abandoned          uint64 // seeds in which Close gave up on lanes stuck in a hook
 	coalesced          uint64 // calls that joined a flight, in all
 	resends            uint64 // flights sent again for members whose deadlines are later, in all
+	shed               uint64 // calls shed, in all
 	hedges, hedgesWon  uint64 // hedges sent and won, in all
 	calls, steps       uint64 // in all
 	minCalls, minSteps int    // of a seed
@@ -114,6 +118,7 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 				if err == nil {
 					sum.calls += uint64(len(w.calls))
 					sum.resends += uint64(w.resends)
+					sum.shed += w.r.Stats().Shed
 					if w.r.stuckLanes > 0 {
 						sum.abandoned++
 					}
@@ -251,7 +256,11 @@ func (w *simWorld) step() {
 		}
 	}
 	if w.host == hostPlaying {
-		add(10, func() { w.submit(false) })
+		submitWeight := 10
+		if w.backendSlow {
+			submitWeight = 30 // a surge of calls while the backend is slow: an overload
+		}
+		add(submitWeight, func() { w.submit(false) })
 		add(2, w.readBurst)
 	}
 	if !w.engineDone {
@@ -290,6 +299,10 @@ func (w *simWorld) step() {
 	add(1, func() {
 		w.backendDown = !w.backendDown
 		w.note("the backend goes %s", map[bool]string{true: "down", false: "up"}[w.backendDown])
+	})
+	add(1, func() {
+		w.backendSlow = !w.backendSlow
+		w.note("the backend goes %s", map[bool]string{true: "slow, and the game submits more calls", false: "back to its pace"}[w.backendSlow])
 	})
 	switch w.host {
 	case hostDraining:

@@ -14,7 +14,7 @@ import (
 func simAdaptiveLimit(seed uint64, workers, lanes int) *AdaptiveLimit {
 	rng := rand.New(rand.NewPCG(seed, 0x11b17))
 	if rng.IntN(2) == 0 {
-		return nil
+		return &AdaptiveLimit{Disabled: true}
 	}
 	l := &AdaptiveLimit{}
 	floor := workers
@@ -50,10 +50,14 @@ func (w *simWorld) checkLimit() {
 // forgets to give one back would close the gate for good.
 func (w *simWorld) checkLimitState() {
 	limit, running := w.r.work.Limit()
-	if w.r.cfg.AdaptiveLimit == nil {
+	if !w.r.limited {
 		return
 	}
-	floor, lanes := w.r.cfg.AdaptiveLimit.Floor, w.r.cfg.Workers*w.r.cfg.BatchSize
+	var floor int
+	if l := w.r.cfg.AdaptiveLimit; l != nil {
+		floor = l.Floor
+	}
+	lanes := w.r.cfg.Workers * w.r.cfg.BatchSize
 	if floor == 0 {
 		floor = w.r.cfg.Workers
 	}
@@ -74,8 +78,11 @@ func (w *simWorld) checkLimitState() {
 // limitString describes the adaptive limit of the world's configuration.
 func (w *simWorld) limitString() string {
 	l := w.r.cfg.AdaptiveLimit
-	if l == nil {
-		return "no AdaptiveLimit"
+	switch {
+	case l == nil:
+		return "AdaptiveLimit's defaults"
+	case l.Disabled:
+		return "AdaptiveLimit disabled"
 	}
 	return fmt.Sprintf("AdaptiveLimit{Floor %d, Initial %d, Backoff %.2f}", l.Floor, l.Initial, l.Backoff)
 }

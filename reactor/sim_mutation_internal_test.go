@@ -25,9 +25,10 @@ var simMutations = []struct {
 	{"hedge-after-decided", "a lane sends a queued hedge of a call already decided", 10},
 	{"hedge-keep-losers", "the attempts that lost a hedged call are not cancelled", 10},
 	{"hedge-no-budget", "hedges are sent whatever the budget", 10},
-	{"coalesce-cancel-first", "the first call of a coalesced transport call, settling alone, cancels the transport call the others joined", 30},
+	{"coalesce-cancel-first", "the first call of a coalesced transport call, settling alone, cancels the transport call the others joined", 50},
 	{"coalesce-share-response", "the calls a coalesced transport call serves share one response message", 10},
 	{"coalesce-any-age", "a call joins a transport call however long it has been running, past CoalesceMaxAge", 10},
+	{"shed-sent", "a lane sends a call that can no longer finish in time, then fails it as shed", 10},
 	{"coalesce-fail-later", "a transport call that ends at its deadline fails the calls that joined it with later deadlines", 10},
 }
 

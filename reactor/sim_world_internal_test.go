@@ -113,6 +113,7 @@ type simCall struct {
 	runs         int   // callback runs (of the callback that ran, for Then/OnError)
 	err          error // what the callback got
 	starts       int   // lane claims of the call: the start of its transport call, or its joining a flight
+	sent         bool  // a transport call carries it: its own, or a flight's it joined or started
 	settledAt    int   // its place in the order calls settled, from 1; 0 if rejected
 }
 
@@ -173,7 +174,8 @@ type simWorld struct {
 	engineDone   bool
 	inTick       bool
 	backendDown  bool
-	chainOdds    int // 1 in chainOdds callbacks chains a call
+	backendSlow  bool // every attempt takes tens to hundreds of milliseconds
+	chainOdds    int  // 1 in chainOdds callbacks chains a call
 
 	logging bool     // note events: off for speed, on to report a failure
 	events  []string // the events noted
@@ -443,6 +445,7 @@ func (w *simWorld) laneStep(sl *simLane) {
 		sl.busy, sl.w, sl.ctx, sl.call = true, wk, ctx, c
 		w.checkLimit()
 		c.starts++
+		c.sent = true
 		if c.starts > 1 {
 			w.fail("call %d: started by a lane %d times", c.id, c.starts)
 		}
@@ -519,6 +522,9 @@ func (w *simWorld) coalesced(sl *simLane, wk callqueue.Work) {
 		w.fail("call %d: started by a lane %d times", c.id, c.starts)
 	}
 	f := sl.l.takeLead()
+	if claim, _ := wk.C.Claim(wk.Gen); f != nil || claim == callcore.Joined {
+		c.sent = true
+	}
 	if f == nil {
 		w.checkJoined(wk, c)
 		w.note("lane joins call %d to a flight (or fails it)", c.id)
@@ -595,6 +601,9 @@ func (w *simWorld) outcome() simOutcome {
 
 // latency draws how long an attempt takes.
 func (w *simWorld) latency() time.Duration {
+	if w.backendSlow {
+		return time.Duration(20+w.rng.IntN(380)) * time.Millisecond
+	}
 	if w.pct(80) {
 		return time.Duration(w.rng.IntN(5000)) * time.Microsecond
 	}
@@ -804,14 +813,21 @@ func (w *simWorld) checkClosed() {
 	if s.Submitted != uint64(len(w.calls)) {
 		w.fail("after Close, Stats counts %d calls submitted, the game submitted %d", s.Submitted, len(w.calls))
 	}
-	var neverStarted uint64
+	var neverStarted, shed uint64
 	for _, c := range w.calls {
-		if c.starts == 0 {
+		switch {
+		case errors.Is(c.err, calls.ErrShed):
+			shed++
+			neverStarted++
+		case c.starts == 0:
 			neverStarted++
 		}
 	}
 	if s.NeverSent != neverStarted {
-		w.fail("after Close, Stats counts %d calls never sent, no lane started %d", s.NeverSent, neverStarted)
+		w.fail("after Close, Stats counts %d calls never sent, no lane started or shed %d", s.NeverSent, neverStarted)
+	}
+	if s.Shed != shed {
+		w.fail("after Close, Stats counts %d calls shed, %d callbacks got ErrShed", s.Shed, shed)
 	}
 	for _, sl := range w.lanes {
 		if sl.busy && !sl.stuck {

@@ -41,10 +41,10 @@ type Stats struct {
 	// the next Tick delivers it, unless another lane is handing a call over at that instant
 	// and its thread has lost its CPU: Tick does not wait for it, and Ready fires again.
 	InFlight int
-	// InFlightLimit is the current adaptive limit on the calls lanes run at once, with
-	// Config.AdaptiveLimit: between its Floor and Workers × BatchSize. It may be below
-	// InFlight for a moment after it shrinks, until calls already running return. Zero
-	// without Config.AdaptiveLimit.
+	// InFlightLimit is the current adaptive limit on the calls lanes run at once
+	// (Config.AdaptiveLimit): between its Floor and Workers × BatchSize. It may be below
+	// InFlight for a moment after it shrinks, until calls already running return. Zero with
+	// AdaptiveLimit.Disabled.
 	InFlightLimit int
 	// Invokers has one entry per invoker, in order.
 	Invokers []InvokerStats
@@ -70,11 +70,15 @@ type Stats struct {
 	Cancelled uint64
 	// Closed counts failures with ErrClosed.
 	Closed uint64
+	// Shed counts the calls a lane did not send, because they could no longer finish in time
+	// (ErrShed): they count in NeverSent too.
+	Shed uint64
 	// NeverSent counts the failed calls that never reached gRPC, so that gRPC's stats
 	// handlers and interceptors never saw them: calls rejected at submission (overloaded,
 	// invalid, too large, reactor closed), and calls prpc settled before any lane took them
 	// (their deadline passed, or they were cancelled or cut off by Close, while they waited
-	// for a lane). A call a lane took counts as sent, even if encoding its request failed.
+	// for a lane), and calls a lane shed (ErrShed). A call a lane took otherwise counts as sent,
+	// even if encoding its request failed.
 	NeverSent uint64
 
 	// Drained counts the calls whose callbacks Shutdown ran while it drained the reactor,
@@ -156,6 +160,9 @@ type MethodStats struct {
 	// NeverSent counts the method's failed calls that never reached gRPC, as
 	// Stats.NeverSent does.
 	NeverSent uint64
+	// Shed counts the method's calls that a lane did not send because they could no longer
+	// finish in time (ErrShed), as Stats.Shed does.
+	Shed uint64
 	// Coalesced counts the method's calls that joined another call's transport call instead
 	// of sending their own (MethodPolicy.Coalesce), as they joined: the backend received
 	// that many fewer calls. The call whose transport call they joined is not counted.
@@ -230,16 +237,16 @@ type counters struct {
 	failed                                       map[codes.Code]uint64
 	failedTotal                                  uint64 // the sum of failed
 	timedOut, overloaded, cancelled, closedCalls uint64
-	neverSent                                    uint64
+	neverSent, shed                              uint64
 }
 
 // methodCounters are the counters of one method.
 type methodCounters struct {
-	submitted, succeeded, neverSent uint64
-	failed                          map[codes.Code]uint64
-	latency                         latencyWindow
-	coalesced                       atomic.Uint64 // counted by the lanes, without mu
-	hedges, hedgesWon, hedgesLost   atomic.Uint64 // counted by the lanes, without mu
+	submitted, succeeded, neverSent, shed uint64
+	failed                                map[codes.Code]uint64
+	latency                               latencyWindow
+	coalesced                             atomic.Uint64 // counted by the lanes, without mu
+	hedges, hedgesWon, hedgesLost         atomic.Uint64 // counted by the lanes, without mu
 }
 
 func newMethodCounters() *methodCounters {
@@ -285,6 +292,9 @@ func (c *counters) fail(m *methodCounters, code codes.Code, reason callcore.Reas
 		c.cancelled++
 	case callcore.ReasonClosed:
 		c.closedCalls++
+	case callcore.ReasonShed:
+		c.shed++
+		m.shed++
 	}
 }
 
@@ -296,9 +306,9 @@ func errCode(err error) codes.Code { return status.Code(err) }
 // tickWait, from then until Tick delivered it.
 type phases struct{ queue, transport, tickWait time.Duration }
 
-// phasesOf returns the phases of c, an admitted call delivered at at, and whether a lane
-// claimed it, that is, whether it reached gRPC: a call the reactor settled while no lane had
-// claimed it (callcore.Dropped) never did.
+// phasesOf returns the phases of c, an admitted call delivered at at, and whether it reached
+// gRPC: a call the reactor settled while no lane had claimed it (callcore.Dropped), or that its
+// lane shed (ErrShed), never did, and has no transport phase.
 //
 // The record keeps the claim and settle times to the microsecond (callcore.Call.Since), so
 // the phases split the latency at those times rounded down; they add up to it exactly.
@@ -308,7 +318,7 @@ func phasesOf(c *callcore.Call, at int64) (p phases, sent bool) {
 	// lane queued while Tick started: the call waited for nothing, not for less than that.
 	at = max(at, settled)
 	p.tickWait = time.Duration(at - settled)
-	if claim, _ := c.Claim(c.Gen()); claim == callcore.Dropped {
+	if claim, _ := c.Claim(c.Gen()); claim == callcore.Dropped || c.Reason == callcore.ReasonShed {
 		p.queue, p.transport = time.Duration(settled-c.Submitted), -1
 		return p, false
 	}
@@ -402,6 +412,7 @@ func (r *Reactor) Stats() Stats {
 		Cancelled:  r.counts.cancelled,
 		Closed:     r.counts.closedCalls,
 		NeverSent:  r.counts.neverSent,
+		Shed:       r.counts.shed,
 		Drained:    r.drained.Load(),
 		CutOff:     r.cutOff.Load(),
 	}
@@ -417,7 +428,7 @@ func (r *Reactor) Stats() Stats {
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
 	for path, e := range r.byPath {
 		m := e.counters
-		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
+		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Shed: m.shed, Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
 		}

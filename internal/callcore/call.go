@@ -70,6 +70,7 @@ const (
 	ReasonCancelled                // Promise.Cancel or the parent context
 	ReasonClosed                   // the reactor was closed
 	ReasonInvalid                  // rejected locally as invalid or too large
+	ReasonShed                     // not sent by its lane: too little time left to finish
 )
 
 // Ops are the operations of one method, built once per method so that a call needs no

@@ -28,10 +28,11 @@ const (
 	TooLarge                    // calls.ErrTooLarge
 	InvalidArgument             // calls.ErrInvalidArgument
 	Unavailable                 // calls.ErrUnavailable
+	Shed                        // calls.ErrShed
 )
 
 // NumKinds is one more than the largest Kind.
-const NumKinds = int(Unavailable) + 1
+const NumKinds = int(Shed) + 1
 
 // codeOf is the gRPC code of each kind's local failures.
 var codeOf = [NumKinds]codes.Code{
@@ -43,6 +44,7 @@ var codeOf = [NumKinds]codes.Code{
 	TooLarge:        codes.ResourceExhausted,
 	InvalidArgument: codes.InvalidArgument,
 	Unavailable:     codes.Unavailable,
+	Shed:            codes.ResourceExhausted,
 }
 
 // Code returns the gRPC code of the kind's failures; Unknown for None or a kind out of range.

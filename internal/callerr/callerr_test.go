@@ -30,6 +30,7 @@ func TestNewTakesTheKindsCode(t *testing.T) {
 		{callerr.TooLarge, codes.ResourceExhausted},
 		{callerr.InvalidArgument, codes.InvalidArgument},
 		{callerr.Unavailable, codes.Unavailable},
+		{callerr.Shed, codes.ResourceExhausted},
 	}
 	require.Len(t, tests, callerr.NumKinds-1, "every kind but None is listed")
 	for _, tt := range tests {

@@ -90,7 +90,7 @@ func TestAIMD(t *testing.T) {
 // gives the last one back, and that a closed queue ignores the limit.
 func TestReadyQueueGate(t *testing.T) {
 	q := NewReadyQueue(&LimitConfig{Floor: 1, Max: 4, Initial: 1, Backoff: 0.5})
-	q.Push(make([]Work, 3))
+	q.Push(make([]Work, 3), 0)
 	var a, b Slot
 	_, ok := q.TryTake(&a)
 	require.True(t, ok)

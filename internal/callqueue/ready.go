@@ -7,7 +7,8 @@ import (
 )
 
 // ReadyQueue holds the admitted calls waiting for an invoker lane: critical calls first, then
-// the others, each class in submission order. The reactor goroutine pushes each turn's
+// the others, each class in submission order while the queue drains, and newest first while
+// it stands (adaptive LIFO, below). The reactor goroutine pushes each turn's
 // admitted calls at once; every lane takes its next call from here as soon as its previous
 // one returns, without a round trip through the reactor goroutine, so that requests reach the
 // backend as evenly as from a plain worker pool fed by a channel, the baseline the burst
@@ -22,6 +23,16 @@ import (
 // lanes must take them all to exit, whatever places lanes stuck in a hook of the host hold.
 //
 // A call settled while it waits here stays until a lane takes it and finds it Dropped.
+//
+// Adaptive LIFO, as Facebook's services serve their queues ("Fail at Scale"): a queue that has
+// not been empty for StandingAfter stands, the lanes falling behind the calls submitted; the
+// lanes then take the newest call of each class first, so that the calls sent are those with
+// the most time left, which can still succeed, rather than the oldest, which would reach the
+// backend with too little time left to finish and fail there after using its capacity. The
+// oldest wait, and fail at their deadline, never sent, or are shed by the lane that reaches
+// them (calls.ErrShed). Once the lanes empty the queue it is served in submission order again.
+// The queue learns the time only from Push, which the reactor goroutine calls with its clock
+// reading of the turn: the lanes read no clock for it.
 type ReadyQueue struct {
 	mu       sync.Mutex
 	critical fifo  // calls of critical methods or with calls.Options.Critical
@@ -30,7 +41,19 @@ type ReadyQueue struct {
 	waiters  int   // lanes blocked in take
 	closed   bool
 	cond     sync.Cond
+	// since is when a push found the queue empty, on the pushers' clock: the queue has not
+	// been empty since. Zero while it is empty.
+	since int64
+	// standing is set by a push once the queue has not been empty for StandingAfter, and
+	// cleared when a take empties it: the lanes take the newest call first.
+	standing bool
 }
+
+// StandingAfter is how long the ready queue must have been non-empty to stand (adaptive
+// LIFO), in nanoseconds: CoDel's interval, long enough that a burst the lanes work through
+// within a few backend round trips keeps its order, short enough, at two ticks of a 20-tick
+// game loop, that an overload serves fresh calls within a fraction of the usual timeouts.
+const StandingAfter = int64(100e6)
 
 // NewReadyQueue returns an empty, open ready queue, with an adaptive in-flight limit if limit
 // is not nil.
@@ -43,9 +66,16 @@ func NewReadyQueue(limit *LimitConfig) *ReadyQueue {
 	return q
 }
 
-// Push appends cs, each to its class, and wakes as many waiting lanes as it can use.
-func (q *ReadyQueue) Push(cs []Work) {
+// Push appends cs, each to its class, and wakes as many waiting lanes as it can use. now is the
+// pusher's clock reading, nanoseconds on a clock that only moves forward, for adaptive LIFO.
+func (q *ReadyQueue) Push(cs []Work, now int64) {
 	q.mu.Lock()
+	switch {
+	case q.size() == 0:
+		q.since = now
+	case now-q.since >= StandingAfter:
+		q.standing = true
+	}
 	for _, c := range cs {
 		if c.Critical {
 			q.critical.push(c)
@@ -107,6 +137,9 @@ func (q *ReadyQueue) takeable() bool {
 // waiting lanes as it can use. The caller holds mu and has seen takeable.
 func (q *ReadyQueue) take(s *Slot) Work {
 	w := q.pop()
+	if q.size() == 0 {
+		q.since, q.standing = 0, false
+	}
 	if q.gate != nil {
 		q.gate.take(s)
 		for range min(q.size(), q.gate.free(), q.waiters) {
@@ -136,12 +169,24 @@ func (q *ReadyQueue) Len() int {
 // size returns the number of calls waiting; the caller holds mu.
 func (q *ReadyQueue) size() int { return q.critical.len() + q.calls.len() }
 
-// pop returns the next call, critical first; the caller holds mu and has seen one waiting.
+// Standing reports whether the queue stands: the lanes take the newest call first.
+func (q *ReadyQueue) Standing() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.standing
+}
+
+// pop returns the next call, critical first, the oldest of its class, or the newest while the
+// queue stands; the caller holds mu and has seen one waiting.
 func (q *ReadyQueue) pop() Work {
+	f := &q.calls
 	if q.critical.len() > 0 {
-		return q.critical.pop()
+		f = &q.critical
 	}
-	return q.calls.pop()
+	if q.standing {
+		return f.popNewest()
+	}
+	return f.pop()
 }
 
 // Close makes Take return false once the queue is empty, and opens the gate.
@@ -152,7 +197,7 @@ func (q *ReadyQueue) Close() {
 	q.cond.Broadcast()
 }
 
-// fifo is a growable ring of calls waiting for an invoker slot.
+// fifo is a growable ring of calls waiting for an invoker slot, taken from either end.
 type fifo struct {
 	buf        []Work
 	head, size int
@@ -177,6 +222,15 @@ func (f *fifo) pop() Work {
 	c := f.buf[f.head]
 	f.buf[f.head] = Work{}
 	f.head = (f.head + 1) % len(f.buf)
+	f.size--
+	return c
+}
+
+// popNewest removes and returns the entry pushed last.
+func (f *fifo) popNewest() Work {
+	i := (f.head + f.size - 1) % len(f.buf)
+	c := f.buf[i]
+	f.buf[i] = Work{}
 	f.size--
 	return c
 }
