@@ -49,9 +49,9 @@ func coalesceScenario(base policybench.CoalesceConfig) policyScenario {
 				most = thousands(c.Config.CoalesceMax)
 			}
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{on, most}, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{on, most}, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunCoalesce(c.Config)
-			return []float64{res.BackendCallsPerBurst(), ms(res.LastDeliveryPerBurst()), res.HostNsPerCall()}, res.Failed, err
+			return PolicyTrial{Figures: []float64{res.BackendCallsPerBurst(), ms(res.LastDeliveryPerBurst()), res.HostNsPerCall()}, Errors: res.Failed}, err
 		}})
 	}
 	return s
@@ -93,9 +93,10 @@ func spreadScenario(player, tick policybench.SpreadConfig) policyScenario {
 		if c.Config.Coalesce {
 			on = "on"
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{arrivals, thousands(c.Config.Calls), on}, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{arrivals, thousands(c.Config.Calls), on}, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunSpread(c.Config)
-			return []float64{float64(res.BackendCalls), float64(res.OK), float64(res.Coalesced), float64(res.DeadlineExceeded), ms(res.LastDelivery)}, res.Failed, err
+			return PolicyTrial{Figures: []float64{float64(res.BackendCalls), float64(res.OK), float64(res.Coalesced), float64(res.DeadlineExceeded), ms(res.LastDelivery)},
+				Errors: res.Failed}, err
 		}})
 	}
 	return s
@@ -143,10 +144,10 @@ func overloadScenario(base policybench.OverloadConfig) policyScenario {
 	}
 	for _, c := range policybench.OverloadCases(base) {
 		labels := []string{c.Backend(), fmt.Sprintf("%d×%d", c.LaneWorkers, c.BatchSize), c.Limit()}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name(), Labels: labels, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name(), Labels: labels, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunOverload(c)
-			return []float64{res.Goodput(), ms(res.P50), ms(res.P99), float64(res.Timeouts), float64(res.NeverSent),
-				float64(res.Wasted), float64(res.Rejected), float64(res.Limit)}, int(res.Failed), err
+			return PolicyTrial{Figures: []float64{res.Goodput(), ms(res.P50), ms(res.P99), float64(res.Timeouts), float64(res.NeverSent),
+				float64(res.Wasted), float64(res.Rejected), float64(res.Limit)}, Errors: int(res.Failed)}, err
 		}})
 	}
 	return s
@@ -194,9 +195,9 @@ func hedgeScenario(base policybench.HedgeConfig) policyScenario {
 				labels[1], labels[2] = durationText(h.Delay)+" (floor)", strconv.FormatFloat(h.DelayQuantile, 'g', -1, 64)
 			}
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunHedge(c.Config)
-			return []float64{ms(res.P50), ms(res.P99), 100 * res.ExtraLoad(), float64(res.Hedges), float64(res.HedgesWon)}, res.Failed, err
+			return PolicyTrial{Figures: []float64{ms(res.P50), ms(res.P99), 100 * res.ExtraLoad(), float64(res.Hedges), float64(res.HedgesWon)}, Errors: res.Failed}, err
 		}})
 	}
 	return s
@@ -240,10 +241,10 @@ func failoverScenario(base policybench.FailoverConfig) policyScenario {
 				labels[2] = strings.Join(names, ", ")
 			}
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunFailover(c.Config)
-			return []float64{float64(res.OK), float64(res.Unavailable), float64(res.DeadlineExceeded), float64(res.Broken),
-				float64(res.Hedges), float64(res.HedgesWon)}, res.Failed, err
+			return PolicyTrial{Figures: []float64{float64(res.OK), float64(res.Unavailable), float64(res.DeadlineExceeded), float64(res.Broken),
+				float64(res.Hedges), float64(res.HedgesWon)}, Errors: res.Failed}, err
 		}})
 	}
 	return s

@@ -123,18 +123,19 @@ func TestRunPoliciesInterleaves(t *testing.T) {
 	errBroken := errors.New("broken")
 	caseOf := func(name string, failOn int) policyCase {
 		n := 0
-		return policyCase{Name: name, Labels: []string{name}, trial: func() ([]float64, int, error) {
+		return policyCase{Name: name, Labels: []string{name}, trial: func() (PolicyTrial, error) {
 			n++
 			ran = append(ran, name+string(rune('0'+n)))
 			if n == failOn {
-				return nil, 0, errBroken
+				return PolicyTrial{}, errBroken
 			}
-			return []float64{float64(n)}, n - 1, nil
+			return PolicyTrial{Figures: []float64{float64(n)}, Series: [][]float64{{float64(n), 10 * float64(n)}}, Errors: n - 1}, nil
 		}}
 	}
 	scenario := func(failOn int) []policyScenario {
 		return []policyScenario{{Name: "s", Labels: []string{"label"}, Figures: []policyFigure{{Key: "k", Head: "k"}},
-			Cases: []policyCase{caseOf("a", 0), caseOf("b", failOn)}}}
+			Series: []policySeries{{Key: "by", Head: "By point.", Points: []string{"p1", "p2"}}},
+			Cases:  []policyCase{caseOf("a", 0), caseOf("b", failOn)}}}
 	}
 	res, err := runPolicies(scenario(0), 3, &bytes.Buffer{})
 	if err != nil {
@@ -149,12 +150,64 @@ func TestRunPoliciesInterleaves(t *testing.T) {
 	if s := res[0].Cases[1].figure(0); s != (spread{median: 2, min: 1, max: 3}) {
 		t.Errorf("case b: spread %+v, want median 2 of 1…3", s)
 	}
+	if m := res[0].Cases[1].seriesMedian(0); !slices.Equal(m, []float64{2, 20}) {
+		t.Errorf("case b: series medians %v, want [2 20]", m)
+	}
 	ran = nil
 	if _, err := runPolicies(scenario(2), 3, &bytes.Buffer{}); !errors.Is(err, errBroken) || !strings.Contains(err.Error(), "s b trial 2") {
 		t.Errorf("runPolicies with a failing trial: %v, want an error naming s b trial 2", err)
 	}
 	if want := []string{"a1", "b1", "a2", "b2"}; !slices.Equal(ran, want) {
 		t.Errorf("trials ran in the order %q, want %q, stopping at the failure", ran, want)
+	}
+}
+
+// TestRunPoliciesChecksTrials checks that runPolicies stops at a trial whose figures or
+// series do not match its scenario's, naming it.
+func TestRunPoliciesChecksTrials(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tr   PolicyTrial
+		want string
+	}{
+		{"a figure short", PolicyTrial{Series: [][]float64{{1, 2}}}, "0 figures and 1 series, want 1 and 1"},
+		{"no series", PolicyTrial{Figures: []float64{1}}, "1 figures and 0 series, want 1 and 1"},
+		{"a point short", PolicyTrial{Figures: []float64{1}, Series: [][]float64{{1}}}, "series by: 1 values, want one per point, 2"},
+	} {
+		s := []policyScenario{{Name: "s", Labels: []string{"label"}, Figures: []policyFigure{{Key: "k", Head: "k"}},
+			Series: []policySeries{{Key: "by", Head: "By point.", Points: []string{"p1", "p2"}}},
+			Cases:  []policyCase{{Name: "a", Labels: []string{"a"}, trial: func() (PolicyTrial, error) { return tc.tr, nil }}}}}
+		if _, err := runPolicies(s, 1, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "s a trial 1: "+tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, "s a trial 1: "+tc.want)
+		}
+	}
+}
+
+// TestPolicySeriesView checks a series' table: a row per case, its labels, then the median
+// of each point over the trials, "–" for a case without trials.
+func TestPolicySeriesView(t *testing.T) {
+	p := PolicyResult{Name: "s", Labels: []string{"label"}, Figures: []policyFigure{{Key: "k", Head: "k"}},
+		Series: []policySeries{{Key: "by", Head: "By point.", Points: []string{"p1", "p2"}, Digits: 1}},
+		Cases: []PolicyCaseResult{
+			{Name: "a", Labels: []string{"x"}, Trials: []PolicyTrial{
+				{Figures: []float64{1}, Series: [][]float64{{1, 1500}}},
+				{Figures: []float64{1}, Series: [][]float64{{3, 1000}}},
+				{Figures: []float64{1}, Series: [][]float64{{2, 2000}}},
+			}},
+			{Name: "b", Labels: []string{"y"}},
+		}}
+	v := p.view()
+	if len(v.Series) != 1 {
+		t.Fatalf("%d series views, want 1", len(v.Series))
+	}
+	sv := v.Series[0]
+	if sv.Head != "By point. Each cell: the median over the case's trials." {
+		t.Errorf("head %q", sv.Head)
+	}
+	want := [][]string{{"a", "x", "2.0", "1500.0"}, {"b", "y", "–", "–"}}
+	if !slices.Equal(sv.Table.Head, []string{"case", "label", "p1", "p2"}) || len(sv.Table.Rows) != 2 ||
+		!slices.Equal(sv.Table.Rows[0], want[0]) || !slices.Equal(sv.Table.Rows[1], want[1]) {
+		t.Errorf("table %v %v, want rows %v", sv.Table.Head, sv.Table.Rows, want)
 	}
 }
 
