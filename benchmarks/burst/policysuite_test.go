@@ -96,13 +96,25 @@ func TestPoliciesSuite(t *testing.T) {
 			t.Errorf("failover unhedged: calls OK %+v, Unavailable %+v; want the 60 short reads and none in every trial", ok, unavailable)
 		}
 	}
+	// Overload, in short: the calls after the load drops are 20; the adaptive limit is
+	// reported under AdaptiveLimit{} and never with fixed lanes.
+	for _, c := range scenario["overload"].Cases {
+		after, limit := c.figure(1), c.figure(9)
+		if after.max > 20 {
+			t.Errorf("overload %s: OK after the load drops %+v, more than the 20 short calls", c.Name, after)
+		}
+		if strings.HasSuffix(c.Name, "/adaptive") && limit.min <= 0 || strings.Contains(c.Name, "/fixed-") && limit.max != 0 {
+			t.Errorf("overload %s: InFlightLimit %+v, want one under AdaptiveLimit{} and none with fixed lanes", c.Name, limit)
+		}
+	}
 	var doc bytes.Buffer
 	if err := (Run{rep}).WriteDocument(&doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Adaptive in-flight limit\n", "### Hedged reads\n",
+	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Overload\n", "### Hedged reads\n",
 		"### Coalesced reads under spread arrivals\n", "### Hedged reads with a backend killed\n",
-		"| drops-cancelled/adaptive-128 | drops-cancelled | 4×32 | adaptive | 2 |", "| p95 | on | 0 ms (floor) | 0.95 | 2 |",
+		"| drops-cancelled/adaptive | drops-cancelled | AdaptiveLimit{} | 4×8 | 2 |", "| serves-cancelled/fixed-4 | serves-cancelled | Workers 1, BatchSize 4 | 1×4 | 2 |",
+		"\nGoodput by 100 ms: ", "| case | backend | Config | lanes | 0–100 ms | 100–200 ms | 200–300 ms | 300–400 ms | 400–500 ms |\n", "| p95 | on | 0 ms (floor) | 0.95 | 2 |",
 		"| per-player/on | per player, one every 0.25 ms | 40 | on | 2 |", "| per-tick/off | per tick, 10 every 5 ms | 40 | off | 2 |",
 		"| p95-nonfatal-unavailable | on | 0.95 | Unavailable | 2 |", "| p95 | on | 0.95 | default | 2 |"} {
 		if !strings.Contains(doc.String(), want) {
@@ -208,6 +220,22 @@ func TestPolicySeriesView(t *testing.T) {
 	if !slices.Equal(sv.Table.Head, []string{"case", "label", "p1", "p2"}) || len(sv.Table.Rows) != 2 ||
 		!slices.Equal(sv.Table.Rows[0], want[0]) || !slices.Equal(sv.Table.Rows[1], want[1]) {
 		t.Errorf("table %v %v, want rows %v", sv.Table.Head, sv.Table.Rows, want)
+	}
+}
+
+func TestSpanText(t *testing.T) {
+	for _, c := range []struct {
+		from, to time.Duration
+		want     string
+	}{
+		{0, time.Second, "0–1 s"},
+		{5 * time.Second, 6 * time.Second, "5–6 s"},
+		{100 * time.Millisecond, 200 * time.Millisecond, "100–200 ms"},
+		{500 * time.Millisecond, time.Second, "500–1000 ms"},
+	} {
+		if got := spanText(c.from, c.to); got != c.want {
+			t.Errorf("spanText(%v, %v) = %q, want %q", c.from, c.to, got, c.want)
+		}
 	}
 }
 
