@@ -27,9 +27,12 @@
 //     milliseconds, each from a player's goroutine, or over ticks of the host loop, with
 //     MethodPolicy.Coalesce off and on: the calls the server received, the reads that
 //     succeeded and timed out, MethodStats.Coalesced (run it with -benchtime 1x);
-//   - BenchmarkOverload: a backend of fixed workers behind a queue, driven open-loop at twice
-//     its capacity, fixed lanes against Config.AdaptiveLimit: goodput, p99, timeouts (run it
-//     with -benchtime 1x);
+//   - BenchmarkOverload: a backend of fixed workers behind a queue, offered open-loop twice
+//     what it serves, then a quarter of it once the load drops, with the default Config,
+//     Config.AdaptiveLimit and fixed lanes tuned by hand, against a backend that serves
+//     cancelled calls and one that drops them: the goodput, the calls that succeed after the
+//     load drops, the backend's wasted executions, the calls shed and timed out, p50 and p99
+//     (run it with -benchtime 1x);
 //   - BenchmarkHedgedReads: reads spread over three loopback backends, one of which delays a
 //     share of its calls, unhedged and with MethodPolicy.Hedge (a fixed Delay, and
 //     DelayQuantile): p50, p99, the extra load on the backends and the hedges that won (run it

@@ -7,25 +7,25 @@ import (
 	"github.com/trixnew/prpc/benchmarks/internal/policybench"
 )
 
-// BenchmarkOverload drives an overloaded backend open-loop at twice its capacity and compares
-// fixed lanes with Config.AdaptiveLimit: the cases and the shape of policybench.OverloadCases
-// and DefaultOverload, whose documentation describes the backend and the host. Two backends:
-// drops-cancelled drops a call cancelled while it waits for a worker; serves-cancelled serves
-// every call it received, so that it spends its workers on calls whose clients gave up. For
-// each, three reactors:
+// BenchmarkOverload runs the policies suite's overload scenario, one run per case: a guild
+// game's read against a backend of fixed workers behind a queue, offered twice what it serves
+// open-loop, then a quarter of it once the load drops, the shape of policybench.DefaultOverload,
+// whose documentation describes the backend and the host. Two backends: serves-cancelled
+// serves every call it received, as a thread pool in front of a database does, so that it
+// spends its workers on calls whose clients gave up; drops-cancelled drops a call cancelled
+// while it waits for a worker. For each, three reactors (policybench.Mode):
 //
-//   - fixed-128: Workers 4 × BatchSize 32, more lanes than the backend can serve within the
-//     calls' timeout: the backend's queue grows past it;
-//   - adaptive-128: the same lanes with AdaptiveLimit's defaults;
-//   - fixed-32: the default lanes, Workers 4 × BatchSize 8, which this backend serves within
-//     the timeout.
+//   - default: reactor.Config's defaults;
+//   - adaptive: the default lanes with AdaptiveLimit{};
+//   - fixed-4: a limit tuned by hand, Workers 1 × BatchSize 4.
 //
-// It reports goodput/s (calls that succeeded, per second of the run), p99-ms (of the calls
-// that succeeded, submission to callback), timeouts (calls that failed with ErrTimeout),
-// never-sent (those of them prpc never sent: they timed out in its queue), wasted (calls the
-// backend served after their client had given up) and limit (Stats.InFlightLimit at the end
-// of the run; 0 without the limit). One iteration is one run, against a backend of its own:
-// -benchtime 1x.
+// It reports goodput/s (the calls submitted during the overload that succeeded, per second
+// of it), ok-after (the calls submitted after the load dropped that succeeded), wasted (the
+// backend's executions for calls whose client had given up) and wasted-% (of its
+// executions), shed and timeouts (calls that failed so), never-sent (failed calls prpc never
+// sent), p50-ms and p99-ms (of the successes during the overload, submission to callback) and
+// limit (Stats.InFlightLimit at the end of the overload; 0 without an adaptive limit). One
+// iteration is one run, against a backend of its own: -benchtime 1x.
 func BenchmarkOverload(b *testing.B) {
 	for _, cfg := range policybench.OverloadCases(policybench.DefaultOverload()) {
 		b.Run(cfg.Name(), func(b *testing.B) {
@@ -34,13 +34,20 @@ func BenchmarkOverload(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportMetric(res.Goodput(), "goodput/s")
-				if res.OK > 0 {
-					b.ReportMetric(float64(res.P99)/float64(time.Millisecond), "p99-ms")
+				if res.Failed > 0 {
+					b.Fatalf("%d calls failed otherwise than by a timeout, shedding or a refusal", res.Failed)
 				}
+				b.ReportMetric(res.Goodput(), "goodput/s")
+				b.ReportMetric(float64(res.RecoveryOK), "ok-after")
+				b.ReportMetric(float64(res.Wasted), "wasted")
+				b.ReportMetric(100*res.WastedShare(), "wasted-%")
+				b.ReportMetric(float64(res.Shed), "shed")
 				b.ReportMetric(float64(res.Timeouts), "timeouts")
 				b.ReportMetric(float64(res.NeverSent), "never-sent")
-				b.ReportMetric(float64(res.Wasted), "wasted")
+				if res.OverloadOK > 0 {
+					b.ReportMetric(float64(res.P50)/float64(time.Millisecond), "p50-ms")
+					b.ReportMetric(float64(res.P99)/float64(time.Millisecond), "p99-ms")
+				}
 				b.ReportMetric(float64(res.Limit), "limit")
 			}
 		})

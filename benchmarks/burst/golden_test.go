@@ -67,14 +67,15 @@ func goldenRun() Run {
 }
 
 // madeUpPolicies returns made-up results of the policies suite's scenarios, with their full
-// shapes' titles, sentences and figures, three trials per case: figure j of case i measures
-// (i+1)×10^j scaled by 0.9, 1.0 and 1.2 in its three trials, but the overload scenario's
-// last figure, the limit, which is 0 under fixed lanes; and the first case of the overload
+// shapes' titles, sentences, figures and series, three trials per case: figure j of case i
+// measures (i+1)×10^j scaled by 0.9, 1.0 and 1.2 in its three trials, but the overload
+// scenario's last figure, the limit, which is 0 but under the adaptive limit; point p of a
+// series measures (i+1)×10×(p+1) scaled likewise; and the first case of the overload
 // scenario had an error in trial 2.
 func madeUpPolicies() []PolicyResult {
 	var out []PolicyResult
 	for _, s := range policyScenarios(false) {
-		pr := PolicyResult{Name: s.Name, Title: s.Title, About: s.About, Labels: s.Labels, Figures: s.Figures, Trials: 3}
+		pr := PolicyResult{Name: s.Name, Title: s.Title, About: s.About, Labels: s.Labels, Figures: s.Figures, Series: s.Series, Trials: 3}
 		for i, c := range s.Cases {
 			cr := PolicyCaseResult{Name: c.Name, Labels: c.Labels}
 			for t, scale := range []float64{0.9, 1, 1.2} {
@@ -85,6 +86,13 @@ func madeUpPolicies() []PolicyResult {
 						v = 0
 					}
 					tr.Figures = append(tr.Figures, v)
+				}
+				for _, sr := range s.Series {
+					var vs []float64
+					for p := range sr.Points {
+						vs = append(vs, float64(i+1)*10*float64(p+1)*scale)
+					}
+					tr.Series = append(tr.Series, vs)
 				}
 				if s.Name == "overload" && i == 0 && t == 1 {
 					tr.Errors = 1

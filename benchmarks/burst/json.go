@@ -304,26 +304,31 @@ type jsonPolicy struct {
 	Title string `json:"title"`
 	About string `json:"about"`
 	// Figures are the scenario's figures, each under its key in the cases' results.
-	Figures []policyFigure   `json:"figures"`
-	Trials  int              `json:"trials"`
-	Cases   []jsonPolicyCase `json:"cases"`
+	Figures []policyFigure `json:"figures"`
+	// Series are the scenario's series, if any, each under its key in the cases' series.
+	Series []policySeries   `json:"series,omitempty"`
+	Trials int              `json:"trials"`
+	Cases  []jsonPolicyCase `json:"cases"`
 }
 
 // jsonPolicyCase is one case of a scenario: what tells it apart, under the headings of the
-// scenario's label columns; its figures in every trial, in running order; and the median, the
-// least and the greatest of each over the trials.
+// scenario's label columns; its figures in every trial, in running order; the median, the
+// least and the greatest of each over the trials; and, if the scenario has series, each
+// series in every trial, in running order, and the median of each point over the trials.
 type jsonPolicyCase struct {
-	Name    string               `json:"name"`
-	Labels  map[string]string    `json:"labels"`
-	Results []map[string]float64 `json:"results"`
-	Errors  []int                `json:"errors"`
-	Median  map[string]float64   `json:"median"`
-	Min     map[string]float64   `json:"min"`
-	Max     map[string]float64   `json:"max"`
+	Name         string                 `json:"name"`
+	Labels       map[string]string      `json:"labels"`
+	Results      []map[string]float64   `json:"results"`
+	Errors       []int                  `json:"errors"`
+	Median       map[string]float64     `json:"median"`
+	Min          map[string]float64     `json:"min"`
+	Max          map[string]float64     `json:"max"`
+	Series       []map[string][]float64 `json:"series,omitempty"`
+	SeriesMedian map[string][]float64   `json:"series_median,omitempty"`
 }
 
 func (p PolicyResult) toJSON() jsonPolicy {
-	jp := jsonPolicy{Name: p.Name, Title: p.Title, About: p.About, Figures: p.Figures, Trials: p.Trials}
+	jp := jsonPolicy{Name: p.Name, Title: p.Title, About: p.About, Figures: p.Figures, Series: p.Series, Trials: p.Trials}
 	for _, c := range p.Cases {
 		jc := jsonPolicyCase{Name: c.Name, Labels: map[string]string{},
 			Median: map[string]float64{}, Min: map[string]float64{}, Max: map[string]float64{}}
@@ -337,10 +342,23 @@ func (p PolicyResult) toJSON() jsonPolicy {
 			}
 			jc.Results = append(jc.Results, fs)
 			jc.Errors = append(jc.Errors, t.Errors)
+			if len(p.Series) > 0 {
+				ss := map[string][]float64{}
+				for i, sr := range p.Series {
+					ss[sr.Key] = t.Series[i]
+				}
+				jc.Series = append(jc.Series, ss)
+			}
 		}
 		for i, f := range p.Figures {
 			sp := c.figure(i)
 			jc.Median[f.Key], jc.Min[f.Key], jc.Max[f.Key] = sp.median, sp.min, sp.max
+		}
+		for i, sr := range p.Series {
+			if jc.SeriesMedian == nil {
+				jc.SeriesMedian = map[string][]float64{}
+			}
+			jc.SeriesMedian[sr.Key] = c.seriesMedian(i)
 		}
 		jp.Cases = append(jp.Cases, jc)
 	}

@@ -103,8 +103,10 @@
 // MethodPolicy.Coalesce off, on, and on with a cap of one burst), coalesced reads under
 // spread arrivals (identical reads of a slow leaderboard from players' goroutines a fraction
 // of a millisecond apart, and a few at each tick of the host loop, with Coalesce off and
-// on), the adaptive in-flight limit (an overloaded backend, fixed lanes against
-// Config.AdaptiveLimit, for a backend that drops cancelled calls and one that serves them),
+// on), overload (a backend offered twice what it serves, then a quarter of it once the load
+// drops, with the default Config, Config.AdaptiveLimit and fixed lanes tuned by hand, for a
+// backend that serves cancelled calls and one that drops them: the goodput, by second too,
+// the recovery and the backend's wasted work),
 // hedged reads (three backends, one of which delays a share of its calls, unhedged and with
 // MethodPolicy.Hedge after a fixed Delay and after DelayQuantile's) and failover (three
 // backends, one of which is killed mid-run, unhedged and hedged, with and without
@@ -191,7 +193,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"fast-standard, fast-extreme (the same shapes against the fast backend, a handler that does no work), fast (both fast suites), "+
 		"all (the four burst suites), "+
 		"loop (bursts of 2,000, 5,000 and 20,000 calls inside a 20 TPS loop.Run doing 10 ms of game work per tick, prpc against a hand-written pool), "+
-		"policies (prpc's call policies, each against loopback servers in this process: coalesced reads, in one tick and spread over time, the adaptive in-flight limit, hedged reads, and failover with a backend killed)")
+		"policies (prpc's call policies, each against loopback servers in this process: coalesced reads, in one tick and spread over time, overload, hedged reads, and failover with a backend killed)")
 	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's one burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")

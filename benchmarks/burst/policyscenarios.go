@@ -49,9 +49,9 @@ func coalesceScenario(base policybench.CoalesceConfig) policyScenario {
 				most = thousands(c.Config.CoalesceMax)
 			}
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{on, most}, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{on, most}, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunCoalesce(c.Config)
-			return []float64{res.BackendCallsPerBurst(), ms(res.LastDeliveryPerBurst()), res.HostNsPerCall()}, res.Failed, err
+			return PolicyTrial{Figures: []float64{res.BackendCallsPerBurst(), ms(res.LastDeliveryPerBurst()), res.HostNsPerCall()}, Errors: res.Failed}, err
 		}})
 	}
 	return s
@@ -93,9 +93,10 @@ func spreadScenario(player, tick policybench.SpreadConfig) policyScenario {
 		if c.Config.Coalesce {
 			on = "on"
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{arrivals, thousands(c.Config.Calls), on}, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{arrivals, thousands(c.Config.Calls), on}, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunSpread(c.Config)
-			return []float64{float64(res.BackendCalls), float64(res.OK), float64(res.Coalesced), float64(res.DeadlineExceeded), ms(res.LastDelivery)}, res.Failed, err
+			return PolicyTrial{Figures: []float64{float64(res.BackendCalls), float64(res.OK), float64(res.Coalesced), float64(res.DeadlineExceeded), ms(res.LastDelivery)},
+				Errors: res.Failed}, err
 		}})
 	}
 	return s
@@ -117,39 +118,94 @@ func spreadTicks(player, tick policybench.SpreadConfig) string {
 	return fmt.Sprintf("%s per player and %s per tick", durationText(player.TickEvery), durationText(tick.TickEvery))
 }
 
-// overloadScenario is the overload scenario over base: policybench.OverloadCases.
+// overloadScenario is the overload scenario over base: policybench.OverloadCases, with the
+// targets of targets.json.
 func overloadScenario(base policybench.OverloadConfig) policyScenario {
-	load := float64(base.PerTick) / base.TickEvery.Seconds()
 	capacity := float64(base.Workers) / base.Service.Seconds()
+	total := base.Overload.For + base.Recovery.For
+	recovery := base.Recovery.Rate * int(base.Recovery.For/time.Millisecond) / 1000
+	perTick := func(p policybench.Phase) int { return int(time.Duration(p.Rate) * base.TickEvery / time.Second) }
+	var points []string
+	for b := time.Duration(0); b < total; b += base.Bucket {
+		points = append(points, spanText(b, b+base.Bucket))
+	}
 	s := policyScenario{
-		Name: "overload", Title: "Adaptive in-flight limit",
-		About: fmt.Sprintf("A backend of %d workers behind a queue, each call waiting for a free worker in order and then holding it for %s, "+
-			"driven open-loop at %.3g× its capacity, %d calls every %s for %s, each with a timeout of %s, by a reactor with fixed lanes or with Config.AdaptiveLimit's defaults, "+
-			"against a backend that drops a call cancelled while it waits for a worker and against one that serves every call it received: "+
-			"the calls that succeeded per second of the run and their latency from submission to callback, the calls that timed out and of them those prpc never sent, "+
-			"the calls the backend served after their client had given up, the submissions reactor.Go refused with ErrOverloaded, and Stats.InFlightLimit at the end of the run.",
-			base.Workers, durationText(base.Service), load/capacity, base.PerTick, durationText(base.TickEvery), durationText(base.Run), durationText(base.Timeout)),
-		Labels: []string{"backend", "lanes", "in-flight limit"},
+		Name: "overload", Title: "Overload",
+		About: fmt.Sprintf("A guild game's GetGuild read against a backend of %d workers behind a queue, each call waiting for a free worker in order and then holding it for %s (%.0f calls/s at most). "+
+			"The host, a loop that ticks every %s, submits open-loop %s calls/s (%d at each tick, %.3g× the backend's capacity) for %s, then %s calls/s (%d at each tick) for %s once the load drops, each with a timeout of %s, "+
+			"calls Tick(2 ms) at each tick and, as loop.Run does, whenever the reactor signals Ready between ticks, until every call's callback has run. "+
+			"Two backends: serves-cancelled serves every call it received, as a thread pool in front of a database runs its queued queries even after their client has gone; "+
+			"drops-cancelled drops a call cancelled while it waits for a worker, as a Go handler that selects on its context does; once a call has a worker, both finish it. "+
+			"Three reactors: the default Config; AdaptiveLimit{} over the default lanes; and a limit tuned by hand, %s. "+
+			"Each trial starts a backend and a fresh reactor and connects with one call, then: the goodput during the overload (the calls submitted during it that succeeded, per second of it), "+
+			"the calls submitted after the load drops that succeeded (of %s), the backend's executions for calls whose client had given up by the time the worker finished (wasted), as a count and as a share of its executions, "+
+			"the calls prpc shed (failed at once, never sent, as unable to finish in time), those that timed out, and those that failed without being sent (shed, timed out in prpc's queue, or refused at submission), "+
+			"p50 and p99 of the latency from submission to callback of the calls submitted during the overload that succeeded, and Stats.InFlightLimit at the end of the overload. Errors: calls that failed otherwise. %s",
+			base.Workers, durationText(base.Service), capacity, durationText(base.TickEvery),
+			thousands(base.Overload.Rate), perTick(base.Overload), float64(base.Overload.Rate)/capacity, durationText(base.Overload.For),
+			thousands(base.Recovery.Rate), perTick(base.Recovery), durationText(base.Recovery.For), durationText(base.Timeout),
+			fixedText(base), thousands(recovery), overloadGoals.text(recovery)),
+		Labels: []string{"backend", "Config", "lanes"},
 		Figures: []policyFigure{
-			{Key: "goodput_per_s", Head: "goodput (calls/s)"},
-			{Key: "p50_ms", Head: "p50 (ms)", Digits: 2},
-			{Key: "p99_ms", Head: "p99 (ms)", Digits: 2},
+			{Key: "goodput_per_s", Head: "goodput during the overload (calls/s)"},
+			{Key: "ok_after", Head: fmt.Sprintf("OK after the load drops (of %s)", thousands(recovery))},
+			{Key: "wasted", Head: "wasted (executions)"},
+			{Key: "wasted_pct", Head: "wasted (% of executions)", Digits: 1},
+			{Key: "shed", Head: "shed (calls)"},
 			{Key: "timeouts", Head: "timeouts (calls)"},
 			{Key: "never_sent", Head: "never sent (calls)"},
-			{Key: "wasted", Head: "wasted (calls)"},
-			{Key: "refused", Head: "refused (calls)"},
-			{Key: "in_flight_limit", Head: "InFlightLimit at the end (calls)", noneIfZero: true},
+			{Key: "p50_ms", Head: "p50 (ms)", Digits: 1},
+			{Key: "p99_ms", Head: "p99 (ms)", Digits: 1},
+			{Key: "in_flight_limit", Head: "InFlightLimit at the end of the overload (calls)", noneIfZero: true},
 		},
+		Series: []policySeries{{Key: "goodput_by_" + bucketKey(base.Bucket),
+			Head: fmt.Sprintf("Goodput by %s: the calls submitted in each %s of the run that succeeded, per second; the load drops after %s.",
+				bucketText(base.Bucket), bucketText(base.Bucket), durationText(base.Overload.For)),
+			Points: points}},
 	}
 	for _, c := range policybench.OverloadCases(base) {
-		labels := []string{c.Backend(), fmt.Sprintf("%d×%d", c.LaneWorkers, c.BatchSize), c.Limit()}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name(), Labels: labels, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name(), Labels: []string{c.Backend(), c.ConfigText(), c.Lanes()}, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunOverload(c)
-			return []float64{res.Goodput(), ms(res.P50), ms(res.P99), float64(res.Timeouts), float64(res.NeverSent),
-				float64(res.Wasted), float64(res.Rejected), float64(res.Limit)}, int(res.Failed), err
+			return PolicyTrial{
+				Figures: []float64{res.Goodput(), float64(res.RecoveryOK), float64(res.Wasted), 100 * res.WastedShare(),
+					float64(res.Shed), float64(res.Timeouts), float64(res.NeverSent), ms(res.P50), ms(res.P99), float64(res.Limit)},
+				Series: [][]float64{res.GoodputBy()},
+				Errors: int(res.Failed),
+			}, err
 		}})
 	}
 	return s
+}
+
+// fixedText says the fixed lanes of base's ModeFixed case, as its Config sets them.
+func fixedText(base policybench.OverloadConfig) string {
+	base.Mode = policybench.ModeFixed
+	return base.ConfigText()
+}
+
+// bucketText names a stretch of the goodput series: "second" for one, else its length.
+func bucketText(d time.Duration) string {
+	if d == time.Second {
+		return "second"
+	}
+	return durationText(d)
+}
+
+// spanText names the stretch of time from..to: "5–6 s" in whole seconds, else in
+// milliseconds, as "100–200 ms".
+func spanText(from, to time.Duration) string {
+	if from%time.Second == 0 && to%time.Second == 0 {
+		return fmt.Sprintf("%d–%d s", from/time.Second, to/time.Second)
+	}
+	return fmt.Sprintf("%g–%g ms", ms(from), ms(to))
+}
+
+// bucketKey is bucketText as a JSON key: "second" or, as in "100ms", its length.
+func bucketKey(d time.Duration) string {
+	if d == time.Second {
+		return "second"
+	}
+	return d.String()
 }
 
 // hedgeScenario is the hedged-reads scenario over base: policybench.HedgeCases.
@@ -194,9 +250,9 @@ func hedgeScenario(base policybench.HedgeConfig) policyScenario {
 				labels[1], labels[2] = durationText(h.Delay)+" (floor)", strconv.FormatFloat(h.DelayQuantile, 'g', -1, 64)
 			}
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunHedge(c.Config)
-			return []float64{ms(res.P50), ms(res.P99), 100 * res.ExtraLoad(), float64(res.Hedges), float64(res.HedgesWon)}, res.Failed, err
+			return PolicyTrial{Figures: []float64{ms(res.P50), ms(res.P99), 100 * res.ExtraLoad(), float64(res.Hedges), float64(res.HedgesWon)}, Errors: res.Failed}, err
 		}})
 	}
 	return s
@@ -240,10 +296,10 @@ func failoverScenario(base policybench.FailoverConfig) policyScenario {
 				labels[2] = strings.Join(names, ", ")
 			}
 		}
-		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() ([]float64, int, error) {
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: labels, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunFailover(c.Config)
-			return []float64{float64(res.OK), float64(res.Unavailable), float64(res.DeadlineExceeded), float64(res.Broken),
-				float64(res.Hedges), float64(res.HedgesWon)}, res.Failed, err
+			return PolicyTrial{Figures: []float64{float64(res.OK), float64(res.Unavailable), float64(res.DeadlineExceeded), float64(res.Broken),
+				float64(res.Hedges), float64(res.HedgesWon)}, Errors: res.Failed}, err
 		}})
 	}
 	return s

@@ -96,13 +96,25 @@ func TestPoliciesSuite(t *testing.T) {
 			t.Errorf("failover unhedged: calls OK %+v, Unavailable %+v; want the 60 short reads and none in every trial", ok, unavailable)
 		}
 	}
+	// Overload, in short: the calls after the load drops are 20; the adaptive limit is
+	// reported under AdaptiveLimit{} and never with fixed lanes.
+	for _, c := range scenario["overload"].Cases {
+		after, limit := c.figure(1), c.figure(9)
+		if after.max > 20 {
+			t.Errorf("overload %s: OK after the load drops %+v, more than the 20 short calls", c.Name, after)
+		}
+		if strings.HasSuffix(c.Name, "/adaptive") && limit.min <= 0 || strings.Contains(c.Name, "/fixed-") && limit.max != 0 {
+			t.Errorf("overload %s: InFlightLimit %+v, want one under AdaptiveLimit{} and none with fixed lanes", c.Name, limit)
+		}
+	}
 	var doc bytes.Buffer
 	if err := (Run{rep}).WriteDocument(&doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Adaptive in-flight limit\n", "### Hedged reads\n",
+	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Overload\n", "### Hedged reads\n",
 		"### Coalesced reads under spread arrivals\n", "### Hedged reads with a backend killed\n",
-		"| drops-cancelled/adaptive-128 | drops-cancelled | 4×32 | adaptive | 2 |", "| p95 | on | 0 ms (floor) | 0.95 | 2 |",
+		"| drops-cancelled/adaptive | drops-cancelled | AdaptiveLimit{} | 4×8 | 2 |", "| serves-cancelled/fixed-4 | serves-cancelled | Workers 1, BatchSize 4 | 1×4 | 2 |",
+		"\nGoodput by 100 ms: ", "| case | backend | Config | lanes | 0–100 ms | 100–200 ms | 200–300 ms | 300–400 ms | 400–500 ms |\n", "| p95 | on | 0 ms (floor) | 0.95 | 2 |",
 		"| per-player/on | per player, one every 0.25 ms | 40 | on | 2 |", "| per-tick/off | per tick, 10 every 5 ms | 40 | off | 2 |",
 		"| p95-nonfatal-unavailable | on | 0.95 | Unavailable | 2 |", "| p95 | on | 0.95 | default | 2 |"} {
 		if !strings.Contains(doc.String(), want) {
@@ -123,18 +135,19 @@ func TestRunPoliciesInterleaves(t *testing.T) {
 	errBroken := errors.New("broken")
 	caseOf := func(name string, failOn int) policyCase {
 		n := 0
-		return policyCase{Name: name, Labels: []string{name}, trial: func() ([]float64, int, error) {
+		return policyCase{Name: name, Labels: []string{name}, trial: func() (PolicyTrial, error) {
 			n++
 			ran = append(ran, name+string(rune('0'+n)))
 			if n == failOn {
-				return nil, 0, errBroken
+				return PolicyTrial{}, errBroken
 			}
-			return []float64{float64(n)}, n - 1, nil
+			return PolicyTrial{Figures: []float64{float64(n)}, Series: [][]float64{{float64(n), 10 * float64(n)}}, Errors: n - 1}, nil
 		}}
 	}
 	scenario := func(failOn int) []policyScenario {
 		return []policyScenario{{Name: "s", Labels: []string{"label"}, Figures: []policyFigure{{Key: "k", Head: "k"}},
-			Cases: []policyCase{caseOf("a", 0), caseOf("b", failOn)}}}
+			Series: []policySeries{{Key: "by", Head: "By point.", Points: []string{"p1", "p2"}}},
+			Cases:  []policyCase{caseOf("a", 0), caseOf("b", failOn)}}}
 	}
 	res, err := runPolicies(scenario(0), 3, &bytes.Buffer{})
 	if err != nil {
@@ -149,12 +162,80 @@ func TestRunPoliciesInterleaves(t *testing.T) {
 	if s := res[0].Cases[1].figure(0); s != (spread{median: 2, min: 1, max: 3}) {
 		t.Errorf("case b: spread %+v, want median 2 of 1…3", s)
 	}
+	if m := res[0].Cases[1].seriesMedian(0); !slices.Equal(m, []float64{2, 20}) {
+		t.Errorf("case b: series medians %v, want [2 20]", m)
+	}
 	ran = nil
 	if _, err := runPolicies(scenario(2), 3, &bytes.Buffer{}); !errors.Is(err, errBroken) || !strings.Contains(err.Error(), "s b trial 2") {
 		t.Errorf("runPolicies with a failing trial: %v, want an error naming s b trial 2", err)
 	}
 	if want := []string{"a1", "b1", "a2", "b2"}; !slices.Equal(ran, want) {
 		t.Errorf("trials ran in the order %q, want %q, stopping at the failure", ran, want)
+	}
+}
+
+// TestRunPoliciesChecksTrials checks that runPolicies stops at a trial whose figures or
+// series do not match its scenario's, naming it.
+func TestRunPoliciesChecksTrials(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tr   PolicyTrial
+		want string
+	}{
+		{"a figure short", PolicyTrial{Series: [][]float64{{1, 2}}}, "0 figures and 1 series, want 1 and 1"},
+		{"no series", PolicyTrial{Figures: []float64{1}}, "1 figures and 0 series, want 1 and 1"},
+		{"a point short", PolicyTrial{Figures: []float64{1}, Series: [][]float64{{1}}}, "series by: 1 values, want one per point, 2"},
+	} {
+		s := []policyScenario{{Name: "s", Labels: []string{"label"}, Figures: []policyFigure{{Key: "k", Head: "k"}},
+			Series: []policySeries{{Key: "by", Head: "By point.", Points: []string{"p1", "p2"}}},
+			Cases:  []policyCase{{Name: "a", Labels: []string{"a"}, trial: func() (PolicyTrial, error) { return tc.tr, nil }}}}}
+		if _, err := runPolicies(s, 1, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "s a trial 1: "+tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, "s a trial 1: "+tc.want)
+		}
+	}
+}
+
+// TestPolicySeriesView checks a series' table: a row per case, its labels, then the median
+// of each point over the trials, "–" for a case without trials.
+func TestPolicySeriesView(t *testing.T) {
+	p := PolicyResult{Name: "s", Labels: []string{"label"}, Figures: []policyFigure{{Key: "k", Head: "k"}},
+		Series: []policySeries{{Key: "by", Head: "By point.", Points: []string{"p1", "p2"}, Digits: 1}},
+		Cases: []PolicyCaseResult{
+			{Name: "a", Labels: []string{"x"}, Trials: []PolicyTrial{
+				{Figures: []float64{1}, Series: [][]float64{{1, 1500}}},
+				{Figures: []float64{1}, Series: [][]float64{{3, 1000}}},
+				{Figures: []float64{1}, Series: [][]float64{{2, 2000}}},
+			}},
+			{Name: "b", Labels: []string{"y"}},
+		}}
+	v := p.view()
+	if len(v.Series) != 1 {
+		t.Fatalf("%d series views, want 1", len(v.Series))
+	}
+	sv := v.Series[0]
+	if sv.Head != "By point. Each cell: the median over the case's trials." {
+		t.Errorf("head %q", sv.Head)
+	}
+	want := [][]string{{"a", "x", "2.0", "1500.0"}, {"b", "y", "–", "–"}}
+	if !slices.Equal(sv.Table.Head, []string{"case", "label", "p1", "p2"}) || len(sv.Table.Rows) != 2 ||
+		!slices.Equal(sv.Table.Rows[0], want[0]) || !slices.Equal(sv.Table.Rows[1], want[1]) {
+		t.Errorf("table %v %v, want rows %v", sv.Table.Head, sv.Table.Rows, want)
+	}
+}
+
+func TestSpanText(t *testing.T) {
+	for _, c := range []struct {
+		from, to time.Duration
+		want     string
+	}{
+		{0, time.Second, "0–1 s"},
+		{5 * time.Second, 6 * time.Second, "5–6 s"},
+		{100 * time.Millisecond, 200 * time.Millisecond, "100–200 ms"},
+		{500 * time.Millisecond, time.Second, "500–1000 ms"},
+	} {
+		if got := spanText(c.from, c.to); got != c.want {
+			t.Errorf("spanText(%v, %v) = %q, want %q", c.from, c.to, got, c.want)
+		}
 	}
 }
 

@@ -146,3 +146,79 @@ func trimRatio(x float64) string {
 // shown returns x as the reports show a ratio, rounded to two decimals. Targets judge the
 // ratio shown, so that a verdict never contradicts the figure beside it.
 func shown(x float64) float64 { return math.Round(x*100) / 100 }
+
+// overloadTargets are the policies suite's overload scenario's targets, with each backend:
+// the goodput during the overload of the default Config and of AdaptiveLimit{}, each a bound
+// and an aim within it, in calls a second; the calls submitted after the load drops that
+// succeed with either, in percent of them; and the backend's executions for calls already
+// given up with AdaptiveLimit{}, in percent of its executions. The report states them in the
+// scenario's sentence.
+type overloadTargets struct {
+	DefaultGoodputMin    float64 `json:"defaultGoodputMin"`
+	DefaultGoodputAim    float64 `json:"defaultGoodputAim"`
+	AdaptiveGoodputMin   float64 `json:"adaptiveGoodputMin"`
+	AdaptiveGoodputAim   float64 `json:"adaptiveGoodputAim"`
+	RecoveredMinPct      float64 `json:"recoveredMinPct"`
+	AdaptiveWastedMaxPct float64 `json:"adaptiveWastedMaxPct"`
+}
+
+// overloadGoals is targets.json's overload targets, read once.
+var overloadGoals = func() overloadTargets {
+	t, err := parseOverloadTargets(targetsJSON)
+	if err != nil {
+		panic("burst: targets.json: " + err.Error())
+	}
+	return t
+}()
+
+// parseOverloadTargets reads the overload targets as targets.json holds them, under
+// "overload", and checks that every one is there and above 0, that each aim is within its
+// bound, and that the percentages are at most 100.
+func parseOverloadTargets(data []byte) (overloadTargets, error) {
+	nan := math.NaN()
+	var file struct {
+		Overload *overloadTargets `json:"overload"`
+	}
+	file.Overload = &overloadTargets{nan, nan, nan, nan, nan, nan}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return overloadTargets{}, err
+	}
+	t := file.Overload
+	if t == nil {
+		return overloadTargets{}, errors.New("overload missing")
+	}
+	for _, b := range []struct {
+		key   string
+		v     float64
+		limit float64 // the greatest value it may take
+	}{
+		{"defaultGoodputMin", t.DefaultGoodputMin, math.Inf(1)},
+		{"defaultGoodputAim", t.DefaultGoodputAim, math.Inf(1)},
+		{"adaptiveGoodputMin", t.AdaptiveGoodputMin, math.Inf(1)},
+		{"adaptiveGoodputAim", t.AdaptiveGoodputAim, math.Inf(1)},
+		{"recoveredMinPct", t.RecoveredMinPct, 100},
+		{"adaptiveWastedMaxPct", t.AdaptiveWastedMaxPct, 100},
+	} {
+		switch {
+		case math.IsNaN(b.v):
+			return overloadTargets{}, fmt.Errorf("overload.%s missing", b.key)
+		case b.v <= 0 || b.v > b.limit:
+			return overloadTargets{}, fmt.Errorf("overload.%s is %v, want above 0 and at most %v", b.key, b.v, b.limit)
+		}
+	}
+	if t.DefaultGoodputAim < t.DefaultGoodputMin {
+		return overloadTargets{}, fmt.Errorf("overload.defaultGoodputAim %v is below defaultGoodputMin %v", t.DefaultGoodputAim, t.DefaultGoodputMin)
+	}
+	if t.AdaptiveGoodputAim < t.AdaptiveGoodputMin {
+		return overloadTargets{}, fmt.Errorf("overload.adaptiveGoodputAim %v is below adaptiveGoodputMin %v", t.AdaptiveGoodputAim, t.AdaptiveGoodputMin)
+	}
+	return *t, nil
+}
+
+// text states the targets for a scenario whose load, once it drops, submits recovery calls.
+func (t overloadTargets) text(recovery int) string {
+	return fmt.Sprintf("Targets, with each backend: the default Config at least %g calls/s during the overload (aim %g), AdaptiveLimit{} at least %g/s (aim %g); "+
+		"with either, at least %s of the %s calls submitted after the load drops OK; with AdaptiveLimit{}, at most %g %% of the backend's executions for calls already given up.",
+		t.DefaultGoodputMin, t.DefaultGoodputAim, t.AdaptiveGoodputMin, t.AdaptiveGoodputAim,
+		thousands(int(math.Ceil(float64(recovery)*t.RecoveredMinPct/100-1e-9))), thousands(recovery), t.AdaptiveWastedMaxPct)
+}

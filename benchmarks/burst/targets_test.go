@@ -78,3 +78,68 @@ func TestParseTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestParseOverloadTargets checks that targets.json's overload targets are read, and that a
+// file with one missing, not above 0, a percentage above 100 or an aim below its bound is
+// rejected with an error naming what is wrong.
+func TestParseOverloadTargets(t *testing.T) {
+	// edit returns targets.json with f applied to the overload targets' keys and values.
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(targetsJSON, &m); err != nil {
+			t.Fatal(err)
+		}
+		o := maps.Clone(m["overload"].(map[string]any))
+		f(o)
+		m["overload"] = o
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	set := func(key string, v any) []byte { return edit(func(m map[string]any) { m[key] = v }) }
+	for _, c := range []struct {
+		name    string
+		data    []byte
+		wantErr string // "" for none
+	}{
+		{name: "targets.json", data: targetsJSON},
+		{name: "overload missing", data: []byte(`{"goCPUMax": 1.5}`), wantErr: "overload.defaultGoodputMin missing"},
+		{name: "overload null", data: []byte(`{"overload": null}`), wantErr: "overload missing"},
+		{name: "a target missing", data: edit(func(m map[string]any) { delete(m, "recoveredMinPct") }), wantErr: "overload.recoveredMinPct missing"},
+		{name: "a target 0", data: set("adaptiveGoodputMin", 0), wantErr: "overload.adaptiveGoodputMin is 0, want above 0"},
+		{name: "a percentage above 100", data: set("adaptiveWastedMaxPct", 120), wantErr: "overload.adaptiveWastedMaxPct is 120, want above 0 and at most 100"},
+		{name: "the default's aim below its bound", data: set("defaultGoodputAim", 100), wantErr: "overload.defaultGoodputAim 100 is below defaultGoodputMin 120"},
+		{name: "the adaptive aim below its bound", data: set("adaptiveGoodputAim", 150), wantErr: "overload.adaptiveGoodputAim 150 is below adaptiveGoodputMin 160"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseOverloadTargets(c.data)
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case c.wantErr != "" && err == nil:
+				t.Fatalf("targets %+v, want an error with %q", got, c.wantErr)
+			case c.wantErr != "" && !strings.Contains(err.Error(), c.wantErr):
+				t.Fatalf("error %q, want one with %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+// TestOverloadTargetsText checks the sentence that states the targets, the calls after the
+// load drops rounded up to a whole call.
+func TestOverloadTargetsText(t *testing.T) {
+	tg := overloadTargets{DefaultGoodputMin: 120, DefaultGoodputAim: 160, AdaptiveGoodputMin: 160, AdaptiveGoodputAim: 180, RecoveredMinPct: 99, AdaptiveWastedMaxPct: 10}
+	want := "Targets, with each backend: the default Config at least 120 calls/s during the overload (aim 160), AdaptiveLimit{} at least 160/s (aim 180); " +
+		"with either, at least 396 of the 400 calls submitted after the load drops OK; with AdaptiveLimit{}, at most 10 % of the backend's executions for calls already given up."
+	if got := tg.text(400); got != want {
+		t.Errorf("text(400):\n%s\nwant\n%s", got, want)
+	}
+	if got := tg.text(20); !strings.Contains(got, "at least 20 of the 20 calls") {
+		t.Errorf("text(20) = %q, want 99 %% of 20 rounded up, 20", got)
+	}
+	if tg != overloadGoals {
+		t.Errorf("targets.json's overload targets %+v, want %+v", overloadGoals, tg)
+	}
+}

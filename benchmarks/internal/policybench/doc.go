@@ -13,9 +13,12 @@
 //     ticks, a few at each tick of the host loop, with MethodPolicy.Coalesce off and on: the
 //     calls the server received, the reads that succeeded and those that timed out, and
 //     MethodStats.Coalesced;
-//   - the adaptive in-flight limit (RunOverload, OverloadCases): a backend of fixed workers
-//     behind a queue, driven open-loop at twice its capacity, fixed lanes against
-//     Config.AdaptiveLimit: goodput, p99, timeouts and the work the backend wasted;
+//   - overload (RunOverload, OverloadCases): a backend of fixed workers behind a queue,
+//     offered open-loop twice what it serves, then a quarter of it once the load drops, with
+//     the default Config, Config.AdaptiveLimit and fixed lanes tuned by hand (Mode), against a
+//     backend that serves cancelled calls and one that drops them: the goodput, by second
+//     too, the calls that succeed after the load drops, the backend's executions for calls
+//     already given up, the calls shed and timed out, p50 and p99;
 //   - hedged reads (RunHedge, HedgeCases): reads spread over three backends, one of which
 //     delays a share of its calls, submitted open-loop a few every tick, unhedged and with
 //     MethodPolicy.Hedge (a fixed Delay, and DelayQuantile): p50 and p99, the extra load on
