@@ -118,7 +118,9 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 				if err == nil {
 					sum.calls += uint64(len(w.calls))
 					sum.resends += uint64(w.resends)
-					sum.shed += w.r.Stats().Shed
+					w.r.mu.Lock()
+					sum.shed += w.r.counts.shed
+					w.r.mu.Unlock()
 					if w.r.stuckLanes > 0 {
 						sum.abandoned++
 					}
@@ -258,7 +260,7 @@ func (w *simWorld) step() {
 	if w.host == hostPlaying {
 		submitWeight := 10
 		if w.backendSlow {
-			submitWeight = 30 // a surge of calls while the backend is slow: an overload
+			submitWeight = 20 // a surge of calls while the backend is slow: an overload
 		}
 		add(submitWeight, func() { w.submit(false) })
 		add(2, w.readBurst)

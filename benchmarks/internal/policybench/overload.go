@@ -117,6 +117,7 @@ func (c OverloadConfig) reactorConfig(target string) reactor.Config {
 		cfg.AdaptiveLimit = &reactor.AdaptiveLimit{}
 	case ModeFixed:
 		cfg.Workers, cfg.BatchSize = 1, c.FixedLanes
+		cfg.AdaptiveLimit = &reactor.AdaptiveLimit{Disabled: true}
 	default:
 		panic(fmt.Sprintf("policybench: unknown overload mode %d", int(c.Mode)))
 	}
@@ -267,10 +268,9 @@ const (
 	outcomeFailed
 )
 
-// outcomeOf classifies a call's error, and reports whether the call was never sent. A
-// failure prpc never sent that matches none of the sentinels of a deadline, a refusal, a
-// cancel, Close or a bad call is a call prpc shed: it judged that the call could not finish
-// in time.
+// outcomeOf classifies a call's error, and reports whether the call was never sent: a
+// timeout, a refusal (ErrOverloaded), a call prpc shed (ErrShed: it could not finish in time),
+// or another failure.
 func outcomeOf(err error) (o outcome, notSent bool) {
 	if err == nil {
 		return outcomeOK, false
@@ -282,15 +282,12 @@ func outcomeOf(err error) (o outcome, notSent bool) {
 		return outcomeTimeout, notSent
 	case errors.Is(err, calls.ErrOverloaded):
 		return outcomeRefused, true
+	case errors.Is(err, calls.ErrShed):
+		return outcomeShed, true
 	case !notSent || ce.Kind() == nil:
 		return outcomeFailed, notSent
 	}
-	for _, k := range []error{calls.ErrClosed, calls.ErrCancelled, calls.ErrInvalidArgument, calls.ErrTooLarge, calls.ErrUnavailable} {
-		if errors.Is(err, k) {
-			return outcomeFailed, true
-		}
-	}
-	return outcomeShed, true
+	return outcomeFailed, true
 }
 
 // overloadBackend is the scenario's backend: its workers, its counts, and stop, closed when

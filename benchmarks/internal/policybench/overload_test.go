@@ -23,23 +23,20 @@ func TestOverloadCases(t *testing.T) {
 	type want struct {
 		name, config, lanes string
 		workers, batch      int
-		adaptive            bool
+		limit               *reactor.AdaptiveLimit
 	}
 	var got []want
 	for _, c := range OverloadCases(DefaultOverload()) {
 		cfg := c.reactorConfig("127.0.0.1:1")
 		require.Equal(t, c.Timeout, cfg.DefaultTimeout, c.Name())
-		got = append(got, want{c.Name(), c.ConfigText(), c.Lanes(), cfg.Workers, cfg.BatchSize, cfg.AdaptiveLimit != nil})
-		if cfg.AdaptiveLimit != nil {
-			require.Equal(t, reactor.AdaptiveLimit{}, *cfg.AdaptiveLimit, "%s: the limit with its defaults", c.Name())
-		}
+		got = append(got, want{c.Name(), c.ConfigText(), c.Lanes(), cfg.Workers, cfg.BatchSize, cfg.AdaptiveLimit})
 	}
 	var modes []want
 	for _, backend := range []string{"serves-cancelled", "drops-cancelled"} {
 		modes = append(modes,
-			want{backend + "/default", "defaults", "4×8", 0, 0, false},
-			want{backend + "/adaptive", "AdaptiveLimit{}", "4×8", 0, 0, true},
-			want{backend + "/fixed-4", "Workers 1, BatchSize 4", "1×4", 1, 4, false})
+			want{backend + "/default", "defaults", "4×8", 0, 0, nil},
+			want{backend + "/adaptive", "AdaptiveLimit{}", "4×8", 0, 0, &reactor.AdaptiveLimit{}},
+			want{backend + "/fixed-4", "Workers 1, BatchSize 4, AdaptiveLimit{Disabled: true}", "1×4", 1, 4, &reactor.AdaptiveLimit{Disabled: true}})
 	}
 	require.Equal(t, modes, got, "the cases of BenchmarkOverload, in order")
 	require.Panics(t, func() { OverloadConfig{Mode: Mode(9)}.reactorConfig("") })
@@ -92,6 +89,7 @@ func TestOutcomeOf(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", calls.ErrTimeout), outcomeTimeout, false},
 		{overloaded, outcomeRefused, true},
 		{calls.ErrOverloaded, outcomeRefused, true},
+		{calls.ErrShed, outcomeShed, true},
 		{closed, outcomeFailed, true},
 		{errors.New("something else"), outcomeFailed, false},
 		{status.Error(codes.Internal, "server"), outcomeFailed, false},
