@@ -56,10 +56,17 @@ func ExampleHedgePolicy() {
 	// hedges: 0
 }
 
-// An adaptive limit starts at Workers × BatchSize and shrinks while the backend drops calls.
+// The adaptive limit is on by default: it starts at Workers × BatchSize and shrinks while the
+// backend drops calls, or queues them close to their deadlines. Disabled turns it off.
 func ExampleAdaptiveLimit() {
-	r, stop := exampleReactor(reactor.Config{Workers: 2, BatchSize: 4, AdaptiveLimit: &reactor.AdaptiveLimit{}})
+	r, stop := exampleReactor(reactor.Config{Workers: 2, BatchSize: 4})
 	defer stop()
 	fmt.Println("limit:", r.Stats().InFlightLimit)
-	// Output: limit: 8
+
+	off, stopOff := exampleReactor(reactor.Config{Workers: 2, BatchSize: 4, AdaptiveLimit: &reactor.AdaptiveLimit{Disabled: true}})
+	defer stopOff()
+	fmt.Println("disabled:", off.Stats().InFlightLimit)
+	// Output:
+	// limit: 8
+	// disabled: 0
 }

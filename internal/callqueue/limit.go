@@ -54,7 +54,8 @@ type aimd struct {
 	// credit counts the successes since the limit last grew: it grows by one once they
 	// reach it, one window of calls, as TCP's congestion window grows by one segment per
 	// round trip. Growing by one per success, as Netflix's AIMDLimit does, outgrew the
-	// shrinking once per window in BenchmarkOverload and kept the limit at its max.
+	// shrinking once per window against an overloaded backend (the overload scenario of the
+	// benchmarks' policies suite, as it was first written) and kept the limit at its max.
 	credit int
 }
 
