@@ -190,7 +190,9 @@ func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error, now int64) 
 	var again []flightMember // the members a resend serves
 	settle := members[:0:0]
 	for _, m := range members {
-		if t.byMember[m.c] != f { // the member left, and its record may be in a later use
+		// A member that left may have its record in a later use already, which may even
+		// have joined f again: only a use still Joined, which the table names, is f's.
+		if claim, ok := m.c.Claim(m.gen); !ok || claim != callcore.Joined || t.byMember[m.c] != f {
 			settle = append(settle, m) // the lane's claim on it fails: skipped
 			continue
 		}
