@@ -378,7 +378,9 @@ func (w *simWorld) send(c *simCall, m *calls.Method[*testpb.EchoRequest, *testpb
 			w.fail("call %d: submitted from a callback during the drain, rejected with %v", c.id, c.rejected)
 		}
 	}
-	w.note("submit call %d (%v, %s%s) → %v", c.id, c.form, m.Path(), map[bool]string{true: ", from a callback"}[c.fromCallback], c.rejected)
+	if w.logging { // the note's arguments cost a map and several values per call
+		w.note("submit call %d (%v, %s%s) → %v", c.id, c.form, m.Path(), map[bool]string{true: ", from a callback"}[c.fromCallback], c.rejected)
+	}
 }
 
 // callbackRan is every simulated callback: it checks where and when it runs, then plays game
