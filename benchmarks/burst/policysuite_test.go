@@ -92,8 +92,10 @@ func TestPoliciesSuite(t *testing.T) {
 		if broken.min == 0 {
 			t.Errorf("failover %s: serving when killed %+v, want a call at least in every trial", c.Name, broken)
 		}
-		if c.Name == "unhedged" && (ok.min != 60 || unavailable.max != 0) {
-			t.Errorf("failover unhedged: calls OK %+v, Unavailable %+v; want the 60 short reads and none in every trial", ok, unavailable)
+		// gRPC's retry throttle may refuse to retry some of the broken calls on a loaded
+		// machine: at most those fail.
+		if c.Name == "unhedged" && (ok.min < 60-broken.max || unavailable.max > broken.max) {
+			t.Errorf("failover unhedged: calls OK %+v, Unavailable %+v, broken %+v; want every read OK but for some the kill broke", ok, unavailable, broken)
 		}
 	}
 	// Overload, in short: the calls after the load drops are 20; the adaptive limit is
@@ -113,7 +115,7 @@ func TestPoliciesSuite(t *testing.T) {
 	}
 	for _, want := range []string{"# Performance report: call policies\n", "## Call policies\n", "### Coalesced reads\n", "### Overload\n", "### Hedged reads\n",
 		"### Coalesced reads under spread arrivals\n", "### Hedged reads with a backend killed\n",
-		"| drops-cancelled/adaptive | drops-cancelled | AdaptiveLimit{} | 4×8 | 2 |", "| serves-cancelled/fixed-4 | serves-cancelled | Workers 1, BatchSize 4 | 1×4 | 2 |",
+		"| drops-cancelled/adaptive | drops-cancelled | AdaptiveLimit{} | 4×8 | 2 |", "| serves-cancelled/fixed-4 | serves-cancelled | Workers 1, BatchSize 4, AdaptiveLimit{Disabled: true} | 1×4 | 2 |",
 		"\nGoodput by 100 ms: ", "| case | backend | Config | lanes | 0–100 ms | 100–200 ms | 200–300 ms | 300–400 ms | 400–500 ms |\n", "| p95 | on | 0 ms (floor) | 0.95 | 2 |",
 		"| per-player/on | per player, one every 0.25 ms | 40 | on | 2 |", "| per-tick/off | per tick, 10 every 5 ms | 40 | off | 2 |",
 		"| p95-nonfatal-unavailable | on | 0.95 | Unavailable | 2 |", "| p95 | on | 0.95 | default | 2 |"} {

@@ -28,7 +28,8 @@ func TestFailoverCases(t *testing.T) {
 
 // TestRunFailover runs every case in short: every read is accounted for once; the kill broke
 // at least one call; no read failed otherwise than by Unavailable or its deadline; unhedged,
-// no hedge is sent and gRPC's retry fails every broken call over to another backend.
+// no hedge is sent and gRPC's retry fails the broken calls over to another backend, but for
+// those its retry throttle may refuse.
 func TestRunFailover(t *testing.T) {
 	for _, c := range FailoverCases(DefaultFailover().Short()) {
 		t.Run(c.Name, func(t *testing.T) {
@@ -42,7 +43,10 @@ func TestRunFailover(t *testing.T) {
 			require.LessOrEqual(t, res.HedgesWon, res.Hedges)
 			if cfg.Hedge == nil {
 				require.Zero(t, res.Hedges)
-				require.Zero(t, res.Unavailable, "gRPC's retry fails the broken calls over")
+				// gRPC's retry fails the broken calls over, as long as its throttle lets it: a
+				// loaded machine can keep more calls on the killed backend than the throttle's
+				// tokens retry, and those fail; no other read does.
+				require.LessOrEqual(t, int64(res.Unavailable), res.Broken, "only calls the kill broke fail, when gRPC's retry throttle refuses them")
 			}
 		})
 	}
