@@ -3,6 +3,7 @@ package reactor
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
@@ -109,43 +110,75 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 		opts = &noOptions
 	}
 	policy := &r.method(ops).policy
-	timeout := policy.timeout
-	switch t := opts.Timeout; {
-	case t < 0:
-		return r.reject(ops, callerr.InvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
-	case t > r.cfg.MaxTimeout:
-		return r.reject(ops, callerr.InvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
-	case t > 0:
-		timeout = t
-	}
-	if opts.WaitForReady && opts.FailFast {
-		return r.reject(ops, callerr.InvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
-	}
-	var extra *callcore.Extra
-	if len(opts.Metadata) > 0 || opts.Context != nil || len(opts.CallOptions) > 0 {
-		var md metadata.MD
-		if len(opts.Metadata) > 0 {
-			var err error
-			if md, err = limitcheck.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
-				return r.rejectLimit(ops, err)
-			}
-		}
-		extra = &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}
+	timeout, extra, err := r.callOptions(ops, policy, opts)
+	if err != nil {
+		return err
 	}
 	critical := opts.Critical || policy.critical
 	if !r.admit(int64(r.admissionLimit(critical))) {
 		return r.reject(ops, callerr.Overloaded, r.overloaded[b2i(critical)], nil)
 	}
 	if r.closing.Load() { // Close began since the first look: admitted calls must not follow it
-		r.admitted.Add(-1)
+		r.withdraw(req, extra, false)
 		return r.reject(ops, callerr.Closed, "reactor is closed", nil)
 	}
 	if r.owned != nil {
 		if err := r.own(ops, req, &extra); err != nil {
-			r.admitted.Add(-1)
+			r.withdraw(req, extra, false)
 			return err
 		}
 	}
+	now := r.now()
+	s, at, ok := r.subs.Reserve()
+	if !ok {
+		r.withdraw(req, extra, r.owned != nil)
+		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
+	}
+	if pos != nil {
+		*pos = uint32(at)
+	}
+	s.Target, s.Ops, s.Req, s.Extra, s.Flags = t, ops, req, extra, submitFlags(policy, opts, critical)
+	s.Submitted, s.Deadline = now, now+int64(timeout)
+	if !r.subs.Publish(s, at) {
+		// The reactor goroutine exited between admission and now (Close won the race).
+		r.withdraw(req, extra, r.owned != nil)
+		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
+	}
+	return nil
+}
+
+// callOptions checks opts, a call's options, against the method's policy and returns the
+// call's timeout and the request fields most calls do not use (nil if it has none), or the
+// call's rejection.
+func (r *Reactor) callOptions(ops *callcore.Ops, policy *methodPolicy, opts *calls.Options) (time.Duration, *callcore.Extra, *calls.Error) {
+	timeout := policy.timeout
+	switch t := opts.Timeout; {
+	case t < 0:
+		return 0, nil, r.reject(ops, callerr.InvalidArgument, fmt.Sprintf("negative timeout %v", t), nil)
+	case t > r.cfg.MaxTimeout:
+		return 0, nil, r.reject(ops, callerr.InvalidArgument, fmt.Sprintf("timeout %v is above MaxTimeout %v", t, r.cfg.MaxTimeout), nil)
+	case t > 0:
+		timeout = t
+	}
+	if opts.WaitForReady && opts.FailFast {
+		return 0, nil, r.reject(ops, callerr.InvalidArgument, "Options.WaitForReady and Options.FailFast are exclusive", nil)
+	}
+	if len(opts.Metadata) == 0 && opts.Context == nil && len(opts.CallOptions) == 0 {
+		return timeout, nil, nil
+	}
+	var md metadata.MD
+	if len(opts.Metadata) > 0 {
+		var err error
+		if md, err = limitcheck.NormalizeMetadata(opts.Metadata, r.cfg.Limits.MaxMetadataBytes); err != nil {
+			return 0, nil, r.rejectLimit(ops, err)
+		}
+	}
+	return timeout, &callcore.Extra{MD: md, Parent: opts.Context, CallOpts: opts.CallOptions}, nil
+}
+
+// submitFlags returns the flags of a call with options opts of a method with policy, critical
+// as the caller decided.
+func submitFlags(policy *methodPolicy, opts *calls.Options, critical bool) callqueue.SubmitFlags {
 	var flags callqueue.SubmitFlags
 	if (opts.WaitForReady || policy.waitForReady) && !opts.FailFast {
 		flags |= callqueue.SubmitWaitForReady
@@ -156,29 +189,17 @@ func (r *Reactor) submit(t callcore.Target, pos *uint32, ops *callcore.Ops, req 
 	if critical {
 		flags |= callqueue.SubmitCritical
 	}
-	now := r.now()
-	s, at, ok := r.subs.Reserve()
-	if !ok {
-		r.admitted.Add(-1)
-		if r.owned != nil {
-			r.disown(req, extra)
-		}
-		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
+	return flags
+}
+
+// withdraw undoes the admission of a call that is not submitted after all: it frees the call's
+// admission slot and, if owned, gives its request back (Config.CheckRequestOwnership). The
+// caller then rejects the call.
+func (r *Reactor) withdraw(req proto.Message, extra *callcore.Extra, owned bool) {
+	r.admitted.Add(-1)
+	if owned {
+		r.disown(req, extra)
 	}
-	if pos != nil {
-		*pos = uint32(at)
-	}
-	s.Target, s.Ops, s.Req, s.Extra, s.Flags = t, ops, req, extra, flags
-	s.Submitted, s.Deadline = now, now+int64(timeout)
-	if !r.subs.Publish(s, at) {
-		// The reactor goroutine exited between admission and now (Close won the race).
-		r.admitted.Add(-1)
-		if r.owned != nil {
-			r.disown(req, extra)
-		}
-		return r.reject(ops, callerr.Closed, "reactor closed before the call was sent", nil)
-	}
-	return nil
 }
 
 var noOptions calls.Options

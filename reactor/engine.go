@@ -492,10 +492,7 @@ func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reas
 		markNotSent(err)
 	}
 	e.heap.Remove(c)
-	if c.Extra != nil && c.Extra.StopParent != nil {
-		c.Extra.StopParent()
-		c.Extra.StopParent = nil
-	}
+	c.StopParentWatch()
 	c.Err = err
 	c.Reason = reason
 	// A cut call waits for its lane; a call that left a flight waits for nothing: no lane

@@ -12,13 +12,14 @@ import (
 	"github.com/trixnew/prpc/internal/lanecodec"
 )
 
-// A flight is one transport call that serves one or more calls of a coalesced method
-// (MethodPolicy.Coalesce) whose requests and outgoing metadata are the same: its members. The
-// lane that claims a call of such a method and finds no flight it may join starts one and runs
-// it; a call joins the flight with its key, whatever its deadline, while that flight is
-// younger than the method's CoalesceMaxAge, has not passed its deadline and has fewer members
-// than CoalesceMax, and its lane goes on to its next call. A hedged method's calls run as
-// flights too (hedge.go), joinable only if the method coalesces.
+// A flight is one transport call, of one attempt or, for a hedged method, of several
+// (hedge.go), that serves the calls of a coalesced or hedged method whose requests and outgoing
+// metadata are the same: its members. The lane that claims a call of such a method and finds no
+// flight it may join starts one and runs it (flightrun.go); a call of a coalesced method
+// (MethodPolicy.Coalesce) joins the flight with its key, whatever its deadline, while that
+// flight is younger than the method's CoalesceMaxAge, has not passed its deadline and has fewer
+// members than CoalesceMax, and its lane goes on to its next call. A flight of a method that is
+// hedged but not coalesced has one member.
 //
 // The flight runs with a request and a context of its own, made from its first member while
 // its lane owned it, so that no member's record is read while the transport call runs: every
@@ -175,11 +176,11 @@ func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error, now int64) 
 	}
 	// The transport call ended at its deadline: later members must not fail with it.
 	expired := status.Code(err) == codes.DeadlineExceeded && now >= f.deadline
-	if h := f.hedge; h != nil && !expired && err != nil && h.p.nonFatalCode(status.Code(err)) {
-		if next := h.nextNow(f); next != nil {
+	if h := f.hedge; h != nil && !expired && err != nil {
+		switch next, wait := h.afterFailure(f, err); {
+		case next != nil:
 			return attemptEnd{next: f, ctx: next}
-		}
-		if len(f.running) > 0 || h.queued > 0 { // another attempt answers for f
+		case wait: // another attempt answers for f
 			t.running--
 			return attemptEnd{leaveLoad: !t.abandoned}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
@@ -100,6 +101,21 @@ func (p *hedgeState) spend() bool {
 // attempts left, and the budget has a token, which it takes.
 func (h *hedging) mayHedge(f *flight) bool {
 	return !f.closed && f.live > 0 && h.sent < h.p.maxAttempts && h.p.spend()
+}
+
+// afterFailure decides what follows an attempt of f that failed with err, f being undecided
+// and its deadline not passed: the context of the next attempt, which the failed attempt's lane
+// sends at once (a non-fatal code, with attempts and budget left); or wait, if another attempt,
+// running or queued, still answers for f. Neither, if err decides f: a fatal code, or the last
+// non-fatal one. t.mu held.
+func (h *hedging) afterFailure(f *flight, err error) (next *callCtx, wait bool) {
+	if !h.p.nonFatalCode(status.Code(err)) {
+		return nil, false
+	}
+	if next := h.nextNow(f); next != nil {
+		return next, false
+	}
+	return nil, len(f.running) > 0 || h.queued > 0
 }
 
 // nextNow returns the context of the attempt that the lane whose attempt failed with a
@@ -200,4 +216,15 @@ func (t *flightTable) sampleLatency(f *flight, d time.Duration) {
 	t.mu.Lock()
 	f.hedge.p.sample(d)
 	t.mu.Unlock()
+}
+
+// scheduleHedge schedules attempt n of f, hedged, after its delay.
+func (l *laneState) scheduleHedge(f *flight, n int) {
+	t := f.t
+	t.mu.Lock()
+	d, ok := f.hedge.delay()
+	t.mu.Unlock()
+	if ok {
+		l.r.hedger.schedule(f, n, d)
+	}
 }

@@ -118,7 +118,7 @@ func (l *laneState) start(w callqueue.Work) *callCtx {
 	}
 	if err := shedError(c, m, now); err != nil {
 		if mutation != "shed-sent" {
-			l.settleShed(w, err, now)
+			l.failClaimed(w, now, err)
 			return nil
 		}
 		l.shedErr = err // the bug: the lane sends the call, then fails it as shed
@@ -175,9 +175,26 @@ func (l *laneState) finish(w callqueue.Work, ctx *callCtx, value proto.Message, 
 		claimed := c.At(c.Claimed)
 		l.answered(l.methodOf(c.Ops), now, time.Duration(now-claimed), time.Duration(c.Deadline-claimed))
 	}
-	r.settleCompleted(c, now, value, err, header, trailer)
+	l.settleClaimed(c, now, value, err, header, trailer)
+}
+
+// settleClaimed settles c, which the lane claimed and has just moved to Completed, with value
+// or err at now, and takes it off the lane's load: the tail of every settlement of a call the
+// lane ran or failed alone (a flight's members leave the load with their flight).
+func (l *laneState) settleClaimed(c *callcore.Call, now int64, value proto.Message, err error, header, trailer metadata.MD) {
+	l.r.settleCompleted(c, now, value, err, header, trailer)
 	l.load.Add(-1)
-	r.settledByLane()
+	l.r.settledByLane()
+}
+
+// failClaimed fails w's call, which the lane claimed at now and did not send, with err, unless
+// the reactor cut it meanwhile: then it reports that the lane has finished with it.
+func (l *laneState) failClaimed(w callqueue.Work, now int64, err error) {
+	if !w.C.Move(w.Gen, callcore.Running, callcore.Completed) {
+		l.reportCut(w.C)
+		return
+	}
+	l.settleClaimed(w.C, now, nil, err, nil, nil)
 }
 
 // reportCut reports that the lane has finished with c, which the reactor cut while the lane
@@ -203,10 +220,7 @@ func (r *Reactor) settledByLane() {
 // settleCompleted records the outcome of c, which the calling lane completed at now, and
 // queues it for Tick.
 func (r *Reactor) settleCompleted(c *callcore.Call, now int64, value proto.Message, err error, header, trailer metadata.MD) {
-	if x := c.Extra; x != nil && x.StopParent != nil {
-		x.StopParent()
-		x.StopParent = nil
-	}
+	c.StopParentWatch()
 	c.Value, c.Err, c.Header, c.Trailer = value, err, header, trailer
 	if err != nil {
 		c.Reason = reasonOf(err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
-	"github.com/trixnew/prpc/internal/callqueue"
 )
 
 // Shedding (calls.ErrShed). A lane that is free to send a call first asks whether the call can
@@ -90,19 +89,6 @@ func shedError(c *callcore.Call, m *methodEntry, now int64) error {
 	}
 	return markNotSent(localError(callerr.Shed, c.Ops.Path,
 		fmt.Sprintf("not sent: %v left before its deadline, and the method's recent calls took at least %v", left.Round(time.Microsecond), need.Round(time.Microsecond)), nil))
-}
-
-// settleShed settles w's call, which the lane has claimed at now, with err, from shedError,
-// unless the reactor cut it meanwhile.
-func (l *laneState) settleShed(w callqueue.Work, err error, now int64) {
-	r, c := l.r, w.C
-	if !c.Move(w.Gen, callcore.Running, callcore.Completed) {
-		l.reportCut(c)
-		return
-	}
-	r.settleCompleted(c, now, nil, err, nil, nil)
-	l.load.Add(-1)
-	r.settledByLane()
 }
 
 // methodOf returns the entry of the method ops names, from the lane's memory of its last one.

@@ -214,6 +214,15 @@ func (c *Call) Since(t int64) uint32 {
 // to the microsecond after Submitted, for the t that Since was given.
 func (c *Call) At(us uint32) int64 { return c.Submitted + int64(us)*1e3 }
 
+// StopParentWatch stops the watch on the call's parent context (Extra.StopParent), if any, and
+// forgets it: the settler of the call calls it, once, as it settles it.
+func (c *Call) StopParentWatch() {
+	if x := c.Extra; x != nil && x.StopParent != nil {
+		x.StopParent()
+		x.StopParent = nil
+	}
+}
+
 // Extra holds the request fields that most calls do not use, written with the request fields,
 // and StopParent: written by the reactor goroutine when it admits the call, before any lane can
 // see it, then called and cleared by whoever settles the call (the claim makes that one party).
