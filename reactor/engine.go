@@ -135,7 +135,7 @@ func (e *engine) wait() {
 //
 // The order of its steps is what keeps each call's promises; each step says what must come
 // before it and why. The simulator runs the same steps in the same order, one part at a time
-// (sim_world_test.go, turnStep).
+// (sim_world_internal_test.go, turnStep).
 func (e *engine) turn() (done bool) {
 	// 1. The inbox first, then the clock. A cancel is pushed after its call was published, so
 	//    every call this turn's events name is in the ring by now: step 2 gives it a record

@@ -68,7 +68,9 @@ type Reactor struct {
 	epoch    time.Time               // clock time at New; call records keep times relative to it
 	allow    map[string]bool         // nil: every method allowed
 	policies map[string]methodPolicy // by method path
-	methods  methodCache
+	// methods remembers the method last looked up: written, one atomic pointer, by whichever
+	// goroutine misses it (a submitter, a lane, Tick), so it sits with the read-mostly fields.
+	methods methodCache
 	// overloaded holds the messages of overload rejections, made once at New: by whether
 	// the call is critical.
 	overloaded [2]string
@@ -156,8 +158,8 @@ type Reactor struct {
 	stuckLanes  int
 	recordsMade int
 
-	// Shutdown's counters, for Stats: calls whose callbacks the drain ran, and calls Close cut
-	// off (written by the reactor goroutine).
+	// Shutdown's counters, for Stats: calls whose callbacks the drain ran (written by Shutdown,
+	// on the host goroutine), and calls Close cut off (written by the reactor goroutine).
 	drained atomic.Uint64
 	cutOff  atomic.Uint64
 }
