@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -312,6 +313,7 @@ func TestBackendTableRemovedRace(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var counted, failures, losses [lanes]uint64
+	var progress atomic.Int64 // calls the lanes have counted, for the reads to wait on
 	for l := range lanes {
 		wg.Add(1)
 		go func() {
@@ -335,11 +337,18 @@ func TestBackendTableRemovedRace(t *testing.T) {
 				}
 				w.table.record(&cache, nameAddr(backendName((l+i/run)%addrs)), "", err, lost)
 				counted[l]++
+				progress.Add(1)
 			}
 		}()
 	}
 	var lastCalls, lastFailed, lastLost uint64
 	for n := range reads {
+		// Each read waits for the lanes to count a call since the last, so that the reads
+		// interleave with them however fast the reads are (without -race, they could all run
+		// before a lane starts).
+		for seen := progress.Load(); progress.Load() == seen; {
+			runtime.Gosched()
+		}
 		if n%2 == 0 {
 			w.list()
 		} else {
@@ -354,6 +363,11 @@ func TestBackendTableRemovedRace(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+	// Then the balancer drops every backend and they stay idle past the grace: every row is
+	// removed, however the reads fell, and its counts folded.
+	w.list()
+	w.rows(t)
+	w.clock.Add(int64(backendIdleGrace))
 	rows := w.rows(t)
 	require.Contains(t, rows, RemovedBackendsAddr, "no row was removed")
 	var wantCalls, wantFailed, wantLost uint64
