@@ -160,66 +160,116 @@ func emitFile(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output) {
 	}
 }
 
-// emitService writes the descriptors, the method and policy lists and the client of s.
+// emitService writes what s generates: its descriptors, its method list, its policies and its
+// client, or, for a service with only streaming methods, a comment that says why there are none.
 func emitService(g *protogen.GeneratedFile, out *output, s *service) {
-	full := string(s.proto.Desc.FullName())
-	source := out.file.Desc.Path()
 	if len(s.unary) == 0 {
-		writeDoc(g, full+" has only streaming methods ("+goNames(s.streaming)+"): prpc makes unary "+
-			"calls only, so protoc-gen-prpc generates nothing for it. Call it with a grpc-go client.")
+		writeDoc(g, string(s.proto.Desc.FullName())+" has only streaming methods ("+goNames(s.streaming)+"): "+
+			"prpc makes unary calls only, so protoc-gen-prpc generates nothing for it. Call it with a grpc-go client.")
 		return
 	}
-	serviceDeprecated := ""
+	e := &serviceEmitter{
+		g:       g,
+		s:       s,
+		runtime: qualifyRuntime(g), // before any message type: see emitFile
+		full:    string(s.proto.Desc.FullName()),
+		source:  out.file.Desc.Path(),
+	}
 	if s.deprecated {
-		serviceDeprecated = "Deprecated: " + full + " is marked deprecated in " + source + "."
+		e.deprecated = "Deprecated: " + e.full + " is marked deprecated in " + e.source + "."
 	}
-	methodDeprecation := func(m *protogen.Method) string {
-		if m.Desc.Options().(*descriptorpb.MethodOptions).GetDeprecated() {
-			return "Deprecated: " + string(m.Desc.FullName()) + " is marked deprecated in " + source + "."
-		}
-		return serviceDeprecated
+	e.emitDescriptors()
+	e.emitMethodList()
+	e.emitPolicies()
+	e.emitClient()
+	for _, m := range s.unary {
+		e.emitClientMethods(m)
 	}
+}
+
+// runtimeNames are the identifiers of the runtime packages that a service's declarations
+// refer to, as the generated file names them.
+type runtimeNames struct {
+	mustMethod, descriptor, options, promise string // of package calls
+	policy, reactor, call, goCall            string // of package reactor
+}
+
+// qualifyRuntime returns the runtime identifiers as g names them, naming their packages in g
+// if it has not yet.
+func qualifyRuntime(g *protogen.GeneratedFile) runtimeNames {
+	return runtimeNames{
+		mustMethod: g.QualifiedGoIdent(callsPackage.Ident("MustMethod")),
+		descriptor: g.QualifiedGoIdent(callsPackage.Ident("Descriptor")),
+		options:    g.QualifiedGoIdent(callsPackage.Ident("Options")),
+		promise:    g.QualifiedGoIdent(callsPackage.Ident("Promise")),
+		policy:     g.QualifiedGoIdent(reactorPackage.Ident("MethodPolicy")),
+		reactor:    g.QualifiedGoIdent(reactorPackage.Ident("Reactor")),
+		call:       g.QualifiedGoIdent(reactorPackage.Ident("Call")),
+		goCall:     g.QualifiedGoIdent(reactorPackage.Ident("Go")),
+	}
+}
+
+// serviceEmitter writes the declarations of one service with unary methods into its file.
+type serviceEmitter struct {
+	g          *protogen.GeneratedFile
+	s          *service
+	runtime    runtimeNames
+	full       string // the service's full name, package.Service
+	source     string // the path of the .proto file that declares it
+	deprecated string // the paragraph that marks every declaration of a deprecated service, or ""
+}
+
+// methodDeprecated returns the paragraph that marks the declarations of m deprecated: m's own
+// if the .proto marks m deprecated, else the service's, which is "" for a service that is not.
+func (e *serviceEmitter) methodDeprecated(m *protogen.Method) string {
+	if m.Desc.Options().(*descriptorpb.MethodOptions).GetDeprecated() {
+		return "Deprecated: " + string(m.Desc.FullName()) + " is marked deprecated in " + e.source + "."
+	}
+	return e.deprecated
+}
+
+// emitDescriptors writes the var block of the descriptors of the service's unary methods,
+// Service_Method, one per method in the order of the .proto.
+func (e *serviceEmitter) emitDescriptors() {
+	g, s := e.g, e.s
 	streaming := ""
 	if len(s.streaming) > 0 {
 		streaming = "Its streaming methods (" + goNames(s.streaming) + ") have none: prpc makes unary calls only."
 	}
-	// Before any message type: see emitFile.
-	mustMethod := g.QualifiedGoIdent(callsPackage.Ident("MustMethod"))
-	descriptor := g.QualifiedGoIdent(callsPackage.Ident("Descriptor"))
-	options := g.QualifiedGoIdent(callsPackage.Ident("Options"))
-	promise := g.QualifiedGoIdent(callsPackage.Ident("Promise"))
-	policy := g.QualifiedGoIdent(reactorPackage.Ident("MethodPolicy"))
-	reactorType := g.QualifiedGoIdent(reactorPackage.Ident("Reactor"))
-	call := g.QualifiedGoIdent(reactorPackage.Ident("Call"))
-	goCall := g.QualifiedGoIdent(reactorPackage.Ident("Go"))
-
-	// Descriptors.
-	writeDoc(g, "The descriptors of "+full+"'s unary methods, for reactor.Call, reactor.Config.Methods "+
-		"("+s.methods+" lists them) and reactor.MethodPolicy. "+streaming, serviceDeprecated)
+	writeDoc(g, "The descriptors of "+e.full+"'s unary methods, for reactor.Call, reactor.Config.Methods "+
+		"("+s.methods+" lists them) and reactor.MethodPolicy. "+streaming, e.deprecated)
 	g.P("var (")
 	for i, m := range s.unary {
 		if i > 0 {
 			g.P()
 		}
-		writeDoc(g, s.descriptors[m]+" is the descriptor of "+methodPath(m)+".", m.Comments.Leading, methodDeprecation(m))
-		g.P(s.descriptors[m], " = ", mustMethod, "[*", m.Input.GoIdent, ", *", m.Output.GoIdent, "](", strconv.Quote(methodPath(m)), ")")
+		writeDoc(g, s.descriptors[m]+" is the descriptor of "+methodPath(m)+".", m.Comments.Leading, e.methodDeprecated(m))
+		g.P(s.descriptors[m], " = ", e.runtime.mustMethod, "[*", m.Input.GoIdent, ", *", m.Output.GoIdent, "](", strconv.Quote(methodPath(m)), ")")
 	}
 	g.P(")")
 	g.P()
+}
 
-	// Methods.
-	writeDoc(g, s.methods+" returns the descriptors of "+full+"'s unary methods, in the order of "+
-		source+", as a new slice, for reactor.Config.Methods.", serviceDeprecated)
-	g.P("func ", s.methods, "() []", descriptor, " {")
-	g.P("return []", descriptor, "{")
+// emitMethodList writes ServiceMethods, which returns the descriptors for
+// reactor.Config.Methods.
+func (e *serviceEmitter) emitMethodList() {
+	g, s := e.g, e.s
+	writeDoc(g, s.methods+" returns the descriptors of "+e.full+"'s unary methods, in the order of "+
+		e.source+", as a new slice, for reactor.Config.Methods.", e.deprecated)
+	g.P("func ", s.methods, "() []", e.runtime.descriptor, " {")
+	g.P("return []", e.runtime.descriptor, "{")
 	for _, m := range s.unary {
 		g.P(s.descriptors[m], ",")
 	}
 	g.P("}")
 	g.P("}")
 	g.P()
+}
 
-	// Policies.
+// emitPolicies writes ServicePolicies, which returns a reactor.MethodPolicy with Idempotent set
+// for each method whose idempotency_level lets gRPC retry it, for reactor.Config.Policies.
+func (e *serviceEmitter) emitPolicies() {
+	g, s := e.g, e.s
 	var retried []*protogen.Method
 	var levels []string // of retried
 	for _, m := range s.unary {
@@ -231,7 +281,7 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 	if len(retried) > 0 {
 		listed = "It lists " + goNames(retried) + "."
 	}
-	writeDoc(g, s.policies+" returns the method policies that "+source+" declares for "+full+", as a "+
+	writeDoc(g, s.policies+" returns the method policies that "+e.source+" declares for "+e.full+", as a "+
 		"new slice, for reactor.Config.Policies: one reactor.MethodPolicy with Idempotent set for each "+
 		"method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT, so that gRPC retries its "+
 		"calls as reactor.Config.Retry says. "+listed,
@@ -240,12 +290,12 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 			"whose Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC "+
 			"would; with another Config.Conn, dial it with the service config that "+
 			"reactor.Config.ServiceConfigJSON returns and set Config.ConnServiceConfig to it.",
-		serviceDeprecated)
-	g.P("func ", s.policies, "() []", policy, " {")
+		e.deprecated)
+	g.P("func ", s.policies, "() []", e.runtime.policy, " {")
 	if len(retried) == 0 {
 		g.P("return nil")
 	} else {
-		g.P("return []", policy, "{")
+		g.P("return []", e.runtime.policy, "{")
 		for i, m := range retried {
 			g.P("{Method: ", s.descriptors[m], ", Idempotent: true}, // ", levels[i])
 		}
@@ -253,14 +303,17 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 	}
 	g.P("}")
 	g.P()
+}
 
-	// Client.
-	streaming = ""
+// emitClient writes the client type, ServiceClient, and its constructor, NewServiceClient.
+func (e *serviceEmitter) emitClient() {
+	g, s := e.g, e.s
+	streaming := ""
 	if len(s.streaming) > 0 {
 		streaming = "Its streaming methods (" + goNames(s.streaming) + ") have no client method: prpc " +
 			"makes unary calls only."
 	}
-	writeDoc(g, s.client+" calls "+full+" through a reactor: each method submits one call at once, "+
+	writeDoc(g, s.client+" calls "+e.full+" through a reactor: each method submits one call at once, "+
 		"without blocking, and its callbacks run on the goroutine that calls the reactor's Tick. Each "+
 		"unary method has two forms: the method of its name returns the call's promise, and the "+
 		"method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A "+
@@ -268,40 +321,44 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 		"It is a concrete type, not an interface: only package reactor can make a promise, so a fake "+
 			"client could not return one. To test code that uses it, give it a reactor whose "+
 			"Config.Conn is a reactortest.Backend that answers the calls.",
-		s.proto.Comments.Leading, serviceDeprecated)
+		s.proto.Comments.Leading, e.deprecated)
 	g.P("type ", s.client, " struct {")
-	g.P("r *", reactorType)
+	g.P("r *", e.runtime.reactor)
 	g.P("}")
 	g.P()
-	writeDoc(g, s.newClient+" returns a client that submits "+full+"'s calls to r. It panics if r is nil.", serviceDeprecated)
-	g.P("func ", s.newClient, "(r *", reactorType, ") *", s.client, " {")
+	writeDoc(g, s.newClient+" returns a client that submits "+e.full+"'s calls to r. It panics if r is nil.", e.deprecated)
+	g.P("func ", s.newClient, "(r *", e.runtime.reactor, ") *", s.client, " {")
 	g.P("if r == nil {")
 	g.P(`panic("prpc: `, s.newClient, ` with a nil *reactor.Reactor")`)
 	g.P("}")
 	g.P("return &", s.client, "{r: r}")
 	g.P("}")
-	for _, m := range s.unary {
-		g.P()
-		writeDoc(g, m.Comments.Leading,
-			m.GoName+" calls "+methodPath(m)+" ("+s.descriptors[m]+") as reactor.Call does: it submits "+
-				"the call and returns its promise at once; opts may be nil. Build a fresh req for every call: "+
-				"the call owns it until it settles, and a req changed meanwhile may be sent with its new values.",
-			methodDeprecation(m))
-		g.P("func (c *", s.client, ") ", m.GoName, "(req *", m.Input.GoIdent, ", opts *", options, ") *", promise, "[*", m.Output.GoIdent, "] {")
-		g.P("return ", call, "(c.r, ", s.descriptors[m], ", req, opts)")
-		g.P("}")
-		g.P()
-		writeDoc(g, goMethod(m)+" calls "+methodPath(m)+" ("+s.descriptors[m]+") as reactor.Go does: it "+
-			"submits the call with fn as its one callback, which runs exactly once, inside the "+
-			"reactor's Tick, with the response and a nil error or with the error; there is no "+
-			"promise. It returns the error of a call rejected at submission, which fn also gets; "+
-			"opts may be nil. Build a fresh req for every call: the call owns it until fn runs. See "+
-			m.GoName+" for the method.",
-			methodDeprecation(m))
-		g.P("func (c *", s.client, ") ", goMethod(m), "(req *", m.Input.GoIdent, ", opts *", options, ", fn func(*", m.Output.GoIdent, ", error)) error {")
-		g.P("return ", goCall, "(c.r, ", s.descriptors[m], ", req, opts, fn)")
-		g.P("}")
-	}
+}
+
+// emitClientMethods writes the two client methods of m: the one of m's name, which returns the
+// call's promise, and its callback form, prefixed with Go.
+func (e *serviceEmitter) emitClientMethods(m *protogen.Method) {
+	g, s := e.g, e.s
+	g.P()
+	writeDoc(g, m.Comments.Leading,
+		m.GoName+" calls "+methodPath(m)+" ("+s.descriptors[m]+") as reactor.Call does: it submits "+
+			"the call and returns its promise at once; opts may be nil. Build a fresh req for every call: "+
+			"the call owns it until it settles, and a req changed meanwhile may be sent with its new values.",
+		e.methodDeprecated(m))
+	g.P("func (c *", s.client, ") ", m.GoName, "(req *", m.Input.GoIdent, ", opts *", e.runtime.options, ") *", e.runtime.promise, "[*", m.Output.GoIdent, "] {")
+	g.P("return ", e.runtime.call, "(c.r, ", s.descriptors[m], ", req, opts)")
+	g.P("}")
+	g.P()
+	writeDoc(g, goMethod(m)+" calls "+methodPath(m)+" ("+s.descriptors[m]+") as reactor.Go does: it "+
+		"submits the call with fn as its one callback, which runs exactly once, inside the "+
+		"reactor's Tick, with the response and a nil error or with the error; there is no "+
+		"promise. It returns the error of a call rejected at submission, which fn also gets; "+
+		"opts may be nil. Build a fresh req for every call: the call owns it until fn runs. See "+
+		m.GoName+" for the method.",
+		e.methodDeprecated(m))
+	g.P("func (c *", s.client, ") ", goMethod(m), "(req *", m.Input.GoIdent, ", opts *", e.runtime.options, ", fn func(*", m.Output.GoIdent, ", error)) error {")
+	g.P("return ", e.runtime.goCall, "(c.r, ", s.descriptors[m], ", req, opts, fn)")
+	g.P("}")
 }
 
 // goMethod returns the name of the client method of m's callback form: GoGetPlayer for
