@@ -185,10 +185,27 @@ type options struct {
 	policies []policyScenario
 }
 
+// parseFlags parses the command line into options: it defines the flags on a flag set that
+// writes its messages and help to stderr, parses args, and completes the options from the
+// flags' values.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	placements := o.defineFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	err := o.complete(*placements)
+	return o, err
+}
+
+// defineFlags defines the flags on fs, each writing its field of o, and fs's help; it returns
+// where -placements goes, which complete parses.
+func (o *options) defineFlags(fs *flag.FlagSet) (placements *string) {
 	fs.StringVar(&o.suite, "suite", "all", "comma-separated suites to run: standard, extreme (against the data service), "+
 		"fast-standard, fast-extreme (the same shapes against the fast backend, a handler that does no work), fast (both fast suites), "+
 		"all (the four burst suites), "+
@@ -205,7 +222,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.inprocess, "inprocess", false, "run the backends in this process (CPU/call then includes the backend)")
 	fs.BoolVar(&o.metadata, "metadata", false, "every client captures every response's header and trailer: prpc with MethodPolicy.ResponseMetadata, the grpc-go pool with grpc.Header and grpc.Trailer")
 	fs.BoolVar(&o.pin, "pin", false, "Linux: pin the client to CPU 0 and the backends to CPU 1 (-placements pinned)")
-	placements := fs.String("placements", "", "comma-separated placements to run everything in, one after the other: unpinned "+
+	placements = fs.String("placements", "", "comma-separated placements to run everything in, one after the other: unpinned "+
 		"(client and backends share the CPUs; the default), pinned (Linux: the client on CPU 0, the backends on CPU 1)")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
 	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run, of "+strings.Join(prpcForms, ", ")+" (prpc, one per form of submission) and "+clientBaseline+
@@ -224,47 +241,58 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			"Flags:\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
+	return placements
+}
+
+// complete derives what the flags' values imply, given the value of -placements: the suites
+// and placements to run, and the clients of each kind of suite; it rejects the flags that
+// contradict each other.
+func (o *options) complete(placements string) error {
 	names, err := suiteNames(o.suite)
 	if err != nil {
-		return o, err
+		return err
 	}
-	if o.placements, err = placementList(*placements, o.pin); err != nil {
-		return o, err
+	if o.placements, err = placementList(placements, o.pin); err != nil {
+		return err
 	}
-	pinned := slices.Contains(o.placements, true)
 	o.names = names
-	loopOn := slices.Contains(names, suiteLoop)
-	switch {
-	case loopOn && len(names) > 1 && o.calls > 0:
-		return o, fmt.Errorf("-calls resizes the loop suite's burst with -suite loop alone, and replaces the burst suites otherwise; with -suite %q it is ambiguous: run the loop suite apart", o.suite)
-	case slices.Equal(names, []string{suitePolicies}) && (o.calls > 0 || o.workers > 0 || o.batch > 0):
-		return o, errors.New("-calls, -workers and -batch shape the burst suites and the loop suite; the policies suite's scenarios have shapes of their own")
-	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
-		return o, errors.New("-calls, -workers, -batch, -trials and -warmup must not be negative")
-	case o.policyTrials < 1:
-		return o, errors.New("-policy-trials must be at least 1")
-	case o.calls == 0 && (o.workers > 0 || o.batch > 0):
-		return o, errors.New("-workers and -batch shape a -calls run; give -calls too")
-	case o.timeout <= 0:
-		return o, errors.New("-timeout must be positive")
-	case pinned && o.inprocess:
-		return o, errors.New("pinning puts the backend on its own CPU, which needs it in a separate process: drop -inprocess")
-	case pinned && !pinSupported:
-		return o, errors.New("pinning works only on Linux")
+	if err := o.check(); err != nil {
+		return err
 	}
 	if o.burstClients, o.loopClients, err = clientLists(o.clients); err != nil {
-		return o, err
+		return err
 	}
 	if slices.Contains(names, suitePolicies) {
 		o.policies = policyScenarios(false)
 	}
-	return o, nil
+	return nil
+}
+
+// check rejects flags whose values are out of range or that contradict each other, given the
+// suites and placements that complete has parsed.
+func (o *options) check() error {
+	names := o.names
+	pinned := slices.Contains(o.placements, true)
+	loopOn := slices.Contains(names, suiteLoop)
+	switch {
+	case loopOn && len(names) > 1 && o.calls > 0:
+		return fmt.Errorf("-calls resizes the loop suite's burst with -suite loop alone, and replaces the burst suites otherwise; with -suite %q it is ambiguous: run the loop suite apart", o.suite)
+	case slices.Equal(names, []string{suitePolicies}) && (o.calls > 0 || o.workers > 0 || o.batch > 0):
+		return errors.New("-calls, -workers and -batch shape the burst suites and the loop suite; the policies suite's scenarios have shapes of their own")
+	case o.calls < 0 || o.workers < 0 || o.batch < 0 || o.trials < 0 || o.warmup < 0:
+		return errors.New("-calls, -workers, -batch, -trials and -warmup must not be negative")
+	case o.policyTrials < 1:
+		return errors.New("-policy-trials must be at least 1")
+	case o.calls == 0 && (o.workers > 0 || o.batch > 0):
+		return errors.New("-workers and -batch shape a -calls run; give -calls too")
+	case o.timeout <= 0:
+		return errors.New("-timeout must be positive")
+	case pinned && o.inprocess:
+		return errors.New("pinning puts the backend on its own CPU, which needs it in a separate process: drop -inprocess")
+	case pinned && !pinSupported:
+		return errors.New("pinning works only on Linux")
+	}
+	return nil
 }
 
 // The clients each kind of suite runs when -clients does not say: the burst suites prpc in
