@@ -3,6 +3,7 @@ package calls_test
 import (
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,4 +81,29 @@ func TestHandshakeErrorKindString(t *testing.T) {
 		seen[s] = true
 	}
 	require.Equal(t, "HandshakeErrorKind(200)", calls.HandshakeErrorKind(200).String())
+}
+
+// Package dial classifies a failed handshake into a callerr.HandshakeKind, which package
+// reactor converts by value to the calls.HandshakeErrorKind users see: the two lists must
+// name the same kinds in the same order, and calls has none that callerr lacks.
+func TestHandshakeKindsMatchCallerr(t *testing.T) {
+	tests := []struct {
+		internal callerr.HandshakeKind
+		public   calls.HandshakeErrorKind
+	}{
+		{callerr.HandshakeOther, calls.HandshakeOther},
+		{callerr.HandshakeUnknownAuthority, calls.HandshakeUnknownAuthority},
+		{callerr.HandshakeNameMismatch, calls.HandshakeNameMismatch},
+		{callerr.HandshakeCertificateExpired, calls.HandshakeCertificateExpired},
+		{callerr.HandshakeBadServerCertificate, calls.HandshakeBadServerCertificate},
+		{callerr.HandshakeClientCertificateRejected, calls.HandshakeClientCertificateRejected},
+		{callerr.HandshakeProtocolMismatch, calls.HandshakeProtocolMismatch},
+	}
+	require.Len(t, tests, callerr.NumHandshakeKinds, "a kind of callerr is missing here")
+	for _, tt := range tests {
+		require.Equal(t, tt.public, calls.HandshakeErrorKind(tt.internal), "%v", tt.public)
+	}
+	beyond := calls.HandshakeErrorKind(callerr.NumHandshakeKinds)
+	require.Equal(t, fmt.Sprintf("HandshakeErrorKind(%d)", callerr.NumHandshakeKinds), beyond.String(),
+		"calls has a kind that callerr lacks")
 }

@@ -25,10 +25,18 @@ func statusError(method string, err error, trailer metadata.MD, maxResponseBytes
 	return (*calls.Error)(callerr.FromCallStatus(method, err, trailer, maxResponseBytes, requestBytes))
 }
 
-// handshakeError is statusError for a call that failed because the security handshake he
-// failed: its message starts with he's classification and its cause is he.
-func handshakeError(method string, err error, trailer metadata.MD, he *calls.HandshakeError) *calls.Error {
-	return (*calls.Error)(callerr.FromHandshake(method, err, trailer, he))
+// handshakeError is statusError for a call that failed because the security handshake f
+// failed: its message starts with f's classification and its cause is f, as a
+// *calls.HandshakeError.
+func handshakeError(method string, err error, trailer metadata.MD, f *callerr.HandshakeFailure) *calls.Error {
+	return (*calls.Error)(callerr.FromHandshake(method, err, trailer, handshakeCause(f)))
+}
+
+// handshakeCause returns the failed handshake f, as package dial recorded it, as the
+// *calls.HandshakeError users see: the kinds of callerr.HandshakeKind have the values of
+// calls.HandshakeErrorKind's.
+func handshakeCause(f *callerr.HandshakeFailure) *calls.HandshakeError {
+	return &calls.HandshakeError{Kind: calls.HandshakeErrorKind(f.Kind), Protocol: f.Protocol, Err: f.Err}
 }
 
 // markNotSent records in err, not handed out yet, that its call's request never left prpc

@@ -466,7 +466,8 @@ func (r *Reactor) Stats() Stats {
 		}
 		s.Invokers[i] = InvokerStats{Load: l, State: st}
 	}
-	if he := r.handshakes.Load(); he != nil {
+	if f := r.handshakes.Load(); f != nil {
+		he := handshakeCause(f)
 		s.LastConnError, s.LastConnErrorKind = he.Error(), he.Kind
 	}
 	if g, ok := r.conn.(interface{ GetState() connectivity.State }); ok {

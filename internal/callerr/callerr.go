@@ -3,6 +3,10 @@
 // pointer, with no exported constructor in package calls. Error's fields are unexported, so
 // users of calls.Error reach none of them; calls.Error's methods read them through the
 // accessors below.
+//
+// It also holds the kinds of a failed security handshake and the record of one
+// (handshake.go), so that package dial, which classifies and records them, needs nothing of
+// package calls; package reactor makes a *calls.HandshakeError of the record.
 package callerr
 
 import (

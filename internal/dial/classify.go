@@ -7,12 +7,12 @@ import (
 	"net"
 	"strings"
 
-	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callerr"
 )
 
 // classifyHandshake maps the error of a failed client handshake, or of the first read after
 // one, to its kind. See calls.HandshakeErrorKind for the table.
-func classifyHandshake(err error) calls.HandshakeErrorKind {
+func classifyHandshake(err error) callerr.HandshakeKind {
 	var (
 		unknownAuthority x509.UnknownAuthorityError
 		noRoots          x509.SystemRootsError
@@ -23,34 +23,34 @@ func classifyHandshake(err error) calls.HandshakeErrorKind {
 	)
 	switch {
 	case errors.As(err, &unknownAuthority), errors.As(err, &noRoots):
-		return calls.HandshakeUnknownAuthority
+		return callerr.HandshakeUnknownAuthority
 	case errors.As(err, &hostname):
-		return calls.HandshakeNameMismatch
+		return callerr.HandshakeNameMismatch
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return calls.HandshakeCertificateExpired
+		return callerr.HandshakeCertificateExpired
 	case errors.As(err, &verification), errors.As(err, &invalid):
-		return calls.HandshakeBadServerCertificate
+		return callerr.HandshakeBadServerCertificate
 	case errors.As(err, &recordHeader):
-		return calls.HandshakeProtocolMismatch
+		return callerr.HandshakeProtocolMismatch
 	case strings.Contains(err.Error(), "missing selected ALPN property"):
 		// grpc-go's credentials: the server completed TLS without agreeing to HTTP/2.
-		return calls.HandshakeProtocolMismatch
+		return callerr.HandshakeProtocolMismatch
 	}
 	if a, ok := remoteAlert(err); ok {
 		switch a {
 		case alertBadCertificate, alertUnsupportedCertificate, alertCertificateRevoked,
 			alertCertificateExpired, alertCertificateUnknown, alertUnknownCA,
 			alertAccessDenied, alertCertificateRequired:
-			return calls.HandshakeClientCertificateRejected
+			return callerr.HandshakeClientCertificateRejected
 		case alertUnrecognizedName:
-			return calls.HandshakeNameMismatch
+			return callerr.HandshakeNameMismatch
 		case alertProtocolVersion, alertInsufficientSecurity, alertNoApplicationProtocol:
-			return calls.HandshakeProtocolMismatch
+			return callerr.HandshakeProtocolMismatch
 		}
 		// handshake_failure (40) among others: servers send it for a missing cipher suite
 		// as well as for a missing client certificate, so it stays unclassified.
 	}
-	return calls.HandshakeOther
+	return callerr.HandshakeOther
 }
 
 // TLS alerts (RFC 8446 §6) that classify a failure.

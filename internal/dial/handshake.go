@@ -16,15 +16,15 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
-	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callerr"
 )
 
 // gRPC reports every failed security handshake as Unavailable with the cause flattened into
 // the message, exactly as it reports a backend that is down. To tell the two apart, NewClient
 // wraps the transport credentials (every kind but reactor.Insecure) in recordingCreds, which
 // classifies the real cause of each failed handshake (classify.go) and records it in the
-// reactor's HandshakeLog; the reactor's Stats reports it, and its laneError attaches it to the
-// calls it failed.
+// reactor's HandshakeLog, as a callerr.HandshakeFailure; the reactor's Stats reports it, and
+// its laneError attaches it to the calls it failed, as a *calls.HandshakeError.
 //
 // A handshake counts as successful only when the server's first bytes arrive after it: with
 // TLS 1.3 the client finishes its handshake before the server has checked the client's
@@ -35,18 +35,18 @@ import (
 // on the path of a successful call. The zero HandshakeLog, a Config.Conn's, holds no failure
 // and is not plaintext.
 type HandshakeLog struct {
-	last atomic.Pointer[calls.HandshakeError] // nil: no failure since the last success
+	last atomic.Pointer[callerr.HandshakeFailure] // nil: no failure since the last success
 
 	// plaintext: the connection's credentials are insecure, so it has no handshake to
 	// record. Set by NewClient before any call; read-only after.
 	plaintext bool
 }
 
-func (l *HandshakeLog) failed(he *calls.HandshakeError) { l.last.Store(he) }
-func (l *HandshakeLog) succeeded()                      { l.last.Store(nil) }
+func (l *HandshakeLog) failed(he *callerr.HandshakeFailure) { l.last.Store(he) }
+func (l *HandshakeLog) succeeded()                          { l.last.Store(nil) }
 
 // Load returns the failure recorded since the last successful handshake, or nil.
-func (l *HandshakeLog) Load() *calls.HandshakeError { return l.last.Load() }
+func (l *HandshakeLog) Load() *callerr.HandshakeFailure { return l.last.Load() }
 
 // Plaintext reports whether the connection's credentials are insecure (reactor.Insecure, or
 // insecure transport credentials), so that it has no handshake to record; the errors of its
@@ -58,7 +58,7 @@ func (l *HandshakeLog) Plaintext() bool { return l.plaintext }
 // nil. Quoting is the only link gRPC leaves between a connection attempt and the calls it
 // fails, and it keeps a stale record from labelling a later, unrelated Unavailable (a refused
 // TCP connection, a server's own Unavailable status).
-func (l *HandshakeLog) Cause(err error) *calls.HandshakeError {
+func (l *HandshakeLog) Cause(err error) *callerr.HandshakeFailure {
 	he := l.Load()
 	if he == nil {
 		return nil
@@ -148,8 +148,8 @@ func (c *recordingCreds) Clone() credentials.TransportCredentials {
 	return newRecordingCreds(c.TransportCredentials.Clone(), c.log)
 }
 
-func (c *recordingCreds) classify(err error) *calls.HandshakeError {
-	return &calls.HandshakeError{
+func (c *recordingCreds) classify(err error) *callerr.HandshakeFailure {
+	return &callerr.HandshakeFailure{
 		Kind:     classifyHandshake(err),
 		Protocol: c.Info().SecurityProtocol,
 		Err:      err,
