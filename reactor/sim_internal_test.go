@@ -258,11 +258,8 @@ func (w *simWorld) step() {
 		}
 	}
 	if w.host == hostPlaying {
-		submitWeight := 10
-		if w.backendSlow {
-			submitWeight = 20 // a surge of calls while the backend is slow: an overload
-		}
-		add(submitWeight, func() { w.submit(false) })
+		// While the backend is slow, the same calls are an overload: the lanes fall behind.
+		add(10, func() { w.submit(false) })
 		add(2, w.readBurst)
 	}
 	if !w.engineDone {
@@ -304,7 +301,7 @@ func (w *simWorld) step() {
 	})
 	add(1, func() {
 		w.backendSlow = !w.backendSlow
-		w.note("the backend goes %s", map[bool]string{true: "slow, and the game submits more calls", false: "back to its pace"}[w.backendSlow])
+		w.note("the backend goes %s", map[bool]string{true: "slow: the lanes fall behind the calls", false: "back to its pace"}[w.backendSlow])
 	})
 	switch w.host {
 	case hostDraining:
