@@ -1,5 +1,5 @@
 // Package callqueue holds the data structures a reactor's call records pass through between
-// its goroutines, each with its own invariants and its own tests:
+// its goroutines, each with its own invariants:
 //
 //   - SubmissionRing: admitted calls, from the goroutines that call Call or Go to the reactor
 //     goroutine (lock-free for producers, one consumer);
@@ -11,6 +11,13 @@
 //   - DeadlineHeap: the reactor goroutine's calls by deadline, cleaned lazily;
 //   - RecordPool and FreedRecords: call records, reused between bursts.
 //
-// Each type's doc says which goroutines may call which method. The reactor (package reactor)
-// is their only user; its deterministic simulation exercises them together.
+// Each type's doc says which goroutines may call which method.
+//
+// Each structure has tests of its own, in the internal test file named after its source file:
+// submissions, queue (the inbox and the outbox), ready (the order calls are taken in,
+// adaptive LIFO, Close, wake-ups of waiting lanes) with limit (the gate and its AIMD limit),
+// hostqueue, deadlines (the heap against a plain model) and records. The queues between
+// goroutines (the submission ring, the inbox, the outbox, the ready queue and the host queue)
+// are also tested with many goroutines at once, for the race detector. The reactor (package
+// reactor) is their only user; its deterministic simulation exercises them together.
 package callqueue
