@@ -57,6 +57,9 @@ type aimd struct {
 	// shrinking once per window against an overloaded backend (the overload scenario of the
 	// benchmarks' policies suite, as it was first written) and kept the limit at its max.
 	credit int
+	// grown is set when the limit grows, until the next take wakes the lanes the new place
+	// may serve (ReadyQueue.take).
+	grown bool
 }
 
 // open reports whether a lane may take a place.
@@ -100,6 +103,7 @@ func (a *aimd) release(s *Slot) {
 			if a.credit >= a.limit {
 				a.credit = 0
 				a.limit = min(a.cfg.Max, a.limit+1)
+				a.grown = true
 			}
 		}
 	}

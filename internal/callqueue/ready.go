@@ -133,8 +133,11 @@ func (q *ReadyQueue) takeable() bool {
 }
 
 // take returns the next call, critical first, giving s a place with a limit. A release that
-// grew the limit may leave places for more lanes than the one taking: take wakes as many
-// waiting lanes as it can use. The caller holds mu and has seen takeable.
+// grew the limit leaves a place no lane was woken for: the next take wakes as many waiting
+// lanes as it can use. Otherwise a lane's release frees only the place it takes again, and
+// Push has woken the lanes for the others, so that a take wakes nobody: waking lanes on every
+// take would cost futex calls per call while the backend keeps up. The caller holds mu and has
+// seen takeable.
 func (q *ReadyQueue) take(s *Slot) Work {
 	w := q.pop()
 	if q.size() == 0 {
@@ -142,8 +145,11 @@ func (q *ReadyQueue) take(s *Slot) Work {
 	}
 	if q.gate != nil {
 		q.gate.take(s)
-		for range min(q.size(), q.gate.free(), q.waiters) {
-			q.cond.Signal()
+		if q.gate.grown {
+			q.gate.grown = false
+			for range min(q.size(), q.gate.free(), q.waiters) {
+				q.cond.Signal()
+			}
 		}
 	}
 	return w
