@@ -65,10 +65,10 @@ func (l *laneState) finishAttempt(f *flight, ctx *callCtx, began int64, value pr
 		}
 	}
 	end := f.t.endAttempt(f, ctx, err, now)
-	if end.lost {
-		r.method(f.ops).counters.hedgesLost.Add(1)
-	}
 	r.backends.record(&l.backend, l.peer.Addr, ctx.pick.Addr, err, end.lost)
+	if end.lost { // after its backend's count: a reader that sees this one sees both
+		l.methodOf(f.ops).counters.hedgesLost.Add(1)
+	}
 	if end.settle != nil {
 		l.settleMembers(f, end.settle, value, err)
 	}

@@ -107,7 +107,19 @@ func TestHedgeLostIsNoFailure(t *testing.T) {
 	loser := recv(t, held, "the first attempt")
 
 	require.Equal(t, wonBefore+1, r.Stats().Methods[echo.Path()].HedgesWon)
-	until(t, bound, "the lost attempt counted", func() bool { return r.Stats().Methods[echo.Path()].HedgesLost == lostBefore+1 })
+	// The lane counts the lost attempt for its backend, then for its method, after the call
+	// was delivered: wait for both.
+	until(t, bound, "the lost attempt counted", func() bool {
+		st := r.Stats()
+		lostByBackends := uint64(0)
+		for _, b := range st.Backends {
+			lostByBackends += b.HedgesLost
+		}
+		for _, b := range before {
+			lostByBackends -= b.HedgesLost
+		}
+		return st.Methods[echo.Path()].HedgesLost == lostBefore+1 && lostByBackends == 1
+	})
 	for _, b := range r.Stats().Backends {
 		require.Empty(t, b.Failed, "backend %s: a lost hedge counted as a failure", b.Addr)
 		var was reactor.BackendStats
