@@ -123,21 +123,23 @@ func limitSignal(err error, cut bool, ctxErr error, encoded bool) callqueue.Sign
 // (shed.go), and, with the adaptive limit, a drop rather than a success if it says that the
 // backend queued it close to failing (congested).
 func (l *laneState) answered(m *methodEntry, now int64, d, left time.Duration) {
-	if l.r.limited && congested(d, left, m.floor.need(now)) {
+	if l.r.limited && congested(d, left, &m.floor, now) {
 		l.slot.Signal = callqueue.Drop
 	}
 	m.floor.sample(now, d)
 }
 
 // congested reports whether a successful transport call that took d, sent with left before
-// its deadline, to a method whose recent calls took at least floor, is a sign of a backend
-// about to fail calls, which the adaptive limit counts as a drop: it took more than half the
-// time it had, and more than twice the floor, so that it waited in a queue at the backend
-// rather than ran long. An overloaded backend's queue grows until calls time out in it; a
-// backend whose calls run after their client gave up then spends its capacity on them. Taken
-// as a drop while the calls still succeed, the queue stops growing well before that, without a
-// call lost. A backend that is only slow, its calls taking most of their timeout however few
-// run at once, has a floor as high as their time, so that its limit does not shrink.
-func congested(d, left, floor time.Duration) bool {
-	return 2*d > left && d > 2*floor
+// its deadline, to a method whose recent calls took at least floor's need at now, is a sign of
+// a backend about to fail calls, which the adaptive limit counts as a drop: it took more than
+// half the time it had, and more than twice the floor, so that it waited in a queue at the
+// backend rather than ran long. An overloaded backend's queue grows until calls time out in
+// it; a backend whose calls run after their client gave up then spends its capacity on them.
+// Taken as a drop while the calls still succeed, the queue stops growing well before that,
+// without a call lost. A backend that is only slow, its calls taking most of their timeout
+// however few run at once, has a floor as high as their time, so that its limit does not
+// shrink. The floor is read only for a call that took more than half its time: most answers
+// cost one comparison.
+func congested(d, left time.Duration, floor *transportFloor, now int64) bool {
+	return 2*d > left && d > 2*floor.need(now)
 }
