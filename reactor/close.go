@@ -4,10 +4,35 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trixnew/prpc/internal/callqueue"
 )
+
+// closeState is the reactor's closing: what Close and Shutdown on the host goroutine, and the
+// reactor goroutine as it finishes, write once each as the reactor closes. Call and Go read
+// closing on every call, so it sits with the read-mostly fields.
+type closeState struct {
+	closing   atomic.Bool // Close has begun: no call is admitted any more
+	closeOnce sync.Once
+	closeErr  error
+	// Each lane sends on laneExit as it exits, which has room for all of them. Close closes
+	// abandon once it stops waiting for lanes that a hook of the host holds (see laneGrace).
+	laneExit chan struct{}
+	abandon  chan struct{}
+	done     chan struct{} // closed when the reactor goroutine has exited
+	// Written by the reactor goroutine before done is closed: stuckLanes is how many lanes
+	// it left behind (see laneGrace); recordsMade is how many call records it made, for
+	// tests.
+	stuckLanes  int
+	recordsMade int
+	// Shutdown's counters, for Stats: calls whose callbacks the drain ran (written by Shutdown,
+	// on the host goroutine), and calls Close cut off (written by the reactor goroutine).
+	drained atomic.Uint64
+	cutOff  atomic.Uint64
+}
 
 // Close shuts the reactor down: it stops admitting calls at once, and waits for the calls
 // already admitted only until ctx is done (see below). Call it on the goroutine that calls

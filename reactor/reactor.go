@@ -34,8 +34,6 @@
 package reactor
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -55,19 +53,40 @@ import (
 // done. Call, Go, Ready and Stats are safe from any goroutine. A Reactor owns the connection
 // New dialled and closes it in Close; a Config.Conn stays its caller's.
 type Reactor struct {
-	// Set by New and only read afterwards, by every goroutine (closing: set once, by Close).
-	// The groups below that goroutines write are kept off these cache lines and off each
-	// other's, so that the host's submission, the lanes' completions and the reactor
-	// goroutine's turns do not evict one another's lines.
-	cfg      Config
-	conn     grpc.ClientConnInterface
-	cc       *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
-	clock    Clock
-	system   bool                    // clock is the system clock
-	limited  bool                    // the adaptive limit is on (not Disabled): lanes signal the ready queue
-	epoch    time.Time               // clock time at New; call records keep times relative to it
-	allow    map[string]bool         // nil: every method allowed
-	policies map[string]methodPolicy // by method path
+	// Its parts, by the goroutines that write them, each declared beside its code. The parts
+	// that goroutines write per call sit on cache lines of their own, off the read-mostly
+	// ones and off each other's, so that the host's submissions, the lanes' completions and
+	// the reactor goroutine's turns do not evict one another's lines.
+	fixed      // set by New, read by every goroutine (this file)
+	closeState // written as the reactor closes, by Close, Shutdown and the reactor goroutine (close.go)
+	_          callqueue.CacheLinePad
+	hostSide   // the host goroutine's: admission and delivery (tick.go)
+	_          callqueue.CacheLinePad
+	wakeup     // settled calls and the wake-up flag: lanes and the reactor goroutine write, Tick reads (wakeup.go)
+	_          callqueue.CacheLinePad
+	gauges     // lanes and the reactor goroutine, per call: what Stats reads as load (tallies.go)
+	_          callqueue.CacheLinePad
+	tallies                           // the counters, under a mutex: the reactor goroutine, Tick and Stats (tallies.go)
+	freed      callqueue.FreedRecords // delivered calls' records, from Tick back to the reactor goroutine
+	backends   backendTable           // per-backend counters: lanes and gRPC's balancer (backends.go)
+	handshakes dial.HandshakeLog      // the last failed security handshake, for Stats and failed calls
+}
+
+// fixed is what New fixes: set before the reactor's goroutines start and only read afterwards,
+// by every goroutine, but for methods, a cache that any goroutine writes on a miss.
+type fixed struct {
+	cfg     Config
+	conn    grpc.ClientConnInterface
+	cc      *grpc.ClientConn // dialled by New and closed by Close; nil with Config.Conn
+	clock   Clock
+	system  bool      // clock is the system clock
+	limited bool      // the adaptive limit is on (not Disabled): lanes signal the ready queue
+	epoch   time.Time // clock time at New; call records keep times relative to it
+	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
+	// or "" (meshtarget.Scheme).
+	ownScheme string
+	allow     map[string]bool         // nil: every method allowed
+	policies  map[string]methodPolicy // by method path
 	// methods remembers the method last looked up: written, one atomic pointer, by whichever
 	// goroutine misses it (a submitter, a lane, Tick), so it sits with the read-mostly fields.
 	methods methodCache
@@ -77,16 +96,15 @@ type Reactor struct {
 	baseOpts   []grpc.CallOption
 	owner      owner
 	ownerRef   callcore.OwnerRef // &owner, for promises
-	in         *callqueue.Inbox
-	subs       *callqueue.SubmissionRing // admitted calls, from Call and Go to the reactor goroutine
-	ready      chan struct{}
-	notify     *notifier // calls OnReady; nil without it
-	work       *callqueue.ReadyQueue
-	loads      []invokerLoad // per invoker, written by its lanes
-	subconns   *dial.SubconnTable
-	// ownScheme is the scheme of Target if its resolver supplies the service config (xDS),
-	// or "" (meshtarget.Scheme).
-	ownScheme string
+
+	// The queues between the goroutines and what runs on them.
+	in       *callqueue.Inbox
+	subs     *callqueue.SubmissionRing // admitted calls, from Call and Go to the reactor goroutine
+	ready    chan struct{}
+	notify   *notifier // calls OnReady; nil without it
+	work     *callqueue.ReadyQueue
+	loads    []invokerLoad // per invoker, written by its lanes
+	subconns *dial.SubconnTable
 	// The flights of coalesced and hedged methods (flight.go); nil unless a policy coalesces
 	// or hedges a method.
 	flights *flightTable
@@ -95,73 +113,6 @@ type Reactor struct {
 	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
 	// (see ownership.go).
 	owned *ownedRequests
-	// Each lane sends on laneExit as it exits, which has room for all of them. Close closes
-	// abandon once it stops waiting for lanes that a hook of the host holds (see laneGrace).
-	laneExit chan struct{}
-	abandon  chan struct{}
-	done     chan struct{} // closed when the reactor goroutine has exited
-	closing  atomic.Bool   // Close has begun: no call is admitted any more
-	_        callqueue.CacheLinePad
-
-	// Host goroutine: admission (Call, Go) and delivery (Tick, Close). admitted is the calls
-	// admitted and not yet delivered, which MaxOutstanding bounds; Call from another
-	// goroutine writes it too.
-	admitted    atomic.Int64
-	ticking     atomic.Bool
-	delivery    []*callcore.Call
-	head        int
-	host        host
-	recycled    []*callcore.Call    // records this Tick freed, for freed
-	deliveredAt int64               // the time of the delivery in progress, for its latency
-	hostq       callqueue.HostQueue // rejected at submission or redelivered: never waits on a lane
-	closeOnce   sync.Once
-	closeErr    error
-	_           callqueue.CacheLinePad
-
-	// Written by the lanes and the reactor goroutine as calls settle, read by Tick: the
-	// settled calls and the host's wake-up flag (a wake-up was sent and Tick has not drained
-	// since).
-	out   callqueue.Outbox
-	armed atomic.Bool
-	_     callqueue.CacheLinePad
-
-	// Written by the reactor goroutine and the lanes per call: the gauges Stats reads (lanes
-	// keep inFlight; queued goes up when the reactor queues calls and down when a lane claims
-	// one or the reactor drops one) and the deadline heap, the reactor goroutine's, in which
-	// lanes count their settlements.
-	queued    atomic.Int32
-	inFlight  atomic.Int32
-	deadlines callqueue.DeadlineHeap
-	_         callqueue.CacheLinePad
-
-	// Counters, under mu: the reactor goroutine counts accepted calls once per turn, Tick
-	// counts each delivered call, Stats reads them.
-	mu      sync.Mutex
-	counts  counters
-	byPath  map[string]*methodEntry // the methods called so far
-	latency latencyWindow
-
-	// Records of delivered calls, on their way back from the Tick goroutine to the reactor
-	// goroutine's pool.
-	freed callqueue.FreedRecords
-
-	// Per-backend counters, written by the lanes, and connectivity, written by gRPC's
-	// balancer (nil with Config.Conn).
-	backends backendTable
-
-	// The last failed security handshake, for Stats and failed calls (see internal/dial).
-	handshakes dial.HandshakeLog
-
-	// Written by the reactor goroutine before done is closed: stuckLanes is how many lanes
-	// it left behind (see laneGrace); recordsMade is how many call records it made, for
-	// tests.
-	stuckLanes  int
-	recordsMade int
-
-	// Shutdown's counters, for Stats: calls whose callbacks the drain ran (written by Shutdown,
-	// on the host goroutine), and calls Close cut off (written by the reactor goroutine).
-	drained atomic.Uint64
-	cutOff  atomic.Uint64
 }
 
 // TickReport says what one Tick did.
@@ -194,18 +145,22 @@ func newReactor(cfg Config) (*Reactor, error) {
 	}
 	limit, _ := cfg.resolveLimit() // checked by resolve
 	r := &Reactor{
-		cfg:   cfg,
-		conn:  cfg.callConn(),
-		clock: cfg.Clock,
-		epoch: cfg.Clock.Now(),
-		in:    callqueue.NewInbox(),
-		ready: make(chan struct{}, 1),
-		work:  callqueue.NewReadyQueue(limit),
-		loads: make([]invokerLoad, cfg.Workers),
-		done:  make(chan struct{}),
-		// Every lane's exit fits: a lane never waits to exit.
-		laneExit: make(chan struct{}, cfg.Workers*cfg.BatchSize),
-		abandon:  make(chan struct{}),
+		fixed: fixed{
+			cfg:   cfg,
+			conn:  cfg.callConn(),
+			clock: cfg.Clock,
+			epoch: cfg.Clock.Now(),
+			in:    callqueue.NewInbox(),
+			ready: make(chan struct{}, 1),
+			work:  callqueue.NewReadyQueue(limit),
+			loads: make([]invokerLoad, cfg.Workers),
+		},
+		closeState: closeState{
+			done: make(chan struct{}),
+			// Every lane's exit fits: a lane never waits to exit.
+			laneExit: make(chan struct{}, cfg.Workers*cfg.BatchSize),
+			abandon:  make(chan struct{}),
+		},
 	}
 	r.limited = limit != nil
 	r.owner.r = r

@@ -2,10 +2,26 @@ package reactor
 
 import (
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/trixnew/prpc/internal/callcore"
+	"github.com/trixnew/prpc/internal/callqueue"
 )
+
+// hostSide is the host goroutine's part of the reactor: admission (Call, Go) and delivery
+// (Tick, Shutdown, Close). admitted is the calls admitted and not yet delivered, which
+// MaxOutstanding bounds; Call and Go from another goroutine write it too.
+type hostSide struct {
+	admitted    atomic.Int64
+	ticking     atomic.Bool // Tick, Shutdown or Close holds the host role (enterHost)
+	delivery    []*callcore.Call
+	head        int
+	host        host
+	recycled    []*callcore.Call    // records this Tick freed, for freed
+	deliveredAt int64               // the time of the delivery in progress, for its latency
+	hostq       callqueue.HostQueue // rejected at submission or redelivered: never waits on a lane
+}
 
 // Tick runs the callbacks of settled calls on the calling goroutine, in completion order,
 // until budget is spent. It delivers only calls that were settled when it started, so
@@ -64,31 +80,64 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 	if r.head == len(r.delivery) && r.out.Len() == 0 && r.hostq.Idle() {
 		return TickReport{}
 	}
-	start := r.now()
 	// This Tick may deliver the calls settled before it started: the rest of the batch in
 	// hand (delivery[head:]), then the first fresh calls of the outbox, then the calls of the
-	// host queue. The outbox's batch is taken by swapping slices, never copied, so that what a
-	// Tick costs beyond its callbacks does not grow with the backlog left by a host that
-	// stopped ticking.
+	// host queue.
+	t := tickBudget{r: r, budget: budget, all: all}
+	t.start = r.now()
+	t.now = t.start
+	mark := r.hostq.Mark()
+	left, busy := r.deliverSettled(&t)
+	// The host queue comes last, and never depends on another goroutine: a lane holding the
+	// outbox cannot hold these back.
+	r.deliverHostQueue(&t, mark)
+	if t.delivered > 0 && (all || budget <= 0) {
+		t.now = r.now() // for Elapsed: spent did not read the clock
+	}
+	r.recycled = r.freed.Give(r.recycled)
+	remaining := left + r.hostq.Waiting()
+	r.keepUndelivered()
+	// Leftovers need a wake-up, unless a completion during this Tick already sent one (that
+	// one stands for the leftovers too, so OnReady still runs at most once between drains),
+	// or one is on its way from the lane holding the outbox.
+	if remaining > 0 && !busy {
+		r.wakeHost()
+	}
+	return TickReport{Delivered: t.delivered, Remaining: remaining, Elapsed: time.Duration(t.now - t.start)}
+}
+
+// tickBudget is one Tick's time: the clock is read after every delivery, so that a Tick
+// overruns its budget by one callback at most, whatever its callbacks cost.
+type tickBudget struct {
+	r          *Reactor
+	budget     time.Duration
+	all        bool  // ignore the budget (Shutdown and Close's drain)
+	start, now int64 // when the Tick started, and the clock's last reading
+	delivered  int
+	exhausted  bool // the clock has shown the budget spent: nothing more is delivered
+}
+
+// spent reports whether the budget is spent.
+func (t *tickBudget) spent() bool {
+	switch {
+	case t.all:
+		return false
+	case t.budget <= 0, t.exhausted:
+		return true
+	}
+	t.now = t.r.now()
+	t.exhausted = time.Duration(t.now-t.start) >= t.budget
+	return t.exhausted
+}
+
+// deliverSettled delivers the calls the lanes and the reactor goroutine settled before the
+// Tick started, in completion order, until the budget is spent. It returns how many of those
+// it left, and busy if a lane was appending to the outbox, whose wake-up brings the host back.
+// The outbox's batch is taken by swapping slices, never copied, so that what a Tick costs
+// beyond its callbacks does not grow with the backlog left by a host that stopped ticking.
+func (r *Reactor) deliverSettled(t *tickBudget) (left int, busy bool) {
 	end := len(r.delivery)
 	fresh := r.out.Len()
-	mark := r.hostq.Mark()
-	now, delivered := start, 0
-	busy := false // a lane was appending to the outbox; its wake-up brings the host back
-	// The clock is read after every delivery, so that a Tick overruns its budget by one
-	// callback at most, whatever its callbacks cost.
-	exhausted := false // the clock has shown the budget spent: nothing more is delivered
-	spent := func() bool {
-		switch {
-		case all:
-			return false
-		case budget <= 0, exhausted:
-			return true
-		}
-		now = r.now()
-		exhausted = time.Duration(now-start) >= budget
-		return exhausted
-	}
 	for {
 		if r.head == end {
 			if fresh == 0 {
@@ -97,7 +146,7 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 			// delivery is used up (each delivered entry was cleared): the outbox keeps its
 			// storage, and its batch, in which calls settled since start follow the fresh
 			// ones, becomes the batch in hand. A budgeted Tick does not wait for the lock.
-			batch, ok := r.out.Swap(r.delivery[:0], all)
+			batch, ok := r.out.Swap(r.delivery[:0], t.all)
 			if !ok {
 				busy = true
 				break
@@ -108,42 +157,39 @@ func (r *Reactor) tick(budget time.Duration, all bool) TickReport {
 		c := r.delivery[r.head]
 		r.delivery[r.head] = nil
 		r.head++
-		r.deliver(c, now)
-		delivered++
-		if spent() {
+		r.deliver(c, t.now)
+		t.delivered++
+		if t.spent() {
 			break
 		}
 	}
-	// The host queue comes last, and never depends on another goroutine: a lane holding the
-	// outbox cannot hold these back.
-	for delivered == 0 || !spent() {
-		t := r.hostq.Next(mark)
-		if t == nil {
-			break
+	return end - r.head + fresh, busy
+}
+
+// deliverHostQueue delivers the host queue's calls pushed before mark while the budget lasts,
+// at least one if the Tick has delivered none.
+func (r *Reactor) deliverHostQueue(t *tickBudget, mark *callqueue.HostNode) {
+	for t.delivered == 0 || !t.spent() {
+		h := r.hostq.Next(mark)
+		if h == nil {
+			return
 		}
-		r.deliveredAt = now
-		t.Deliver(&r.host, nil)
-		delivered++
+		r.deliveredAt = t.now
+		h.Deliver(&r.host, nil)
+		t.delivered++
 	}
-	if delivered > 0 && (all || budget <= 0) {
-		now = r.now() // for Elapsed: spent did not read the clock
-	}
-	r.recycled = r.freed.Give(r.recycled)
-	remaining := end - r.head + fresh + r.hostq.Waiting()
+}
+
+// keepUndelivered tells the outbox what the Tick left in hand: nothing, or calls from the
+// oldest one's settle time on, for Stats' oldest-undelivered age.
+func (r *Reactor) keepUndelivered() {
 	if r.head == len(r.delivery) {
 		r.delivery, r.head = r.delivery[:0], 0
 		r.out.AllDelivered()
-	} else {
-		c := r.delivery[r.head]
-		r.out.SetUndelivered(c.At(c.Settled))
+		return
 	}
-	// Leftovers need a wake-up, unless a completion during this Tick already sent one (that
-	// one stands for the leftovers too, so OnReady still runs at most once between drains),
-	// or one is on its way from the lane holding the outbox.
-	if remaining > 0 && !busy {
-		r.wakeHost()
-	}
-	return TickReport{Delivered: delivered, Remaining: remaining, Elapsed: time.Duration(now - start)}
+	c := r.delivery[r.head]
+	r.out.SetUndelivered(c.At(c.Settled))
 }
 
 // deliver makes c's outcome visible, accounts for it on its first delivery (Delivered), and

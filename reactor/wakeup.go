@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/trixnew/prpc/internal/callqueue"
 )
 
 // ErrHookBlocked is matched (errors.Is) by the error of a Shutdown or Close that returned
@@ -20,6 +22,14 @@ import (
 // and calls no hook again and delivers nothing. The error's message names the hooks and
 // says how many lanes were left.
 var ErrHookBlocked = errors.New("prpc: a hook of the host had not returned when the reactor closed")
+
+// wakeup is the settled calls on their way to Tick and the host's wake-up flag: written by the
+// lanes and the reactor goroutine as calls settle, read and cleared by Tick. armed is set while
+// a wake-up was sent and Tick has not drained since.
+type wakeup struct {
+	out   callqueue.Outbox
+	armed atomic.Bool
+}
 
 // wakeHost tells the host that settled calls are waiting for Tick, once until the next Tick
 // drains them: a value on Ready, and a call of OnReady by the notifier goroutine. It never
