@@ -193,24 +193,33 @@ func newReactor(cfg Config) (*Reactor, error) {
 		}
 	}
 	if r.conn == nil {
-		r.subconns = dial.NewSubconnTable()
-		var opts dial.Options
-		if opts, err = cfg.dialOptions(r.subconns); err == nil {
-			r.cc, err = dial.NewClient(opts, &r.handshakes, r.subconns)
-		}
-		if err != nil {
-			r.subconns.Release()
+		if err := r.dial(); err != nil {
 			return nil, err
-		}
-		r.conn = r.cc
-		r.ownScheme = meshtarget.Scheme(cfg.Target)
-		r.backends.listed = func() (map[string]connectivity.State, bool) {
-			return r.subconns.ByAddr(), r.subconns.Observed()
 		}
 	}
 	r.backends.now = r.now
 	r.baseOpts = limitcheck.CallOptions(cfg.Limits)
 	return r, nil
+}
+
+// dial dials the connection for Config.Target or Targets, whose balancer reports each
+// backend's connectivity to r's backends table, without waiting for it to connect.
+func (r *Reactor) dial() error {
+	r.subconns = dial.NewSubconnTable()
+	opts, err := r.cfg.dialOptions(r.subconns)
+	if err == nil {
+		r.cc, err = dial.NewClient(opts, &r.handshakes, r.subconns)
+	}
+	if err != nil {
+		r.subconns.Release()
+		return err
+	}
+	r.conn = r.cc
+	r.ownScheme = meshtarget.Scheme(r.cfg.Target)
+	r.backends.listed = func() (map[string]connectivity.State, bool) {
+		return r.subconns.ByAddr(), r.subconns.Observed()
+	}
+	return nil
 }
 
 // dialOptions returns the settings of the connection New dials for cfg, whose balancers
