@@ -24,14 +24,9 @@ type engine struct {
 	heap    *callqueue.DeadlineHeap
 	records callqueue.RecordPool
 	sub     callqueue.Submission // the submission being accepted
-	// byPos names the record of each call accepted, by its submission position modulo the
-	// ring's size, for the cancels of promises, which know only the position. An entry is
-	// overwritten a lap of the ring later. Admission bounds the calls outstanding by the
-	// ring's size, not their age: a call still unsettled when its entry is overwritten (a
-	// long call among quick ones) keeps it in lapped, by position, until it is cancelled or
-	// a sweep finds it settled.
-	byPos    []posEntry
-	lapped   map[uint32]posEntry
+	// byPos names the record of each call accepted by its submission position, for the
+	// cancels of promises, which know only the position.
+	byPos    callqueue.CallsByPosition
 	accepted []accepted // calls accepted this turn, by method, not counted in Stats yet
 	admitted []callqueue.Work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
@@ -80,7 +75,7 @@ func newEngine(r *Reactor) *engine {
 	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers),
 		held: make(map[*callcore.Call]uint64)}
 	e.records.Freed = &r.freed
-	e.byPos = make([]posEntry, r.subs.Size())
+	e.byPos = callqueue.NewCallsByPosition(r.subs)
 	e.timer.Stop()
 	return e
 }
@@ -223,50 +218,8 @@ func (e *engine) record(pos uint64, s *callqueue.Submission) (c *callcore.Call, 
 	callqueue.ClearSubmission(s)
 	e.countOne(e.r.method(c.Ops))
 	gen = c.Gen()
-	slot := &e.byPos[e.r.subs.Index(pos)]
-	if old := *slot; old.c != nil && old.c.Unsettled(old.gen) {
-		e.keepLapped(old)
-	}
-	*slot = posEntry{pos: pos, c: c, gen: gen}
+	e.byPos.Put(pos, c, gen)
 	return c, gen
-}
-
-// keepLapped keeps the entry of an unsettled call whose slot of byPos a new call takes. It
-// first sweeps out the entries of settled calls once lapped holds as many entries as byPos:
-// at most that many calls are unsettled, so lapped stays within twice byPos's size, and the
-// sweep's cost is spread over as many insertions.
-func (e *engine) keepLapped(ent posEntry) {
-	if e.lapped == nil {
-		e.lapped = make(map[uint32]posEntry)
-	}
-	if len(e.lapped) >= len(e.byPos) {
-		for pos, old := range e.lapped {
-			if !old.c.Unsettled(old.gen) {
-				delete(e.lapped, pos)
-			}
-		}
-	}
-	e.lapped[uint32(ent.pos)] = ent
-}
-
-// byPosition returns the entry of the call submitted at pos (modulo 2³²), if it may still be
-// unsettled.
-func (e *engine) byPosition(pos uint32) (posEntry, bool) {
-	if ent := e.byPos[e.r.subs.Index(uint64(pos))]; ent.c != nil && uint32(ent.pos) == pos {
-		return ent, true
-	}
-	ent, ok := e.lapped[pos]
-	if ok {
-		delete(e.lapped, pos)
-	}
-	return ent, ok
-}
-
-// posEntry is the record of the call submitted at pos, in its use gen.
-type posEntry struct {
-	pos uint64
-	c   *callcore.Call
-	gen uint32
 }
 
 // countAccepted counts this turn's accepted calls in Stats, as submitted and pending, before
@@ -318,12 +271,12 @@ func (e *engine) handle(ev *callqueue.Event) {
 	c, gen := ev.C, ev.Gen
 	switch ev.Kind {
 	case callqueue.EvCancelPos: // Promise.Cancel
-		ent, ok := e.byPosition(ev.Pos)
-		if !ok {
+		var ok bool
+		if c, gen, ok = e.byPos.Find(ev.Pos); !ok {
 			return // delivered long ago
 		}
-		if taken, sent := e.take(ent.c, ent.gen, false); taken {
-			e.settle(ent.c, localError(callerr.Cancelled, ent.c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, sent)
+		if taken, sent := e.take(c, gen, false); taken {
+			e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, sent)
 		}
 	case callqueue.EvCancel: // the parent context is done
 		taken, sent := e.take(c, gen, ev.Deadline)
