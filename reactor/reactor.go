@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 
@@ -256,42 +255,6 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.backends.now = r.now
 	r.baseOpts = limitcheck.CallOptions(cfg.Limits)
 	return r, nil
-}
-
-// dialOptions returns the settings of the connection New dials for cfg, whose balancers
-// report each backend's connectivity to subconns.
-func (cfg *Config) dialOptions(subconns *dial.SubconnTable) (dial.Options, error) {
-	tc, err := cfg.Credentials.transport()
-	if err != nil {
-		return dial.Options{}, err
-	}
-	// Credentials other than Insecure are wrapped to record the outcome of every handshake.
-	_, plaintext := cfg.Credentials.(insecureCreds)
-	sc := cfg.ServiceConfig
-	if sc == "" {
-		sc = cfg.serviceConfig(subconns)
-	}
-	b := cfg.Backoff
-	return dial.Options{
-		Target:           cfg.Target,
-		Targets:          cfg.Targets,
-		Credentials:      tc,
-		RecordHandshakes: !plaintext,
-		DialOptions:      cfg.DialOptions,
-		ConnectParams: grpc.ConnectParams{
-			Backoff: backoff.Config{
-				BaseDelay:  b.BaseDelay,
-				Multiplier: b.Multiplier,
-				Jitter:     b.Jitter,
-				MaxDelay:   b.MaxDelay,
-			},
-			MinConnectTimeout: b.MinConnectTimeout,
-		},
-		Keepalive:           cfg.Keepalive,
-		ServiceConfig:       sc,
-		ServiceConfigLookup: cfg.ServiceConfigLookup,
-		Limits:              cfg.Limits,
-	}, nil
 }
 
 // Conn returns the connection r calls with, for the RPCs prpc does not make: streaming
