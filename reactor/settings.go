@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/trixnew/prpc/calls"
@@ -152,32 +153,17 @@ func (c *Config) resolveRetry() error {
 
 // hasIdempotentPolicy reports whether a policy marks its method idempotent.
 func (c *Config) hasIdempotentPolicy() bool {
-	for _, p := range c.Policies {
-		if p.Idempotent {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.Policies, func(p MethodPolicy) bool { return p.Idempotent })
 }
 
 // hasRetriedPolicy reports whether a policy makes gRPC retry its method: idempotent, not hedged.
 func (c *Config) hasRetriedPolicy() bool {
-	for _, p := range c.Policies {
-		if p.Idempotent && p.Hedge == nil {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.Policies, func(p MethodPolicy) bool { return p.Idempotent && p.Hedge == nil })
 }
 
 // hasCriticalPolicy reports whether a policy marks its method's calls critical.
 func (c *Config) hasCriticalPolicy() bool {
-	for _, p := range c.Policies {
-		if p.Critical {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.Policies, func(p MethodPolicy) bool { return p.Critical })
 }
 
 // isNilDescriptor reports whether d is nil, or a nil *calls.Method inside the interface.
