@@ -4,6 +4,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
 )
 
@@ -43,4 +44,23 @@ func handshakeCause(f *callerr.HandshakeFailure) *calls.HandshakeError {
 // and gRPC (calls.Error.NotSent).
 func markNotSent(err *calls.Error) *calls.Error {
 	return (*calls.Error)((*callerr.Error)(err).MarkNotSent())
+}
+
+// reasonOf classifies, for statistics, the outcome of a call a lane completed with err.
+func reasonOf(err error) callcore.Reason {
+	ce, ok := err.(*calls.Error)
+	if !ok {
+		return callcore.ReasonError
+	}
+	switch ce.Kind() {
+	case calls.ErrTimeout:
+		return callcore.ReasonTimeout
+	case calls.ErrCancelled:
+		return callcore.ReasonCancelled
+	case calls.ErrTooLarge:
+		return callcore.ReasonInvalid
+	case calls.ErrShed:
+		return callcore.ReasonShed
+	}
+	return callcore.ReasonError
 }

@@ -1,14 +1,10 @@
 package reactor
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"time"
 
-	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callerr"
 	"github.com/trixnew/prpc/internal/callqueue"
@@ -24,14 +20,9 @@ type engine struct {
 	heap    *callqueue.DeadlineHeap
 	records callqueue.RecordPool
 	sub     callqueue.Submission // the submission being accepted
-	// byPos names the record of each call accepted, by its submission position modulo the
-	// ring's size, for the cancels of promises, which know only the position. An entry is
-	// overwritten a lap of the ring later. Admission bounds the calls outstanding by the
-	// ring's size, not their age: a call still unsettled when its entry is overwritten (a
-	// long call among quick ones) keeps it in lapped, by position, until it is cancelled or
-	// a sweep finds it settled.
-	byPos    []posEntry
-	lapped   map[uint32]posEntry
+	// byPos names the record of each call accepted by its submission position, for the
+	// cancels of promises, which know only the position.
+	byPos    callqueue.CallsByPosition
 	accepted []accepted // calls accepted this turn, by method, not counted in Stats yet
 	admitted []callqueue.Work
 	// finished counts, per invoker, the calls this turn learnt a lane has finished with after
@@ -80,11 +71,13 @@ func newEngine(r *Reactor) *engine {
 	e := &engine{r: r, heap: &r.deadlines, timer: r.clock.NewTimer(time.Hour), finished: make([]int32, r.cfg.Workers),
 		held: make(map[*callcore.Call]uint64)}
 	e.records.Freed = &r.freed
-	e.byPos = make([]posEntry, r.subs.Size())
+	e.byPos = callqueue.NewCallsByPosition(r.subs)
 	e.timer.Stop()
 	return e
 }
 
+// run is the reactor goroutine: it turns until a turn reports that the reactor is done, then
+// waits for the lanes and finishes (enginestop.go).
 func (e *engine) run() {
 	for {
 		e.wait()
@@ -94,23 +87,6 @@ func (e *engine) run() {
 			return
 		}
 	}
-}
-
-// waitLanes waits for every lane to exit, and returns 0; or, if Close gives up on them first
-// (abandon), returns how many had not exited. Every call is settled by then, so a lane that
-// runs one runs a call the reactor cut, whose context is cancelled: it returns at once, unless
-// a hook of the host on the lane ignores the context.
-func (e *engine) waitLanes() int {
-	r := e.r
-	left := r.cfg.Workers * r.cfg.BatchSize
-	for ; left > 0; left-- {
-		select {
-		case <-r.laneExit:
-		case <-r.abandon:
-			return left
-		}
-	}
-	return 0
 }
 
 // wait blocks until a submission is published, an inbox event or a lane's report arrives, or
@@ -223,50 +199,8 @@ func (e *engine) record(pos uint64, s *callqueue.Submission) (c *callcore.Call, 
 	callqueue.ClearSubmission(s)
 	e.countOne(e.r.method(c.Ops))
 	gen = c.Gen()
-	slot := &e.byPos[e.r.subs.Index(pos)]
-	if old := *slot; old.c != nil && old.c.Unsettled(old.gen) {
-		e.keepLapped(old)
-	}
-	*slot = posEntry{pos: pos, c: c, gen: gen}
+	e.byPos.Put(pos, c, gen)
 	return c, gen
-}
-
-// keepLapped keeps the entry of an unsettled call whose slot of byPos a new call takes. It
-// first sweeps out the entries of settled calls once lapped holds as many entries as byPos:
-// at most that many calls are unsettled, so lapped stays within twice byPos's size, and the
-// sweep's cost is spread over as many insertions.
-func (e *engine) keepLapped(ent posEntry) {
-	if e.lapped == nil {
-		e.lapped = make(map[uint32]posEntry)
-	}
-	if len(e.lapped) >= len(e.byPos) {
-		for pos, old := range e.lapped {
-			if !old.c.Unsettled(old.gen) {
-				delete(e.lapped, pos)
-			}
-		}
-	}
-	e.lapped[uint32(ent.pos)] = ent
-}
-
-// byPosition returns the entry of the call submitted at pos (modulo 2³²), if it may still be
-// unsettled.
-func (e *engine) byPosition(pos uint32) (posEntry, bool) {
-	if ent := e.byPos[e.r.subs.Index(uint64(pos))]; ent.c != nil && uint32(ent.pos) == pos {
-		return ent, true
-	}
-	ent, ok := e.lapped[pos]
-	if ok {
-		delete(e.lapped, pos)
-	}
-	return ent, ok
-}
-
-// posEntry is the record of the call submitted at pos, in its use gen.
-type posEntry struct {
-	pos uint64
-	c   *callcore.Call
-	gen uint32
 }
 
 // countAccepted counts this turn's accepted calls in Stats, as submitted and pending, before
@@ -318,12 +252,12 @@ func (e *engine) handle(ev *callqueue.Event) {
 	c, gen := ev.C, ev.Gen
 	switch ev.Kind {
 	case callqueue.EvCancelPos: // Promise.Cancel
-		ent, ok := e.byPosition(ev.Pos)
-		if !ok {
+		var ok bool
+		if c, gen, ok = e.byPos.Find(ev.Pos); !ok {
 			return // delivered long ago
 		}
-		if taken, sent := e.take(ent.c, ent.gen, false); taken {
-			e.settle(ent.c, localError(callerr.Cancelled, ent.c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, sent)
+		if taken, sent := e.take(c, gen, false); taken {
+			e.settle(c, localError(callerr.Cancelled, c.Ops.Path, "call cancelled", nil), callcore.ReasonCancelled, sent)
 		}
 	case callqueue.EvCancel: // the parent context is done
 		taken, sent := e.take(c, gen, ev.Deadline)
@@ -380,24 +314,6 @@ func (e *engine) dispatch() {
 	e.admitted = e.admitted[:0]
 }
 
-func reasonOf(err error) callcore.Reason {
-	ce, ok := err.(*calls.Error)
-	if !ok {
-		return callcore.ReasonError
-	}
-	switch ce.Kind() {
-	case calls.ErrTimeout:
-		return callcore.ReasonTimeout
-	case calls.ErrCancelled:
-		return callcore.ReasonCancelled
-	case calls.ErrTooLarge:
-		return callcore.ReasonInvalid
-	case calls.ErrShed:
-		return callcore.ReasonShed
-	}
-	return callcore.ReasonError
-}
-
 // expire settles every call whose deadline has passed.
 func (e *engine) expire() {
 	for e.expireOne() {
@@ -417,104 +333,6 @@ func (e *engine) expireOne() bool {
 	return true
 }
 
-// timeout settles c, taken from the lanes, with ErrTimeout; sent says whether a lane had sent it.
-func (e *engine) timeout(c *callcore.Call, sent bool) {
-	elapsed, timeout := time.Duration(e.nowNs-c.Submitted), time.Duration(c.Deadline-c.Submitted)
-	msg := fmt.Sprintf("deadline exceeded after %v (timeout %v)", elapsed.Round(time.Millisecond), timeout)
-	if !sent {
-		msg += "; never sent"
-	}
-	e.settle(c, localError(callerr.Timeout, c.Ops.Path, msg, nil), callcore.ReasonTimeout, sent)
-}
-
-// abort settles every unsettled call with ErrClosed wrapping cause, for Close.
-func (e *engine) abort(cause error) {
-	// Drop every call no lane has claimed before cutting any: a cut call frees its lane,
-	// which would otherwise send the next queued call before this loop reached it.
-	type cut struct {
-		c    *callcore.Call
-		sent bool
-	}
-	var taken []cut
-	for ent := range e.heap.All() {
-		if e.drop(ent.C, ent.Gen) {
-			taken = append(taken, cut{ent.C, false})
-		}
-	}
-	for ent := range e.heap.All() {
-		if ok, _ := e.take(ent.C, ent.Gen, false); ok {
-			taken = append(taken, cut{ent.C, true})
-		}
-	}
-	e.r.cutOff.Add(uint64(len(taken)))
-	for _, t := range taken {
-		e.settle(t.c, localError(callerr.Closed, t.c.Ops.Path, "reactor closed before the call completed: "+cause.Error(), cause), callcore.ReasonClosed, t.sent)
-	}
-}
-
-// take makes the reactor goroutine c's settler, unless c is settled already, and reports
-// whether it did and whether a lane had sent c. It drops c if no lane has claimed it;
-// otherwise it cuts the running transport call, whose context then reports
-// context.DeadlineExceeded if forDeadline is set (the call's deadline or its parent's
-// passed) and context.Canceled if not, and whose lane then reports that it has finished
-// with c.
-func (e *engine) take(c *callcore.Call, gen uint32, forDeadline bool) (taken, sent bool) {
-	if e.drop(c, gen) {
-		return true, false
-	}
-	if mutation == "skip-claim-cas" && c.Unsettled(gen) {
-		// The bug: the reactor takes a running call without its compare-and-swap, so the
-		// lane may settle it too.
-		c.CancelTransport(forDeadline)
-		return true, true
-	}
-	if !c.Move(gen, callcore.Running, callcore.Cut) {
-		if c.Move(gen, callcore.Joined, callcore.Left) { // a member of a flight: it leaves alone
-			e.r.flights.leave(c, forDeadline)
-			return true, true
-		}
-		return false, false // settled already, by a lane or by the reactor, or a later use
-	}
-	if mutation != "no-cancel-transport" {
-		c.CancelTransport(forDeadline)
-	}
-	return true, true
-}
-
-// settle records the outcome of c, which take gave to the reactor goroutine, and queues it for
-// delivery, its error marked NotSent unless a lane had claimed it (sent); if a lane was running
-// c (sent, Cut), it is queued once the lane reports that it has finished with it (laneDone), so
-// that nothing reads the request once the caller has the outcome. The lane's transport call,
-// cancelled, returns promptly. A call that left a flight (Left) is queued at once: the
-// flight's lane reads none of its members' records.
-func (e *engine) settle(c *callcore.Call, err *calls.Error, reason callcore.Reason, sent bool) {
-	if !sent {
-		markNotSent(err)
-	}
-	e.heap.Remove(c)
-	c.StopParentWatch()
-	c.Err = err
-	c.Reason = reason
-	// A cut call waits for its lane; a call that left a flight waits for nothing: no lane
-	// reads its record.
-	hold := sent
-	if sent && c.Settler() == callcore.Left {
-		hold = false
-		e.left++
-	}
-	if hold {
-		e.cuts++
-		e.held[c] = e.cuts
-	}
-	if !hold || mutation == "deliver-cut" {
-		// A call accepted in this turn may have been submitted after the turn read the clock:
-		// Since counts that as no time. A call that left a flight may have been claimed
-		// after it, by a lane: no time either.
-		c.Settled = max(c.Since(e.nowNs), c.Claimed)
-		e.settled = append(e.settled, c)
-	}
-}
-
 // release takes this turn's finished calls off the InFlight and load gauges.
 func (e *engine) release() {
 	total := e.left
@@ -529,19 +347,6 @@ func (e *engine) release() {
 	if total > 0 {
 		e.r.inFlight.Add(-total)
 	}
-}
-
-// drop makes sure no lane will send c, unless one has claimed it already, and reports whether
-// it did. A dropped call's request is released; a lane that takes it from the ready queue
-// finds it Dropped and skips it.
-func (e *engine) drop(c *callcore.Call, gen uint32) bool {
-	if !c.Move(gen, callcore.Unclaimed, callcore.Dropped) {
-		return false
-	}
-	if c.Queued {
-		e.r.queued.Add(-1)
-	}
-	return true
 }
 
 // flush queues this turn's settled calls for Tick and wakes the host once.
@@ -572,110 +377,4 @@ func (e *engine) arm() {
 		e.timer.Reset(max(e.r.timeAt(ent.At).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
 		e.armed, e.armedAt = true, ent.At
 	}
-}
-
-// finish, once the lanes have stopped, closes an owned connection, settles whatever raced with
-// Close, and signals that the reactor goroutine is done. left is how many lanes had not
-// exited when Close gave up on them (waitLanes): finish delivers the calls that those still
-// hold and waits only for the others, which hold none.
-func (e *engine) finish(left int) {
-	r := e.r
-	e.timer.Stop()
-	_, done := r.in.Close()
-	e.nowNs = r.now() // the settle time of the calls below
-	// The lanes' last reports: calls they finished with after the reactor cut them.
-	for _, d := range done {
-		e.laneDone(d)
-	}
-	e.release()
-	if left > 0 {
-		stuck := e.abandonLanes()
-		// The other lanes hold no call: they exit at once. A stuck lane whose hook returns
-		// meanwhile may exit in the place of one of them, which then exits a moment later.
-		for ; left > stuck; left-- {
-			<-r.laneExit
-		}
-		r.stuckLanes = stuck
-	}
-	// Calls admitted before Close whose submission was published after the last turn; the
-	// producers of later ones take them back and fail them themselves.
-	r.subs.Close(func(pos uint64, s *callqueue.Submission) {
-		c, gen := e.record(pos, s)
-		c.Move(gen, callcore.Unclaimed, callcore.Dropped)
-		e.settle(c, localError(callerr.Closed, c.Ops.Path, "reactor closed before the call was sent", nil), callcore.ReasonClosed, false)
-	})
-	e.countAccepted()
-	if r.cc != nil {
-		if err := r.cc.Close(); err != nil {
-			r.cfg.Logger.Warn("prpc: closing the connection", "error", err)
-		}
-		r.subconns.Release()
-	}
-	if len(e.settled) > 0 {
-		r.out.Push(e.settled...)
-		select {
-		case r.ready <- struct{}{}:
-		default:
-		}
-	}
-	r.recordsMade = e.records.Made
-	if r.hedger != nil {
-		r.hedger.shutdown()
-	}
-	close(r.done)
-}
-
-// abandonLanes delivers the calls held by lanes that Close gave up on, once their reports can
-// no longer arrive (the inbox is closed): the calls the reactor cut while a lane ran them
-// whose lane never reported (held), in the order they were cut. Their outcome was recorded
-// when they were cut. Each is delivered through a stand-in record (standIn) and taken off the
-// InFlight and load gauges. It returns how many there were, one per stuck lane, plus the
-// flights still running (flight.go), whose lanes are stuck too: their members have left them
-// and went to Tick then.
-func (e *engine) abandonLanes() int {
-	r := e.r
-	flights := 0 // the flights still running: every member has left, their lanes are stuck
-	if r.flights != nil {
-		flights = r.flights.abandon()
-	}
-	n := len(e.held)
-	if n+flights == 0 {
-		return 0
-	}
-	// A lane counts its call in InFlight after it has written the record's Claimed, which
-	// standIn reads: this load orders the two.
-	r.inFlight.Load()
-	cut := make([]*callcore.Call, 0, n)
-	for c := range e.held {
-		cut = append(cut, c)
-	}
-	slices.SortFunc(cut, func(a, b *callcore.Call) int { return cmp.Compare(e.held[a], e.held[b]) })
-	for _, c := range cut {
-		e.settled = append(e.settled, e.standIn(c))
-	}
-	clear(e.held)
-	r.inFlight.Add(-int32(n))
-	// Every other lane has taken its calls off its invoker's load; the stuck lanes never will
-	// (their reports are refused), and which invoker each belongs to is not recorded.
-	for i := range r.loads {
-		r.loads[i].Store(0)
-	}
-	return n + flights
-}
-
-// standIn returns the record through which a call that a stuck lane still holds is delivered:
-// a free one, settled (Cut), with c's request, target and outcome. c itself is never
-// delivered, so never freed and reused: the stuck lane, whose hook may still read the
-// request, reads c once its transport call returns, and nothing writes c any more.
-func (e *engine) standIn(c *callcore.Call) *callcore.Call {
-	s := e.records.Get()
-	gen := s.Gen()
-	s.Ops, s.Target, s.Req, s.Extra = c.Ops, c.Target, c.Req, c.Extra
-	s.Submitted, s.Deadline, s.WaitForReady, s.Metadata = c.Submitted, c.Deadline, c.WaitForReady, c.Metadata
-	s.Claimed = c.Claimed
-	s.Value, s.Err, s.Header, s.Trailer, s.Reason = c.Value, c.Err, c.Header, c.Trailer, c.Reason
-	s.Settled = s.Since(e.nowNs)
-	s.Move(gen, callcore.Unclaimed, callcore.Running)
-	s.Move(gen, callcore.Running, callcore.Cut)
-	return s
 }

@@ -37,15 +37,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
 
 	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
 	"github.com/trixnew/prpc/internal/dial"
 	"github.com/trixnew/prpc/internal/limitcheck"
-	"github.com/trixnew/prpc/internal/meshtarget"
 )
 
 // Reactor runs unary gRPC calls for one host goroutine. Create it with New; call Tick from one
@@ -200,62 +197,6 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.backends.now = r.now
 	r.baseOpts = limitcheck.CallOptions(cfg.Limits)
 	return r, nil
-}
-
-// dial dials the connection for Config.Target or Targets, whose balancer reports each
-// backend's connectivity to r's backends table, without waiting for it to connect.
-func (r *Reactor) dial() error {
-	r.subconns = dial.NewSubconnTable()
-	opts, err := r.cfg.dialOptions(r.subconns)
-	if err == nil {
-		r.cc, err = dial.NewClient(opts, &r.handshakes, r.subconns)
-	}
-	if err != nil {
-		r.subconns.Release()
-		return err
-	}
-	r.conn = r.cc
-	r.ownScheme = meshtarget.Scheme(r.cfg.Target)
-	r.backends.listed = func() (map[string]connectivity.State, bool) {
-		return r.subconns.ByAddr(), r.subconns.Observed()
-	}
-	return nil
-}
-
-// dialOptions returns the settings of the connection New dials for cfg, whose balancers
-// report each backend's connectivity to subconns.
-func (cfg *Config) dialOptions(subconns *dial.SubconnTable) (dial.Options, error) {
-	tc, err := cfg.Credentials.transport()
-	if err != nil {
-		return dial.Options{}, err
-	}
-	// Credentials other than Insecure are wrapped to record the outcome of every handshake.
-	_, plaintext := cfg.Credentials.(insecureCreds)
-	sc := cfg.ServiceConfig
-	if sc == "" {
-		sc = cfg.serviceConfig(subconns)
-	}
-	b := cfg.Backoff
-	return dial.Options{
-		Target:           cfg.Target,
-		Targets:          cfg.Targets,
-		Credentials:      tc,
-		RecordHandshakes: !plaintext,
-		DialOptions:      cfg.DialOptions,
-		ConnectParams: grpc.ConnectParams{
-			Backoff: backoff.Config{
-				BaseDelay:  b.BaseDelay,
-				Multiplier: b.Multiplier,
-				Jitter:     b.Jitter,
-				MaxDelay:   b.MaxDelay,
-			},
-			MinConnectTimeout: b.MinConnectTimeout,
-		},
-		Keepalive:           cfg.Keepalive,
-		ServiceConfig:       sc,
-		ServiceConfigLookup: cfg.ServiceConfigLookup,
-		Limits:              cfg.Limits,
-	}, nil
 }
 
 // Conn returns the connection r calls with, for the RPCs prpc does not make: streaming
