@@ -43,6 +43,15 @@ func (ss servers) addrs() []string {
 	return as
 }
 
+// calls returns the calls each server has received, in order.
+func (ss servers) calls() []int64 {
+	var cs []int64
+	for _, s := range ss {
+		cs = append(cs, s.Calls())
+	}
+	return cs
+}
+
 // stop stops every server, each once its handlers have returned.
 func (ss servers) stop() error {
 	var err error
@@ -102,6 +111,14 @@ func startRig(config func(addrs []string) reactor.Config, handlers ...Handler) (
 		return nil, err
 	}
 	return newRig(srvs, config)
+}
+
+// spreadOver returns the Config of a reactor that spreads the calls over addrs (round_robin,
+// through Config.Targets), each with timeout, for a run of calls calls of echo, hedged as
+// hedge says (unhedged if nil).
+func spreadOver(addrs []string, timeout time.Duration, calls int, hedge *reactor.HedgePolicy) reactor.Config {
+	return reactor.Config{Targets: addrs, DefaultTimeout: timeout, MaxOutstanding: max(calls, 1024),
+		Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Hedge: hedge}}}
 }
 
 // close closes the reactor (Reactor.Close), runs beforeStop, then stops the servers, each once
@@ -170,9 +187,67 @@ func (g *rig) warmUp(what string) error {
 	return nil
 }
 
+// warmUpEachBound bounds the time warmUpEach warms up for.
+const warmUpEachBound = 5 * time.Second
+
+// warmUpEach submits rounds of calls with req, one per server, each round drained, until
+// every server has received a call, or fails after warmUpEachBound. round_robin picks only
+// the backends it has connected to, so that the calls after the warm-up are spread over all
+// of them from the first. The warm-up's calls are not counted anywhere but in the servers'
+// and the reactor's own counts.
+func (g *rig) warmUpEach(req *testpb.EchoRequest) error {
+	for warm := time.Now(); slices.Contains(g.srvs.calls(), 0); {
+		if time.Since(warm) > warmUpEachBound {
+			return fmt.Errorf("policybench: after %v of warm-up calls, the backends had received %v", warmUpEachBound, g.srvs.calls())
+		}
+		for range g.srvs {
+			if err := g.submit(req, func(error) {}); err != nil {
+				return err
+			}
+		}
+		g.drain()
+	}
+	return nil
+}
+
+// submitEveryTick submits calls calls, open-loop, perTick at each tick of a ticker of every:
+// at each tick it runs before, if not nil, with the calls submitted so far, submits the
+// tick's calls with submit, waits for the ticker, then ticks the reactor once; once every
+// call is submitted it drains. It returns the calls submitted, and the first error of before
+// or submit, at which it stops.
+func (g *rig) submitEveryTick(calls, perTick int, every time.Duration, before func(submitted int) error, submit func() error) (int, error) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	n := 0
+	for n < calls {
+		if before != nil {
+			if err := before(n); err != nil {
+				return n, err
+			}
+		}
+		for range min(perTick, calls-n) {
+			if err := submit(); err != nil {
+				return n, err
+			}
+			n++
+		}
+		<-tick.C
+		g.r.Tick(2 * time.Millisecond)
+	}
+	g.drain()
+	return n, nil
+}
+
 // methodStats returns echo's MethodStats as they stand.
 func (g *rig) methodStats() reactor.MethodStats {
 	return g.r.Stats().Methods[echo.Path()]
+}
+
+// hedgesSince returns the hedges echo's calls have sent, and those that won, since its stats
+// were since.
+func (g *rig) hedgesSince(since reactor.MethodStats) (hedges, won uint64) {
+	now := g.methodStats()
+	return now.Hedges - since.Hedges, now.HedgesWon - since.HedgesWon
 }
 
 // percentiles sorts latencies and returns their 50th and 99th percentiles, by nearest rank.
