@@ -260,19 +260,11 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 	if srv != nil {
 		target, backend = srv.Addr(), "in-process data service, in-memory SQLite"
 	}
-
-	rcfg := cfg.reactorConfig(target, stderr)
-	w := newWorld(cfg, logErr)
-	rcfg.OnCallbackPanic = func(v any) { // on the loop goroutine, like every callback
-		w.c.panics++
-		logErr.printf("a promise callback panicked: %v", v)
-	}
-	r, err := reactor.New(rcfg)
+	gm, err := newGame(cfg, target, logErr, stdout, stderr)
 	if err != nil {
 		logErr.fatal("creating the reactor: %v", err)
 		return 1
 	}
-	w.data = networkpbprpc.NewDataServiceClient(r)
 
 	// The main job's goroutines are supervised as one group: the game (the loop, then the
 	// read-back), the watch on the in-process backend and the watch on signals. gctx is done
@@ -286,41 +278,8 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 	// closes it (see loop.Config.OnStop).
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoop()
-
-	rep := newReporter(stdout, cfg.tps)
-	var l *loop.Loop
-	var stopReason string
-	onTick := func(n uint64) {
-		now := rep.tickAt(n)
-		if stopReason == "" && (gctx.Err() != nil || cfg.duration > 0 && now.Sub(rep.start) >= cfg.duration) {
-			stopReason = "duration elapsed"
-			switch {
-			case ctx.Err() != nil:
-				stopReason = "interrupted"
-			case gctx.Err() != nil:
-				stopReason = context.Cause(gctx).Error()
-			}
-			rep.stopAt = now
-			stopLoop() // Run finishes this tick, then runs OnStop.
-		}
-		w.tick(n)
-		if n > 0 && n%uint64(cfg.tps) == 0 {
-			rep.status(now, l.Stats(), r.Stats(), w.online)
-		}
-	}
-	l, err = loop.New(loop.Config{
-		TPS:             cfg.tps,
-		Budget:          cfg.budget,
-		Reactors:        []loop.Reactor{r},
-		OnTick:          onTick,
-		ShutdownTimeout: cfg.drainTimeout,
-		OnStop: func() {
-			fmt.Fprintf(stderr, "gameloop: stopping (%s): %d players leaving, waiting for their final saves\n", stopReason, w.online)
-			w.stopAll()
-		},
-	})
-	if err != nil {
-		_ = r.Close(context.Background())
+	if err := gm.newLoop(ctx, gctx, stopLoop, stderr); err != nil {
+		_ = gm.r.Close(context.Background())
 		logErr.fatal("creating the loop: %v", err)
 		return 2
 	}
@@ -329,54 +288,15 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 		cfg.players, cfg.tps, durationText(cfg.duration), target, backend, cfg.seed)
 
 	over := make(chan struct{}) // closed when the game, read-back included, is over
-	// Signals: after the first, restore the default behaviour, so that a second one kills.
-	g.Go(func() error {
-		select {
-		case <-ctx.Done():
-			stopSignals()
-		case <-over:
-		}
-		return nil
-	})
+	watchSignals(ctx, g, over, stopSignals)
 	if srv != nil {
-		// The backend: stopping during the game cancels gctx, which stops the game.
-		g.Go(func() error {
-			select {
-			case <-srv.Done():
-				return backendStopped(srv.Err())
-			case <-over:
-				return nil
-			}
-		})
+		watchBackend(g, srv, over)
 	}
 	// The game: the loop, then the read-back, on one goroutine (it reads the world unlocked).
 	var s summary
 	g.Go(func() error {
 		defer close(over)
-		rep.start = time.Now()
-		runErr := l.Run(loopCtx)
-		s = summary{
-			cfg:    cfg,
-			target: target,
-			start:  rep.start,
-			stopAt: rep.stopAt,
-			end:    time.Now(),
-			first:  rep.first,
-			last:   rep.last,
-			played: rep.played,
-			loop:   l.Stats(),
-			calls:  r.Stats(),
-			world:  w.c,
-			online: w.online,
-			runErr: runErr,
-		}
-		if srv != nil {
-			st := srv.Stats()
-			s.backend = &st
-		}
-		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
-		defer vcancel()
-		s.verify = verify(vctx, cfg.reactorConfig(target, stderr), cfg.budget, w)
+		s = gm.runAndVerify(ctx, loopCtx, srv, stderr)
 		return nil
 	})
 	s.backendErr = g.Wait()
@@ -387,6 +307,141 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 		return 1
 	}
 	return 0
+}
+
+// game is one play of the demo, on the loop goroutine: the world, the reactor its players
+// call through, the loop that ticks both, and the reporter of its status lines.
+type game struct {
+	cfg        *config
+	target     string
+	w          *world
+	r          *reactor.Reactor
+	l          *loop.Loop
+	rep        *reporter
+	stopReason string // why the game stopped playing, once it has
+}
+
+// newGame creates the world of cfg and the reactor, talking to target, that its players call
+// through; a callback that panics is counted and logged to logErr. Status lines go to stdout,
+// the reactor's logs to stderr.
+func newGame(cfg *config, target string, logErr *errLog, stdout, stderr io.Writer) (*game, error) {
+	rcfg := cfg.reactorConfig(target, stderr)
+	w := newWorld(cfg, logErr)
+	rcfg.OnCallbackPanic = func(v any) { // on the loop goroutine, like every callback
+		w.c.panics++
+		logErr.printf("a promise callback panicked: %v", v)
+	}
+	r, err := reactor.New(rcfg)
+	if err != nil {
+		return nil, err
+	}
+	w.data = networkpbprpc.NewDataServiceClient(r)
+	return &game{cfg: cfg, target: target, w: w, r: r, rep: newReporter(stdout, cfg.tps)}, nil
+}
+
+// newLoop creates the loop that plays the game, tick by tick, and prints a status line every
+// second. Once the duration has elapsed or gctx is done, it calls stopLoop, which ends the
+// loop after that tick; the loop's OnStop then says why on stderr and makes every online
+// player leave.
+func (gm *game) newLoop(ctx, gctx context.Context, stopLoop func(), stderr io.Writer) error {
+	onTick := func(n uint64) {
+		now := gm.rep.tickAt(n)
+		if gm.stopReason == "" && (gctx.Err() != nil || gm.cfg.duration > 0 && now.Sub(gm.rep.start) >= gm.cfg.duration) {
+			gm.stopReason = stopReason(ctx, gctx)
+			gm.rep.stopAt = now
+			stopLoop() // Run finishes this tick, then runs OnStop.
+		}
+		gm.w.tick(n)
+		if n > 0 && n%uint64(gm.cfg.tps) == 0 {
+			gm.rep.status(now, gm.l.Stats(), gm.r.Stats(), gm.w.online)
+		}
+	}
+	l, err := loop.New(loop.Config{
+		TPS:             gm.cfg.tps,
+		Budget:          gm.cfg.budget,
+		Reactors:        []loop.Reactor{gm.r},
+		OnTick:          onTick,
+		ShutdownTimeout: gm.cfg.drainTimeout,
+		OnStop: func() {
+			fmt.Fprintf(stderr, "gameloop: stopping (%s): %d players leaving, waiting for their final saves\n", gm.stopReason, gm.w.online)
+			gm.w.stopAll()
+		},
+	})
+	gm.l = l
+	return err
+}
+
+// stopReason says why the game stops playing: ctx is done (a signal, or the caller), gctx is
+// done (its cause, the backend stopped serving), or neither, so the duration has elapsed.
+func stopReason(ctx, gctx context.Context) string {
+	switch {
+	case ctx.Err() != nil:
+		return "interrupted"
+	case gctx.Err() != nil:
+		return context.Cause(gctx).Error()
+	}
+	return "duration elapsed"
+}
+
+// runAndVerify runs the loop until it stops, then reads every player back through a reactor
+// of its own, within verifyTimeout, and returns the summary of both but for backendErr: the
+// loop, the calls, the world, the read-back, and srv's counts if srv is not nil. The
+// read-back runs even when ctx is done: it keeps ctx's values, not its cancellation. The
+// read-back reactor's logs go to stderr.
+func (gm *game) runAndVerify(ctx, loopCtx context.Context, srv *server.Server, stderr io.Writer) summary {
+	gm.rep.start = time.Now()
+	runErr := gm.l.Run(loopCtx)
+	s := summary{
+		cfg:    gm.cfg,
+		target: gm.target,
+		start:  gm.rep.start,
+		stopAt: gm.rep.stopAt,
+		end:    time.Now(),
+		first:  gm.rep.first,
+		last:   gm.rep.last,
+		played: gm.rep.played,
+		loop:   gm.l.Stats(),
+		calls:  gm.r.Stats(),
+		world:  gm.w.c,
+		online: gm.w.online,
+		runErr: runErr,
+	}
+	if srv != nil {
+		st := srv.Stats()
+		s.backend = &st
+	}
+	vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), verifyTimeout)
+	defer vcancel()
+	s.verify = verify(vctx, gm.cfg.reactorConfig(gm.target, stderr), gm.cfg.budget, gm.w)
+	return s
+}
+
+// watchSignals watches, in g, for ctx to be done, the first signal: it then calls stopSignals,
+// which restores the default behaviour, so that a second signal kills. It ends when the game
+// is over.
+func watchSignals(ctx context.Context, g *errgroup.Group, over <-chan struct{}, stopSignals func()) {
+	g.Go(func() error {
+		select {
+		case <-ctx.Done():
+			stopSignals()
+		case <-over:
+		}
+		return nil
+	})
+}
+
+// watchBackend watches, in g, the in-process backend srv: if it stops serving during the
+// game, the watch fails, which cancels g's context and so stops the game. It ends when the
+// game is over.
+func watchBackend(g *errgroup.Group, srv *server.Server, over <-chan struct{}) {
+	g.Go(func() error {
+		select {
+		case <-srv.Done():
+			return backendStopped(srv.Err())
+		case <-over:
+			return nil
+		}
+	})
 }
 
 // backendStopped is the error of an in-process backend that stopped serving during the game,

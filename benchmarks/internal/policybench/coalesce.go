@@ -1,12 +1,9 @@
 package policybench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
-
-	"google.golang.org/grpc/status"
 
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor"
@@ -94,8 +91,7 @@ func (r CoalesceResult) HostNsPerCall() float64 {
 // burst. BenchmarkCoalescedBurst runs its b.N bursts one by one; RunCoalesce runs a whole run.
 type CoalesceRun struct {
 	cfg    CoalesceConfig
-	srv    *Server
-	r      *reactor.Reactor
+	g      *rig
 	calls0 int64 // the server's calls before the first measured burst
 	res    CoalesceResult
 	then   func(*testpb.EchoResponse)
@@ -105,27 +101,18 @@ type CoalesceRun struct {
 // StartCoalesce starts the server and the reactor of one run of cfg and runs the burst that
 // connects and warms up, which is not measured.
 func StartCoalesce(cfg CoalesceConfig) (*CoalesceRun, error) {
-	srv, err := StartServer(func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		if !delay(ctx, time.Duration(req.GetDelayMs())*time.Millisecond) {
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
-	})
+	g, err := startRig(func(addrs []string) reactor.Config {
+		return reactor.Config{Target: addrs[0], MaxOutstanding: 2 * cfg.Burst, DefaultTimeout: cfg.Timeout,
+			Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Coalesce: cfg.Coalesce, CoalesceMax: cfg.CoalesceMax}}}
+	}, echoAfterDelayMs)
 	if err != nil {
 		return nil, err
 	}
-	r, err := reactor.New(reactor.Config{
-		Target: srv.Addr(), Credentials: reactor.Insecure(), MaxOutstanding: 2 * cfg.Burst, DefaultTimeout: cfg.Timeout,
-		Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Coalesce: cfg.Coalesce, CoalesceMax: cfg.CoalesceMax}},
-	})
-	if err != nil {
-		return nil, errors.Join(err, srv.Stop())
-	}
-	c := &CoalesceRun{cfg: cfg, srv: srv, r: r}
+	c := &CoalesceRun{cfg: cfg, g: g}
 	c.then = func(*testpb.EchoResponse) {}
 	c.fail = func(error) { c.res.Failed++ }
 	c.Burst()
-	c.calls0, c.res = srv.Calls(), CoalesceResult{Failed: c.res.Failed}
+	c.calls0, c.res = g.srvs[0].Calls(), CoalesceResult{Failed: c.res.Failed}
 	return c, nil
 }
 
@@ -136,13 +123,13 @@ func (c *CoalesceRun) Burst() {
 	delayMs := c.cfg.Service.Milliseconds()
 	start := time.Now()
 	for range c.cfg.Burst {
-		reactor.Call(c.r, echo, &testpb.EchoRequest{Message: "leaderboard", DelayMs: delayMs}, nil).Then(c.then).OnError(c.fail)
+		reactor.Call(c.g.r, echo, &testpb.EchoRequest{Message: "leaderboard", DelayMs: delayMs}, nil).Then(c.then).OnError(c.fail)
 	}
 	host := time.Since(start)
 	for delivered := 0; delivered < c.cfg.Burst; {
-		<-c.r.Ready()
+		<-c.g.r.Ready()
 		t := time.Now()
-		delivered += c.r.Tick(time.Second).Delivered
+		delivered += c.g.r.Tick(time.Second).Delivered
 		host += time.Since(t)
 	}
 	c.res.LastDelivery += time.Since(start)
@@ -155,14 +142,12 @@ func (c *CoalesceRun) Burst() {
 // calls too.
 func (c *CoalesceRun) Result() CoalesceResult {
 	res := c.res
-	res.BackendCalls = c.srv.Calls() - c.calls0
+	res.BackendCalls = c.g.srvs[0].Calls() - c.calls0
 	return res
 }
 
-// Close closes the reactor and stops the server.
-func (c *CoalesceRun) Close() error {
-	return errors.Join(c.r.Close(context.Background()), c.srv.Stop())
-}
+// Close closes the reactor and stops the server; a second Close does nothing.
+func (c *CoalesceRun) Close() error { return c.g.close() }
 
 // RunCoalesce runs cfg once: it starts a server and a reactor, warms up with one burst, then
 // measures cfg.Bursts bursts.

@@ -88,109 +88,67 @@ type FailoverResult struct {
 // served a call, then submits cfg.Calls reads, kills the first backend mid-run as cfg says,
 // and ticks the reactor until every read is delivered.
 func RunFailover(cfg FailoverConfig) (res FailoverResult, err error) {
-	var srvs []*Server
-	defer func() {
-		for _, s := range srvs {
-			err = errors.Join(err, s.Stop())
-		}
-	}()
 	handler := func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		if !delay(ctx, cfg.Service) {
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
+		return echoAfter(ctx, req, cfg.Service)
 	}
-	var addrs []string
-	for range cfg.Backends {
-		s, err := StartServer(handler)
-		if err != nil {
-			return res, err
-		}
-		srvs = append(srvs, s)
-		addrs = append(addrs, s.Addr())
-	}
-	calls := func() []int64 {
-		var cs []int64
-		for _, s := range srvs {
-			cs = append(cs, s.Calls())
-		}
-		return cs
-	}
-	r, err := reactor.New(reactor.Config{
-		Targets: addrs, Credentials: reactor.Insecure(), DefaultTimeout: cfg.Timeout, MaxOutstanding: max(cfg.Calls, 1024),
-		Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Hedge: cfg.Hedge}},
-	})
+	g, err := startRig(func(addrs []string) reactor.Config {
+		return spreadOver(addrs, cfg.Timeout, cfg.Calls, cfg.Hedge)
+	}, slices.Repeat([]Handler{handler}, cfg.Backends)...)
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, r.Close(context.Background())) }()
+	defer func() { err = errors.Join(err, g.close()) }()
 	req := &testpb.EchoRequest{Message: "failover"}
-	pending := 0
-	submit := func(measured bool) error {
-		pending++
-		return reactor.Go(r, echo, req, nil, func(_ *testpb.EchoResponse, err error) {
-			pending--
-			if !measured {
-				return
-			}
-			switch status.Code(err) {
-			case codes.OK:
-				res.OK++
-			case codes.Unavailable:
-				res.Unavailable++
-			case codes.DeadlineExceeded:
-				res.DeadlineExceeded++
-			default:
-				res.Failed++
-			}
-		})
+	if err := g.warmUpEach(req); err != nil {
+		return res, err
 	}
-	drain := func() {
-		for pending > 0 {
-			<-r.Ready()
-			r.Tick(time.Second)
-		}
+	stats0 := g.methodStats()
+	k := &killer{victim: g.srvs[0], after: cfg.KillAfter}
+	submit := func() error { return g.submit(req, res.count) }
+	res.Calls, err = g.submitEveryTick(cfg.Calls, cfg.PerTick, cfg.TickEvery, k.atTick, submit)
+	res.Broken = k.broken
+	if err != nil {
+		return res, err
 	}
-	// round_robin picks only the backends it has connected to: warm up until each has served
-	// a call, so that the reads are spread over all of them from the first.
-	for warm := time.Now(); slices.Contains(calls(), 0); {
-		if time.Since(warm) > hedgeWarmup {
-			return res, fmt.Errorf("policybench: after %v of warm-up calls, the backends had received %v", hedgeWarmup, calls())
-		}
-		for range cfg.Backends {
-			if err := submit(false); err != nil {
-				return res, err
-			}
-		}
-		drain()
-	}
-	stats0 := r.Stats().Methods[echo.Path()]
-	victim, killed := srvs[0], false
-	tick := time.NewTicker(cfg.TickEvery)
-	defer tick.Stop()
-	for res.Calls < cfg.Calls {
-		if !killed && res.Calls >= cfg.KillAfter {
-			if n := victim.Serving(); n > 0 {
-				res.Broken, killed = n, true
-				if err := victim.Kill(); err != nil {
-					return res, err
-				}
-			}
-		}
-		for range min(cfg.PerTick, cfg.Calls-res.Calls) {
-			if err := submit(true); err != nil {
-				return res, err
-			}
-			res.Calls++
-		}
-		<-tick.C
-		r.Tick(2 * time.Millisecond)
-	}
-	drain()
-	if !killed {
+	if !k.killed {
 		return res, fmt.Errorf("policybench: the backend to kill served no call at any tick after the first %d reads", cfg.KillAfter)
 	}
-	stats := r.Stats().Methods[echo.Path()]
-	res.Hedges, res.HedgesWon = stats.Hedges-stats0.Hedges, stats.HedgesWon-stats0.HedgesWon
+	res.Hedges, res.HedgesWon = g.hedgesSince(stats0)
 	return res, nil
+}
+
+// count counts a read's outcome by its code.
+func (r *FailoverResult) count(err error) {
+	switch status.Code(err) {
+	case codes.OK:
+		r.OK++
+	case codes.Unavailable:
+		r.Unavailable++
+	case codes.DeadlineExceeded:
+		r.DeadlineExceeded++
+	default:
+		r.Failed++
+	}
+}
+
+// killer kills victim at the first tick at which at least after reads have been submitted
+// and victim is serving a call, and notes the calls the kill broke.
+type killer struct {
+	victim *Server
+	after  int
+	broken int64 // the calls victim was serving when it was killed
+	killed bool
+}
+
+// atTick kills the victim if it is time to, given the reads submitted so far, and returns
+// what Server.Kill returned.
+func (k *killer) atTick(submitted int) error {
+	if k.killed || submitted < k.after {
+		return nil
+	}
+	if n := k.victim.Serving(); n > 0 {
+		k.broken, k.killed = n, true
+		return k.victim.Kill()
+	}
+	return nil
 }

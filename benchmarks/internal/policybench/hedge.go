@@ -3,23 +3,12 @@ package policybench
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/status"
-
-	"github.com/trixnew/prpc/benchmarks/internal/rank"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor"
 )
-
-// hedgePolicy returns the policy of the scenario's method: idempotent, and hedged as cfg.Hedge
-// says (unhedged if nil).
-func hedgePolicy(cfg HedgeConfig) reactor.MethodPolicy {
-	return reactor.MethodPolicy{Method: echo, Idempotent: true, Hedge: cfg.Hedge}
-}
 
 // HedgeConfig is one case of the hedged-reads scenario: Backends backends that answer at
 // once, but for the first, which delays one call in SlowEvery by SlowDelay; and a host that
@@ -89,54 +78,38 @@ type HedgeBackends struct {
 func StartHedgeBackends(cfg HedgeConfig) (*HedgeBackends, error) {
 	b := &HedgeBackends{}
 	slow := func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		if b.slow.Add(1)%int64(cfg.SlowEvery) == 0 && !delay(ctx, cfg.SlowDelay) {
-			return nil, status.FromContextError(ctx.Err()).Err()
+		if b.slow.Add(1)%int64(cfg.SlowEvery) == 0 {
+			return echoAfter(ctx, req, cfg.SlowDelay)
 		}
 		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
 	}
 	fast := func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
 		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
 	}
+	var handlers []Handler
 	for i := range cfg.Backends {
 		h := fast
 		if i == 0 {
 			h = slow
 		}
-		s, err := StartServer(h)
-		if err != nil {
-			return nil, errors.Join(err, b.Stop())
-		}
-		b.Servers = append(b.Servers, s)
+		handlers = append(handlers, h)
 	}
+	srvs, err := startServers(handlers...)
+	if err != nil {
+		return nil, err
+	}
+	b.Servers = srvs
 	return b, nil
 }
 
 // Addrs returns the backends' addresses, the slow one first.
-func (b *HedgeBackends) Addrs() []string {
-	var as []string
-	for _, s := range b.Servers {
-		as = append(as, s.Addr())
-	}
-	return as
-}
+func (b *HedgeBackends) Addrs() []string { return servers(b.Servers).addrs() }
 
 // Calls returns the calls each backend has received, the slow one first.
-func (b *HedgeBackends) Calls() []int64 {
-	var cs []int64
-	for _, s := range b.Servers {
-		cs = append(cs, s.Calls())
-	}
-	return cs
-}
+func (b *HedgeBackends) Calls() []int64 { return servers(b.Servers).calls() }
 
 // Stop stops every backend, each once its handlers have returned.
-func (b *HedgeBackends) Stop() error {
-	var err error
-	for _, s := range b.Servers {
-		err = errors.Join(err, s.Stop())
-	}
-	return err
-}
+func (b *HedgeBackends) Stop() error { return servers(b.Servers).stop() }
 
 // HedgeResult is what one run of the scenario saw.
 type HedgeResult struct {
@@ -167,9 +140,6 @@ func (r HedgeResult) ExtraLoad() float64 {
 	return float64(n)/float64(r.Calls) - 1
 }
 
-// hedgeWarmup bounds the time RunHedge warms up for, until every backend has served a call.
-const hedgeWarmup = 5 * time.Second
-
 // RunHedge runs cfg once, against backends of its own: it warms up until every backend has
 // served a call, then submits cfg.Calls calls and ticks the reactor until every one is
 // delivered.
@@ -178,72 +148,37 @@ func RunHedge(cfg HedgeConfig) (res HedgeResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, be.Stop()) }()
-	r, err := reactor.New(reactor.Config{
-		Targets: be.Addrs(), Credentials: reactor.Insecure(), DefaultTimeout: cfg.Timeout, MaxOutstanding: max(cfg.Calls, 1024),
-		Policies: []reactor.MethodPolicy{hedgePolicy(cfg)},
+	g, err := newRig(be.Servers, func(addrs []string) reactor.Config {
+		return spreadOver(addrs, cfg.Timeout, cfg.Calls, cfg.Hedge)
 	})
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, r.Close(context.Background())) }()
+	defer func() { err = errors.Join(err, g.close()) }()
 	req := &testpb.EchoRequest{Message: "hedge"}
+	if err := g.warmUpEach(req); err != nil {
+		return res, err
+	}
+	calls0, stats0 := be.Calls(), g.methodStats()
 	var latencies []time.Duration
-	pending := 0
-	submit := func(measured bool) error {
+	submit := func() error {
 		submitted := time.Now()
-		pending++
-		return reactor.Go(r, echo, req, nil, func(_ *testpb.EchoResponse, err error) {
-			pending--
-			switch {
-			case !measured:
-			case err == nil:
-				res.OK++
-				latencies = append(latencies, time.Since(submitted))
-			default:
+		return g.submit(req, func(err error) {
+			if err != nil {
 				res.Failed++
+				return
 			}
+			res.OK++
+			latencies = append(latencies, time.Since(submitted))
 		})
 	}
-	drain := func() {
-		for pending > 0 {
-			<-r.Ready()
-			r.Tick(time.Second)
-		}
+	if res.Calls, err = g.submitEveryTick(cfg.Calls, cfg.PerTick, cfg.TickEvery, nil, submit); err != nil {
+		return res, err
 	}
-	// round_robin picks only the backends it has connected to: warm up until each has served
-	// a call, so that the measured calls are spread over all of them.
-	for warm := time.Now(); slices.Contains(be.Calls(), 0); {
-		if time.Since(warm) > hedgeWarmup {
-			return res, fmt.Errorf("policybench: after %v of warm-up calls, the backends had received %v", hedgeWarmup, be.Calls())
-		}
-		for range cfg.Backends {
-			if err := submit(false); err != nil {
-				return res, err
-			}
-		}
-		drain()
-	}
-	calls0, stats0 := be.Calls(), r.Stats().Methods[echo.Path()]
-	tick := time.NewTicker(cfg.TickEvery)
-	defer tick.Stop()
-	for res.Calls < cfg.Calls {
-		for range min(cfg.PerTick, cfg.Calls-res.Calls) {
-			if err := submit(true); err != nil {
-				return res, err
-			}
-			res.Calls++
-		}
-		<-tick.C
-		r.Tick(2 * time.Millisecond)
-	}
-	drain()
 	for i, c := range be.Calls() {
 		res.BackendCalls = append(res.BackendCalls, c-calls0[i])
 	}
-	stats := r.Stats().Methods[echo.Path()]
-	res.Hedges, res.HedgesWon = stats.Hedges-stats0.Hedges, stats.HedgesWon-stats0.HedgesWon
-	slices.Sort(latencies)
-	res.P50, res.P99 = rank.Percentile(latencies, 50), rank.Percentile(latencies, 99)
+	res.Hedges, res.HedgesWon = g.hedgesSince(stats0)
+	res.P50, res.P99 = percentiles(latencies)
 	return res, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/trixnew/prpc/benchmarks/internal/rank"
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor"
@@ -338,153 +336,181 @@ func (b *overloadBackend) handle(ctx context.Context, req *testpb.EchoRequest) (
 	return &testpb.EchoResponse{Message: req.GetMessage()}, nil
 }
 
+// stopServing ends the run for the calls still waiting for a worker: they are sent away
+// unserved.
+func (b *overloadBackend) stopServing() { close(b.stop) }
+
 // RunOverload runs cfg once, against a backend of its own: one call to connect, then the
 // load, tick by tick, then ticks until every call's callback has run; then it shuts the
 // reactor down, sends away the calls the backend still holds unserved, and stops the backend
 // once the calls it is serving finish. The backend's counts cover the load alone.
 func RunOverload(cfg OverloadConfig) (res OverloadResult, err error) {
-	overPer, err := cfg.perTick(cfg.Overload, "Overload")
+	overPer, recPer, err := cfg.check()
 	if err != nil {
 		return res, err
-	}
-	recPer, err := cfg.perTick(cfg.Recovery, "Recovery")
-	if err != nil {
-		return res, err
-	}
-	if cfg.Bucket <= 0 {
-		return res, fmt.Errorf("policybench: overload Bucket %v: want a duration above 0", cfg.Bucket)
 	}
 	be := newOverloadBackend(cfg)
-	srv, err := StartServer(be.handle)
+	g, err := startRig(func(addrs []string) reactor.Config { return cfg.reactorConfig(addrs[0]) }, be.handle)
 	if err != nil {
 		return res, err
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			close(be.stop)
-			err = errors.Join(err, srv.Stop())
-		}
-	}()
-	r, err := reactor.New(cfg.reactorConfig(srv.Addr()))
-	if err != nil {
+	g.beforeStop = be.stopServing
+	defer func() { err = errors.Join(err, g.close()) }()
+	if err := g.warmUp("the overload's warm-up call"); err != nil {
 		return res, err
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			err = errors.Join(err, r.Close(context.Background()))
-		}
-	}()
-
-	warm := make(chan error, 1)
-	if err := reactor.Go(r, echo, &testpb.EchoRequest{Message: "warm-up"}, nil, func(_ *testpb.EchoResponse, err error) { warm <- err }); err != nil {
-		return res, err
-	}
-	for len(warm) == 0 {
-		<-r.Ready()
-		r.Tick(time.Second)
-	}
-	if err := <-warm; err != nil {
-		return res, fmt.Errorf("policybench: the overload's warm-up call: %w", err)
 	}
 	exec0, wasted0 := be.executions.Load(), be.wasted.Load()
-
-	total := cfg.Overload.For + cfg.Recovery.For
-	res.Overload, res.Bucket = cfg.Overload.For, cfg.Bucket
-	res.OKBy = make([]int64, (total+cfg.Bucket-1)/cfg.Bucket)
-	overTicks, ticks := int(cfg.Overload.For/cfg.TickEvery), int(total/cfg.TickEvery)
-	var settled int64
-	var latencies []time.Duration
-	req := &testpb.EchoRequest{Message: "GetGuild"}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	// await waits until t, draining the reactor each time it signals Ready meanwhile, as
-	// loop.Run does between ticks, so that a callback runs when its response arrives rather
-	// than at the next tick.
-	await := func(t time.Time) {
-		for d := time.Until(t); d > 0; d = time.Until(t) {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-				return
-			case <-r.Ready():
-				r.Tick(2 * time.Millisecond)
-			}
-		}
+	o := newOverloadRun(cfg, g)
+	defer o.timer.Stop()
+	if err := o.load(overPer, recPer); err != nil {
+		return o.res, err
 	}
-	start := time.Now()
-	for n := range ticks {
-		await(start.Add(time.Duration(n) * cfg.TickEvery))
+	if err := o.settle(); err != nil {
+		return o.res, err
+	}
+	if err := g.shutdown(time.Second); err != nil {
+		return o.res, err
+	}
+	res = o.res
+	res.Executions, res.Wasted = be.executions.Load()-exec0, be.wasted.Load()-wasted0
+	res.P50, res.P99 = percentiles(o.latencies)
+	return res, nil
+}
+
+// check returns the calls each tick of the overload and of the recovery submits, or an error
+// naming the field of c that the run cannot take.
+func (c OverloadConfig) check() (overPer, recPer int, err error) {
+	if overPer, err = c.perTick(c.Overload, "Overload"); err != nil {
+		return 0, 0, err
+	}
+	if recPer, err = c.perTick(c.Recovery, "Recovery"); err != nil {
+		return 0, 0, err
+	}
+	if c.Bucket <= 0 {
+		return 0, 0, fmt.Errorf("policybench: overload Bucket %v: want a duration above 0", c.Bucket)
+	}
+	return overPer, recPer, nil
+}
+
+// overloadRun is the load of one run of the scenario, on the host goroutine: what the calls'
+// callbacks have counted so far, and the times the host's ticks keep to.
+type overloadRun struct {
+	cfg       OverloadConfig
+	g         *rig
+	req       *testpb.EchoRequest
+	res       OverloadResult
+	latencies []time.Duration // of the calls submitted during the overload that succeeded
+	timer     *time.Timer     // await's
+	start     time.Time       // the load's first tick
+	ticks     int             // the load's ticks, overload and recovery
+}
+
+// newOverloadRun prepares the load of cfg on g's reactor.
+func newOverloadRun(cfg OverloadConfig, g *rig) *overloadRun {
+	total := cfg.Overload.For + cfg.Recovery.For
+	o := &overloadRun{cfg: cfg, g: g, req: &testpb.EchoRequest{Message: "GetGuild"},
+		timer: time.NewTimer(time.Hour), ticks: int(total / cfg.TickEvery)}
+	o.res.Overload, o.res.Bucket = cfg.Overload.For, cfg.Bucket
+	o.res.OKBy = make([]int64, (total+cfg.Bucket-1)/cfg.Bucket)
+	return o
+}
+
+// load submits the load from now, tick by tick: at each tick of TickEvery, overPer calls
+// during the overload and recPer after it, then one Tick. It reads the in-flight limit at the
+// first tick after the overload.
+func (o *overloadRun) load(overPer, recPer int) error {
+	overTicks := int(o.cfg.Overload.For / o.cfg.TickEvery)
+	o.start = time.Now()
+	for n := range o.ticks {
+		o.await(o.start.Add(time.Duration(n) * o.cfg.TickEvery))
 		per, recovery := overPer, n >= overTicks
 		if recovery {
 			per = recPer
 		}
 		if n == overTicks {
-			res.Limit = r.Stats().InFlightLimit
+			o.res.Limit = o.g.r.Stats().InFlightLimit
 		}
-		bucket := int(time.Duration(n) * cfg.TickEvery / cfg.Bucket)
+		bucket := int(time.Duration(n) * o.cfg.TickEvery / o.cfg.Bucket)
 		for range per {
-			submitted := time.Now()
-			res.Submitted++
-			if recovery {
-				res.Recovery++
-			}
-			err := reactor.Go(r, echo, req, nil, func(_ *testpb.EchoResponse, err error) {
-				settled++
-				o, notSent := outcomeOf(err)
-				if notSent {
-					res.NeverSent++
-				}
-				switch o {
-				case outcomeOK:
-					res.OK++
-					res.OKBy[bucket]++
-					if recovery {
-						res.RecoveryOK++
-					} else {
-						res.OverloadOK++
-						latencies = append(latencies, time.Since(submitted))
-					}
-				case outcomeTimeout:
-					res.Timeouts++
-				case outcomeShed:
-					res.Shed++
-				case outcomeRefused:
-					res.Refused++
-				default:
-					res.Failed++
-				}
-			})
-			if err != nil && !errors.Is(err, calls.ErrOverloaded) {
-				return res, err // the callback counts a refusal; anything else is a bug
+			if err := o.submit(bucket, recovery); err != nil {
+				return err
 			}
 		}
-		r.Tick(2 * time.Millisecond)
+		o.g.r.Tick(2 * time.Millisecond)
 	}
-	// Every call has a deadline, so every callback runs within Timeout of the last
-	// submission; the bound only keeps a broken reactor from hanging the run.
-	give := time.Now().Add(cfg.Timeout + 10*time.Second)
-	for next := start.Add(time.Duration(ticks) * cfg.TickEvery); settled < res.Submitted; next = next.Add(cfg.TickEvery) {
+	return nil
+}
+
+// submit submits one call of the load, in bucket, after the load dropped if recovery. A call
+// the reactor refuses with ErrOverloaded counts as its callback says; any other refusal is a
+// bug, which submit returns.
+func (o *overloadRun) submit(bucket int, recovery bool) error {
+	submitted := time.Now()
+	o.res.Submitted++
+	if recovery {
+		o.res.Recovery++
+	}
+	err := o.g.submit(o.req, func(err error) { o.record(err, bucket, recovery, submitted) })
+	if err != nil && !errors.Is(err, calls.ErrOverloaded) {
+		return err
+	}
+	return nil
+}
+
+// record counts how a call submitted at submitted, in bucket, after the load dropped if
+// recovery, ended with err.
+func (o *overloadRun) record(err error, bucket int, recovery bool, submitted time.Time) {
+	oc, notSent := outcomeOf(err)
+	if notSent {
+		o.res.NeverSent++
+	}
+	switch oc {
+	case outcomeOK:
+		o.res.OK++
+		o.res.OKBy[bucket]++
+		if recovery {
+			o.res.RecoveryOK++
+		} else {
+			o.res.OverloadOK++
+			o.latencies = append(o.latencies, time.Since(submitted))
+		}
+	case outcomeTimeout:
+		o.res.Timeouts++
+	case outcomeShed:
+		o.res.Shed++
+	case outcomeRefused:
+		o.res.Refused++
+	default:
+		o.res.Failed++
+	}
+}
+
+// settle keeps ticking, at each TickEvery after the load's last tick, until every call's
+// callback has run. Every call has a deadline, so every callback runs within Timeout of the
+// last submission; the bound only keeps a broken reactor from hanging the run.
+func (o *overloadRun) settle() error {
+	give := time.Now().Add(o.cfg.Timeout + 10*time.Second)
+	for next := o.start.Add(time.Duration(o.ticks) * o.cfg.TickEvery); o.g.pending > 0; next = next.Add(o.cfg.TickEvery) {
 		if time.Now().After(give) {
-			return res, fmt.Errorf("policybench: %d of the overload's %d calls still unsettled", res.Submitted-settled, res.Submitted)
+			return fmt.Errorf("policybench: %d of the overload's %d calls still unsettled", o.g.pending, o.res.Submitted)
 		}
-		await(next)
-		r.Tick(2 * time.Millisecond)
+		o.await(next)
+		o.g.r.Tick(2 * time.Millisecond)
 	}
-	closed = true
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := r.Shutdown(ctx); err != nil {
-		return res, err
+	return nil
+}
+
+// await waits until t, draining the reactor each time it signals Ready meanwhile, as loop.Run
+// does between ticks, so that a callback runs when its response arrives rather than at the
+// next tick.
+func (o *overloadRun) await(t time.Time) {
+	for d := time.Until(t); d > 0; d = time.Until(t) {
+		o.timer.Reset(d)
+		select {
+		case <-o.timer.C:
+			return
+		case <-o.g.r.Ready():
+			o.g.r.Tick(2 * time.Millisecond)
+		}
 	}
-	stopped = true
-	close(be.stop)
-	if err := srv.Stop(); err != nil {
-		return res, err
-	}
-	res.Executions, res.Wasted = be.executions.Load()-exec0, be.wasted.Load()-wasted0
-	slices.Sort(latencies)
-	res.P50, res.P99 = rank.Percentile(latencies, 50), rank.Percentile(latencies, 99)
-	return res, nil
 }

@@ -1,7 +1,6 @@
 package policybench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -141,105 +140,121 @@ const spreadSlack = 5 * time.Second
 // key, then submits cfg.Calls reads as cfg.Arrival says while its host loop ticks the reactor
 // every cfg.TickEvery, until every read is delivered.
 func RunSpread(cfg SpreadConfig) (res SpreadResult, err error) {
-	srv, err := StartServer(func(ctx context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		if !delay(ctx, time.Duration(req.GetDelayMs())*time.Millisecond) {
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		return &testpb.EchoResponse{Message: req.GetMessage()}, nil
-	})
+	g, err := startRig(func(addrs []string) reactor.Config {
+		return reactor.Config{Target: addrs[0], MaxOutstanding: 2 * cfg.Calls, DefaultTimeout: cfg.Timeout,
+			Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Coalesce: cfg.Coalesce}}}
+	}, echoAfterDelayMs)
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, srv.Stop()) }()
-	r, err := reactor.New(reactor.Config{
-		Target: srv.Addr(), Credentials: reactor.Insecure(), MaxOutstanding: 2 * cfg.Calls, DefaultTimeout: cfg.Timeout,
-		Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Coalesce: cfg.Coalesce}},
-	})
-	if err != nil {
+	defer func() { err = errors.Join(err, g.close()) }()
+	if err := g.warmUp("the warm-up read"); err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, r.Close(context.Background())) }()
-	warm := make(chan error, 1)
-	if err := reactor.Go(r, echo, &testpb.EchoRequest{Message: "warm-up"}, nil, func(_ *testpb.EchoResponse, err error) { warm <- err }); err != nil {
-		return res, err
+	calls0, stats0 := g.srvs[0].Calls(), g.methodStats()
+	s := &spreadRun{cfg: cfg, r: g.r}
+	if err := s.run(); err != nil {
+		return s.res, err
 	}
-	for len(warm) == 0 {
-		<-r.Ready()
-		r.Tick(time.Second)
-	}
-	if err := <-warm; err != nil {
-		return res, fmt.Errorf("policybench: the warm-up read: %w", err)
-	}
-	calls0, stats0 := srv.Calls(), r.Stats().Methods[echo.Path()]
+	res = s.res
+	res.Failed += int(s.refused.Load())
+	res.BackendCalls = g.srvs[0].Calls() - calls0
+	res.Coalesced = g.methodStats().Coalesced - stats0.Coalesced
+	return res, nil
+}
 
-	delayMs := cfg.Service.Milliseconds()
-	var delivered int
-	var refused atomic.Int64
-	var start time.Time
-	done := func(_ *testpb.EchoResponse, err error) { // on the host goroutine, in Tick
-		delivered++
-		res.LastDelivery = time.Since(start)
-		switch status.Code(err) {
-		case codes.OK:
-			res.OK++
-		case codes.DeadlineExceeded:
-			res.DeadlineExceeded++
-		default:
-			res.Failed++
-		}
-	}
-	read := func() {
-		if err := reactor.Go(r, echo, &testpb.EchoRequest{Message: "leaderboard", DelayMs: delayMs}, nil, done); err != nil {
-			refused.Add(1)
-		}
-	}
-	var players sync.WaitGroup
-	defer players.Wait()
-	// Each player's goroutine waits for its turn, which the pacer gives it (see PerPlayer).
-	var turns []chan struct{}
-	if cfg.Arrival == PerPlayer {
-		turns = make([]chan struct{}, cfg.Calls)
-		for i := range turns {
-			turns[i] = make(chan struct{})
-			players.Go(func() {
-				<-turns[i]
-				read()
-			})
-		}
-		res.Calls = cfg.Calls
-	}
-	tick := time.NewTicker(cfg.TickEvery)
+// spreadRun is the reads of one run of the scenario: what their callbacks have counted, and
+// the players' goroutines.
+type spreadRun struct {
+	cfg       SpreadConfig
+	r         *reactor.Reactor
+	res       SpreadResult
+	delivered int          // the reads delivered, on the host goroutine
+	refused   atomic.Int64 // the reads reactor.Go refused, from any goroutine
+	start     time.Time    // the first read's turn
+	players   sync.WaitGroup
+}
+
+// run submits the reads as cfg.Arrival says and ticks the reactor every TickEvery until every
+// read is delivered, or fails once the last read is spreadSlack past its deadline. It returns
+// once the players' goroutines have ended.
+func (s *spreadRun) run() error {
+	defer s.players.Wait()
+	turns := s.startPlayers()
+	tick := time.NewTicker(s.cfg.TickEvery)
 	defer tick.Stop()
-	start = time.Now()
-	bound := start.Add(cfg.Span() + cfg.Timeout + spreadSlack)
+	s.start = time.Now()
+	bound := s.start.Add(s.cfg.Span() + s.cfg.Timeout + spreadSlack)
 	if turns != nil {
-		players.Go(func() {
-			for i, turn := range turns {
-				for time.Since(start) < time.Duration(i)*cfg.Every {
-					runtime.Gosched()
-				}
-				close(turn)
-			}
-		})
+		s.players.Go(func() { s.pace(turns) })
 	}
 	for {
-		if cfg.Arrival == PerTick {
-			for range min(cfg.PerTick, cfg.Calls-res.Calls) {
-				read()
-				res.Calls++
+		if s.cfg.Arrival == PerTick {
+			for range min(s.cfg.PerTick, s.cfg.Calls-s.res.Calls) {
+				s.read()
+				s.res.Calls++
 			}
 		}
-		r.Tick(2 * time.Millisecond)
-		if res.Calls == cfg.Calls && delivered+int(refused.Load()) == cfg.Calls {
-			break
+		s.r.Tick(2 * time.Millisecond)
+		undelivered := s.cfg.Calls - s.delivered - int(s.refused.Load())
+		if s.res.Calls == s.cfg.Calls && undelivered == 0 {
+			return nil
 		}
 		if time.Now().After(bound) {
-			return res, fmt.Errorf("policybench: %d of %d reads undelivered %v after the first", cfg.Calls-delivered-int(refused.Load()), cfg.Calls, time.Since(start))
+			return fmt.Errorf("policybench: %d of %d reads undelivered %v after the first", undelivered, s.cfg.Calls, time.Since(s.start))
 		}
 		<-tick.C
 	}
-	res.Failed += int(refused.Load())
-	res.BackendCalls = srv.Calls() - calls0
-	res.Coalesced = r.Stats().Methods[echo.Path()].Coalesced - stats0.Coalesced
-	return res, nil
+}
+
+// startPlayers starts, under PerPlayer, a goroutine for each read, which submits it when its
+// turn comes, and returns their turns, in order, for pace; under PerTick it returns nil.
+func (s *spreadRun) startPlayers() []chan struct{} {
+	if s.cfg.Arrival != PerPlayer {
+		return nil
+	}
+	turns := make([]chan struct{}, s.cfg.Calls)
+	for i := range turns {
+		turns[i] = make(chan struct{})
+		s.players.Go(func() {
+			<-turns[i]
+			s.read()
+		})
+	}
+	s.res.Calls = s.cfg.Calls
+	return turns
+}
+
+// pace gives each player its turn, the i-th i × Every after the start, yielding rather than
+// sleeping until it is due (see PerPlayer).
+func (s *spreadRun) pace(turns []chan struct{}) {
+	for i, turn := range turns {
+		for time.Since(s.start) < time.Duration(i)*s.cfg.Every {
+			runtime.Gosched()
+		}
+		close(turn)
+	}
+}
+
+// read submits one read of the leaderboard, from any goroutine, and counts it refused if
+// reactor.Go refuses it.
+func (s *spreadRun) read() {
+	req := &testpb.EchoRequest{Message: "leaderboard", DelayMs: s.cfg.Service.Milliseconds()}
+	if err := reactor.Go(s.r, echo, req, nil, s.done); err != nil {
+		s.refused.Add(1)
+	}
+}
+
+// done is a read's callback, on the host goroutine, in Tick: it counts the read by its code.
+func (s *spreadRun) done(_ *testpb.EchoResponse, err error) {
+	s.delivered++
+	s.res.LastDelivery = time.Since(s.start)
+	switch status.Code(err) {
+	case codes.OK:
+		s.res.OK++
+	case codes.DeadlineExceeded:
+		s.res.DeadlineExceeded++
+	default:
+		s.res.Failed++
+	}
 }
