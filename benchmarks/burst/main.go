@@ -122,9 +122,12 @@
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
 // summary of the ratios and their spread, the loop suite's targets and verdicts per prpc
-// client, every table, and how to reproduce it) also replaces FILE once the run has finished;
-// benchmarks/README.md is generated so. The exit status is 1 if any call failed or any
-// response was wrong.
+// client, every table, and how to reproduce it) also replaces FILE once the run has finished,
+// and its charts, SVG files in the directory charts beside FILE, which FILE links: per
+// placement, each prpc form's calls/s and client CPU per call ÷ the pool's in the burst
+// suites, their latencies, and the loop thread's CPU time per call in the loop suite.
+// benchmarks/README.md and benchmarks/charts are generated so. The exit status is 1 if any
+// call failed or any response was wrong.
 package main
 
 import (
@@ -232,7 +235,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) (placements *string) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`; each client's goroutines carry the label client=<name> (go tool pprof -tagfocus client=prpc-go)")
 	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to `file`")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the complete report, with its title, the command and how to reproduce it, to `file`, "+
-		"replacing it once the run has finished (e.g. benchmarks/README.md)")
+		"replacing it once the run has finished (e.g. benchmarks/README.md), and its charts, SVG files it links, to the directory charts beside it")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./benchmarks/burst [flags]\n\n"+
 			"Runs pRPC's burst suites through prpc and through plain grpc-go, against the data-service\n"+

@@ -4,12 +4,12 @@ package main
 // here, cell by cell.
 
 import (
+	"bytes"
 	"cmp"
 	_ "embed"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -45,13 +45,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error { return Run{r}.WriteMarkdown(
 
 // WriteDocument writes the report as a complete Markdown document, such as
 // benchmarks/README.md: a title and a notice naming the command that generated it, what
-// WriteMarkdown writes, and how to reproduce it.
+// WriteMarkdown writes with links to its charts, and how to reproduce it.
 func (r *Report) WriteDocument(w io.Writer) error { return Run{r}.WriteDocument(w) }
 
 // WriteMarkdown writes the run's reports as Markdown: the command, then each report, under a
 // heading naming its placement when there are several, its own headings a level deeper.
 func (run Run) WriteMarkdown(w io.Writer) error {
-	body, err := run.markdown()
+	body, err := run.markdown(false)
 	if err == nil {
 		_, err = io.WriteString(w, body)
 	}
@@ -59,9 +59,10 @@ func (run Run) WriteMarkdown(w io.Writer) error {
 }
 
 // WriteDocument writes the run's reports as one complete Markdown document, as WriteDocument
-// of Report does for one.
+// of Report does for one. It links the charts of each report (Report.charts) in the chart
+// directory beside the document, which writeDocument writes.
 func (run Run) WriteDocument(w io.Writer) error {
-	body, err := run.markdown()
+	body, err := run.markdown(true)
 	if err != nil {
 		return err
 	}
@@ -78,12 +79,17 @@ func (run Run) policiesOnly() bool {
 	return true
 }
 
-func (run Run) markdown() (string, error) {
+// markdown renders the run's reports, with links to their charts if charts.
+func (run Run) markdown(charts bool) (string, error) {
 	b := strings.Builder{}
 	fmt.Fprintf(&b, "Command: `%s`\n", run[0].Command)
 	for _, r := range run {
+		v := r.view()
+		if charts {
+			v.Charts = r.charts()
+		}
 		var body strings.Builder
-		if err := tmpl.ExecuteTemplate(&body, "report", r.view()); err != nil {
+		if err := tmpl.ExecuteTemplate(&body, "report", v); err != nil {
 			return "", err
 		}
 		if len(run) == 1 {
@@ -102,31 +108,22 @@ func (run Run) markdown() (string, error) {
 	return b.String(), nil
 }
 
-// writeDocument writes run's document to path, replacing the file, if any, only once the
-// whole document is written: through a temporary file in the same directory, renamed over
-// path.
-func writeDocument(path string, run Run) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("-markdown: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-			err = fmt.Errorf("-markdown %s: %w", path, err)
-		}
-	}()
-	err = run.WriteDocument(f)
+// writeDocument writes run's charts to the chart directory beside path, then its document to
+// path, each file replaced, if it exists, only once it is whole: through a temporary file in
+// the same directory, renamed over it.
+func writeDocument(path string, run Run) error {
+	var doc bytes.Buffer
+	err := run.WriteDocument(&doc)
 	if err == nil {
-		err = f.Chmod(0o644)
+		err = run.writeCharts(filepath.Dir(path))
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = writeFileAtomic(path, doc.Bytes())
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("-markdown %s: %w", path, err)
 	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
 
 // table is a Markdown table: its header, each column's alignment and its rows of cells.
@@ -169,6 +166,8 @@ type reportView struct {
 	SuiteViews             []suiteView
 	LoopView               *loopView
 	PolicyViews            []policyView
+	// Charts are the charts the document links, none in the Markdown on stdout.
+	Charts reportCharts
 }
 
 type suiteView struct {

@@ -156,9 +156,26 @@ func TestMarkdownFlag(t *testing.T) {
 			t.Errorf("the document lacks %q:\n%s", want, doc)
 		}
 	}
-	// The document is written through a temporary file, which is gone.
-	if entries, err := os.ReadDir(filepath.Dir(path)); err != nil || len(entries) != 1 {
-		t.Errorf("the directory holds %v (%v), want the report alone", entries, err)
+	// The document and its charts are written through temporary files, which are gone: the
+	// directory holds the document and the chart directory, which holds the charts the
+	// document links.
+	if entries, err := os.ReadDir(filepath.Dir(path)); err != nil || len(entries) != 2 || entries[0].Name() != "README.md" || entries[1].Name() != chartDir {
+		t.Errorf("the directory holds %v (%v), want the report and %s alone", entries, err, chartDir)
+	}
+	var links, charts []string
+	for _, m := range imageLink.FindAllStringSubmatch(doc, -1) {
+		links = append(links, m[2])
+	}
+	entries, err := os.ReadDir(filepath.Join(filepath.Dir(path), chartDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		charts = append(charts, chartDir+"/"+e.Name())
+	}
+	slices.Sort(links)
+	if want := []string{"charts/burst-latency-inprocess.svg", "charts/burst-ratios-inprocess.svg"}; !slices.Equal(links, want) || !slices.Equal(charts, want) {
+		t.Errorf("the document links %q and the chart directory holds %q, want %q", links, charts, want)
 	}
 }
 

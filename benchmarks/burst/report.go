@@ -226,10 +226,12 @@ func (s ShapeResult) medianTrial(clientName string) (TrialResult, bool) {
 	dur := func(f func(TrialResult) time.Duration) time.Duration { return medianDur(ts, f) }
 	m := TrialResult{Client: clientName, Calls: ts[0].Calls, BackendCPU: -1}
 	m.Total = dur(func(t TrialResult) time.Duration { return t.Total })
+	m.Lat.Min = dur(func(t TrialResult) time.Duration { return t.Lat.Min })
 	m.Lat.Avg = dur(func(t TrialResult) time.Duration { return t.Lat.Avg })
 	m.Lat.P50 = dur(func(t TrialResult) time.Duration { return t.Lat.P50 })
 	m.Lat.P95 = dur(func(t TrialResult) time.Duration { return t.Lat.P95 })
 	m.Lat.P99 = dur(func(t TrialResult) time.Duration { return t.Lat.P99 })
+	m.Lat.Max = dur(func(t TrialResult) time.Duration { return t.Lat.Max })
 	m.CPU = dur(func(t TrialResult) time.Duration { return t.CPU })
 	if ts[0].BackendCPU >= 0 {
 		m.BackendCPU = dur(func(t TrialResult) time.Duration { return t.BackendCPU })
