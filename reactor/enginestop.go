@@ -68,13 +68,7 @@ func (e *engine) finish(left int) {
 		}
 		r.subconns.Release()
 	}
-	if len(e.settled) > 0 {
-		r.out.Push(e.settled...)
-		select {
-		case r.ready <- struct{}{}:
-		default:
-		}
-	}
+	r.wakeHostLast(e.settled)
 	r.recordsMade = e.records.Made
 	if r.hedger != nil {
 		r.hedger.shutdown()

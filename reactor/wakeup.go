@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trixnew/prpc/internal/callcore"
 	"github.com/trixnew/prpc/internal/callqueue"
 )
 
@@ -35,7 +36,7 @@ type wakeup struct {
 // drains them: a value on Ready, and a call of OnReady by the notifier goroutine. It never
 // blocks and never calls a hook of the host, so any goroutine may call it: a lane that settled
 // a call, the reactor goroutine, Call and Go for a rejected call, and Tick for the calls it
-// left behind.
+// left behind. The reactor goroutine's last wake-up, as it finishes, is wakeHostLast.
 func (r *Reactor) wakeHost() {
 	if !r.armed.CompareAndSwap(false, true) {
 		return
@@ -46,6 +47,22 @@ func (r *Reactor) wakeHost() {
 	}
 	if r.notify != nil {
 		r.notify.kick()
+	}
+}
+
+// wakeHostLast is the reactor goroutine's last wake-up, as it finishes (engine.finish): it
+// queues for Tick the calls it settled last, those that raced with Close, and puts a value on
+// Ready. Unlike wakeHost, it neither reads nor sets the wake-up flag and never calls OnReady:
+// Close or Shutdown holds the host role by then and delivers these calls once done is closed
+// (drainAll), and OnReady is not called once they began.
+func (r *Reactor) wakeHostLast(settled []*callcore.Call) {
+	if len(settled) == 0 {
+		return
+	}
+	r.out.Push(settled...)
+	select {
+	case r.ready <- struct{}{}:
+	default:
 	}
 }
 
