@@ -17,11 +17,10 @@ import (
 // of its own, or of the calls coalesced with it, whose transport call may make several
 // attempts: the lane that starts the flight runs the first and schedules the next; the reactor
 // goroutine queues it once the delay has passed without an answer (hedgeschedule.go), and a
-// free lane runs it. Every
-// member is Joined while the attempts run, so the reactor settles a member that times out or
-// is cancelled at once; the attempts are cancelled once every member has left. The first
-// attempt to decide the flight settles its members with its result and cancels the others.
-// All of it is guarded by the flight table's mutex.
+// free lane runs it. Every member is Joined while the attempts run, so the reactor settles a
+// member that times out or is cancelled at once; the attempts are cancelled once every member
+// has left. The first attempt to decide the flight settles its members with its result and
+// cancels the others. All of it is guarded by the flight table's mutex.
 
 // hedging is the hedging state of one flight, guarded by its table's mutex.
 type hedging struct {
