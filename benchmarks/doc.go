@@ -20,6 +20,9 @@
 //   - BenchmarkRoundTrip: one call at a time on loopback against the data-service example,
 //     prpc (submit to callback, Ready-woken) against a plain generated-stub call;
 //   - BenchmarkCallPath: the two grpc-go call paths prpc could use;
+//   - BenchmarkHedgeDue: how late a hedge (MethodPolicy.Hedge) starts after it is due, on the
+//     system clock, against a loopback backend that holds every first attempt: one call at a
+//     time, and open-loop (run it with -benchtime 1x);
 //   - BenchmarkCoalescedBurst: bursts of identical calls in one tick against a loopback server
 //     that takes a fixed time per call, with MethodPolicy.Coalesce off and on: the calls the
 //     server received per burst, the time to the last delivery, the host's time per call;

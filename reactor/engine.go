@@ -10,11 +10,12 @@ import (
 	"github.com/trixnew/prpc/internal/callqueue"
 )
 
-// engine is the state owned by the reactor goroutine: the deadline heap, this turn's admitted
-// calls for the ready queue, and the batch of calls it settled in this turn. Invoker lanes
-// settle the calls they complete themselves; the reactor settles those that time out, are
-// cancelled or are cut off by Close, and hears from a lane only about such a call that was
-// running.
+// engine is the state owned by the reactor goroutine: the deadline heap (and, in a reactor that
+// hedges, the hedges' due times: hedgeSchedule), with one timer for the earliest of them, this
+// turn's admitted calls for the ready queue, and the batch of calls it settled in this turn.
+// Invoker lanes settle the calls they complete themselves; the reactor settles those that time
+// out, are cancelled or are cut off by Close, and hears from a lane only about such a call that
+// was running.
 type engine struct {
 	r       *Reactor
 	heap    *callqueue.DeadlineHeap
@@ -44,7 +45,7 @@ type engine struct {
 	done    []callqueue.Completion
 	timer   Timer
 	armed   bool  // the timer is set and has not been seen to fire
-	armedAt int64 // the deadline the timer is set for, while armed
+	armedAt int64 // the deadline or due hedge the timer is set for, while armed
 	closing bool
 	nowNs   int64 // r.now(), read once per turn
 }
@@ -59,9 +60,6 @@ func (r *Reactor) start() {
 	}
 	if r.notify != nil {
 		go r.notify.run()
-	}
-	if r.hedger != nil {
-		r.hedger.start()
 	}
 	go e.run()
 }
@@ -89,9 +87,9 @@ func (e *engine) run() {
 	}
 }
 
-// wait blocks until a submission is published, an inbox event or a lane's report arrives, or
-// the timer fires. It says that it sleeps before it looks at the ring a last time, so that a
-// producer that publishes after the look wakes it.
+// wait blocks until a submission is published, an inbox event, a lane's report or a hedge a
+// lane scheduled arrives, or the timer fires. It says that it sleeps before it looks at the
+// ring a last time, so that a producer that publishes after the look wakes it.
 func (e *engine) wait() {
 	r := e.r
 	if r.subs.BeginSleep() {
@@ -137,12 +135,15 @@ func (e *engine) turn() (done bool) {
 	// 5. Deadlines, after steps 2 and 4: the heap holds this turn's calls, and the calls
 	//    cancelled in step 4 are not timed out as well.
 	e.expire()
-	// 6 to 9: hand out, queue for Tick, release the gauges, prune; see end.
+	// 6. Queue the hedges due, after steps 4 and 5: a flight whose members this turn has all
+	//    cancelled or timed out is cancelled by then, and sends no more attempts.
+	e.hedge()
+	// 7 to 10: hand out, queue for Tick, release the gauges, prune; see end.
 	if e.end() {
 		return true
 	}
-	// 10. The timer, last: for the earliest deadline left once this turn has settled and
-	//     pruned what it could.
+	// 11. The timer, last: for the earliest deadline or due hedge left once this turn has
+	//     settled, queued and pruned what it could.
 	e.arm()
 	return false
 }
@@ -164,18 +165,18 @@ func (e *engine) acceptNext() bool {
 	return ok
 }
 
-// end ends a turn's work (turn's steps 6 to 9) and reports whether the reactor is done: Close
+// end ends a turn's work (turn's steps 7 to 10) and reports whether the reactor is done: Close
 // was asked for and no call is left unsettled.
 func (e *engine) end() (done bool) {
-	// 6. Hand this turn's calls to the lanes, after steps 4 and 5, so that no call cancelled
+	// 7. Hand this turn's calls to the lanes, after steps 4 and 5, so that no call cancelled
 	//    or timed out in this turn reaches a lane.
 	e.dispatch()
-	// 7. Queue this turn's settled calls for Tick and wake the host, once.
+	// 8. Queue this turn's settled calls for Tick and wake the host, once.
 	e.flush()
-	// 8. Take the calls the lanes finished with off the InFlight and load gauges, after step
-	//    7: a Stats reader who sees a call gone from InFlight can Tick and get it.
+	// 9. Take the calls the lanes finished with off the InFlight and load gauges, after step
+	//    8: a Stats reader who sees a call gone from InFlight can Tick and get it.
 	e.release()
-	// 9. Drop the heap's dead entries, now that this turn settled what it could.
+	// 10. Drop the heap's dead entries, now that this turn settled what it could.
 	e.heap.Prune()
 	return e.closing && e.heap.Live() == 0
 }
@@ -360,21 +361,59 @@ func (e *engine) flush() {
 	e.r.wakeHost()
 }
 
-// arm sets the timer for the earliest deadline. A timer already set for that deadline or an
-// earlier one stays as it is: when it fires, the turn finds nothing due and moves it on. In a
-// burst the earliest deadline moves on almost every turn, as the oldest calls complete, and
-// moving the timer each time would cost a runtime timer update per turn for nothing.
+// arm sets the timer for the earliest deadline or due hedge (wakeAt). A timer already set for
+// that time or an earlier one stays as it is: when it fires, the turn finds nothing due and
+// moves it on. In a burst the earliest deadline moves on almost every turn, as the oldest calls
+// complete, and moving the timer each time would cost a runtime timer update per turn for
+// nothing.
 func (e *engine) arm() {
-	ent, ok := e.heap.Earliest()
+	at, ok := e.wakeAt()
 	switch {
 	case !ok:
 		if e.armed {
 			e.timer.Stop()
 			e.armed = false
 		}
-	case e.armed && e.armedAt <= ent.At:
+	case e.armed && e.armedAt <= at:
 	default:
-		e.timer.Reset(max(e.r.timeAt(ent.At).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
-		e.armed, e.armedAt = true, ent.At
+		e.timer.Reset(max(e.r.timeAt(at).Sub(e.r.clock.Now()), 0)) // now, after this turn's work
+		e.armed, e.armedAt = true, at
+	}
+}
+
+// wakeAt returns when the reactor goroutine must next run a turn by itself: at the earliest
+// deadline of its calls, or when the first hedge is due if that is earlier; false if no call is
+// unsettled. No hedge can be sent then, since every flight has been decided or left by its
+// members: the hedges taken are dropped, so that no timer stays set for them.
+func (e *engine) wakeAt() (int64, bool) {
+	ent, ok := e.heap.Earliest()
+	s := e.r.dueHedges
+	switch {
+	case s == nil:
+	case !ok:
+		s.drop()
+	default:
+		if due, hedged := s.next(); hedged && due < ent.At {
+			return due, true
+		}
+	}
+	return ent.At, ok
+}
+
+// hedge queues, for the lanes, the attempts of hedged calls that lanes have scheduled and
+// that are due by this turn's clock (turn's step 6). queueHedge sends an attempt only if its
+// flight is undecided, has members left and the budget a token.
+func (e *engine) hedge() {
+	s := e.r.dueHedges
+	if s == nil {
+		return
+	}
+	s.take()
+	for {
+		d, ok := s.popDue(e.nowNs)
+		if !ok {
+			return
+		}
+		e.r.flights.queueHedge(d.f, d.n)
 	}
 }

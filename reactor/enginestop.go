@@ -70,9 +70,6 @@ func (e *engine) finish(left int) {
 	}
 	r.wakeHostLast(e.settled)
 	r.recordsMade = e.records.Made
-	if r.hedger != nil {
-		r.hedger.shutdown()
-	}
 	close(r.done)
 }
 

@@ -15,12 +15,12 @@ import (
 
 // Hedged calls (MethodPolicy.Hedge). A call of a hedged method runs as a flight (flight.go)
 // of its own, or of the calls coalesced with it, whose transport call may make several
-// attempts: the lane that starts the flight runs the first; the hedger (hedger.go) queues
-// the next one once the delay has passed without an answer, and a free lane runs it. Every
-// member is Joined while the attempts run, so the reactor settles a member that times out or
-// is cancelled at once; the attempts are cancelled once every member has left. The first
-// attempt to decide the flight settles its members with its result and cancels the others.
-// All of it is guarded by the flight table's mutex.
+// attempts: the lane that starts the flight runs the first and schedules the next; the reactor
+// goroutine queues it once the delay has passed without an answer (hedgeschedule.go), and a
+// free lane runs it. Every member is Joined while the attempts run, so the reactor settles a
+// member that times out or is cancelled at once; the attempts are cancelled once every member
+// has left. The first attempt to decide the flight settles its members with its result and
+// cancels the others. All of it is guarded by the flight table's mutex.
 
 // hedging is the hedging state of one flight, guarded by its table's mutex.
 type hedging struct {
@@ -172,9 +172,9 @@ func (f *flight) attemptCtx(n int) *callCtx {
 	return ctx
 }
 
-// queueHedge queues attempt n of f for a free lane, if f may still send it; the hedger calls
-// it once its delay has passed (or the lane that started the attempt before, when the delay is
-// zero).
+// queueHedge queues attempt n of f for a free lane, if f may still send it; the reactor
+// goroutine calls it once its delay has passed (engine.hedge), or the lane that started the
+// attempt before, when the delay is zero.
 func (t *flightTable) queueHedge(f *flight, n int) {
 	t.mu.Lock()
 	h := f.hedge
@@ -225,6 +225,6 @@ func (l *laneState) scheduleHedge(f *flight, n int) {
 	d, ok := f.hedge.delay()
 	t.mu.Unlock()
 	if ok {
-		l.r.hedger.schedule(f, n, d)
+		l.r.dueHedges.schedule(f, n, d)
 	}
 }

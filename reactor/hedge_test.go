@@ -85,8 +85,9 @@ func (h *hedgeBackend) noAttempt(t *testing.T) {
 	}
 }
 
-// waitHedgeTimer waits until the reactor has set the timer of a hedge due by at.
-func waitHedgeTimer(t *testing.T, clk *reactortest.ManualClock, at time.Time) {
+// waitTimerBy waits until the reactor has set its one timer for a hedge or a deadline due by
+// at.
+func waitTimerBy(t *testing.T, clk *reactortest.ManualClock, at time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -104,7 +105,7 @@ func TestHedgeSendsAfterDelay(t *testing.T) {
 	start := clk.Now()
 	o := submitEcho(r, "x", nil)
 	require.Equal(t, 0, h.waitEntered(t))
-	waitHedgeTimer(t, clk, start.Add(10*time.Millisecond))
+	waitTimerBy(t, clk, start.Add(10*time.Millisecond))
 	h.noAttempt(t)
 	clk.Advance(10 * time.Millisecond)
 	require.Equal(t, 1, h.waitEntered(t), "the hedge says one attempt went before it")
@@ -128,7 +129,14 @@ func TestHedgeNotSentWhenAnswered(t *testing.T) {
 	tickUntilDelivered(t, r, []*outcome{o})
 	require.Equal(t, "xa", o.resp.GetMessage())
 	clk.Advance(time.Second) // past the delay: the call is decided, nothing is sent
-	require.Eventually(t, func() bool { return clk.Timers() <= 1 }, 5*time.Second, time.Millisecond)
+	// The reactor goroutine queues the hedges due in the turn that hands the next call to the
+	// lanes, before it does: the next attempt to reach the backend is that call's first.
+	start := clk.Now()
+	next := submitEcho(r, "y", nil)
+	require.Equal(t, 0, h.waitEntered(t), "the next call's first attempt, not a hedge of the first call")
+	waitTimerBy(t, clk, start.Add(10*time.Millisecond)) // the next call's hedge: a turn after the Advance
+	h.answers[0] <- codes.OK
+	tickUntilDelivered(t, r, []*outcome{next})
 	h.noAttempt(t)
 	require.Zero(t, methodStats(r).Hedges)
 }
@@ -140,8 +148,10 @@ func TestHedgeCodes(t *testing.T) {
 	t.Run("fatal", func(t *testing.T) {
 		h := newHedgeBackend()
 		r, clk := hedging(t, h, reactor.HedgePolicy{Delay: 10 * time.Millisecond, NonFatalCodes: []codes.Code{codes.Unavailable}})
+		start := clk.Now()
 		o := submitEcho(r, "x", nil)
 		require.Equal(t, 0, h.waitEntered(t))
+		waitTimerBy(t, clk, start.Add(10*time.Millisecond))
 		clk.Advance(10 * time.Millisecond)
 		waitHedge := h.waitEntered(t)
 		require.Equal(t, 1, waitHedge)
@@ -184,15 +194,69 @@ func TestHedgeCodes(t *testing.T) {
 func TestHedgeTimeoutCancelsAttempts(t *testing.T) {
 	h := newHedgeBackend()
 	r, clk := hedging(t, h, reactor.HedgePolicy{Delay: 10 * time.Millisecond})
+	start := clk.Now()
 	o := submitEcho(r, "x", &calls.Options{Timeout: time.Second})
 	require.Equal(t, 0, h.waitEntered(t))
+	waitTimerBy(t, clk, start.Add(10*time.Millisecond))
 	clk.Advance(10 * time.Millisecond)
 	require.Equal(t, 1, h.waitEntered(t))
+	waitTimerBy(t, clk, start.Add(time.Second)) // the call's deadline: no hedge is left
 	clk.Advance(time.Second)
 	tickUntilDelivered(t, r, []*outcome{o})
 	require.ErrorIs(t, o.err, calls.ErrTimeout)
 	require.ErrorIs(t, <-h.ended, context.DeadlineExceeded)
 	require.ErrorIs(t, <-h.ended, context.DeadlineExceeded)
+}
+
+// TestHedgeOneTimer checks that a reactor whose calls are hedged keeps one timer on its clock,
+// as reactortest.ManualClock's documentation promises: set for the earliest of its calls' next
+// hedges and deadlines, while attempts are out, however many calls there are. Each case sends
+// three calls, each with a timeout of a second, advances the clock to each time in due in turn
+// (from the calls' submission), once the reactor's timer is set for it, and then waits for the
+// attempts that the advance sends: one per call, but at the last time, the calls' deadline.
+func TestHedgeOneTimer(t *testing.T) {
+	const n, timeout = 3, time.Second
+	cases := []struct {
+		name   string
+		policy reactor.HedgePolicy
+		due    []time.Duration
+	}{
+		{"hedges due before the deadline", reactor.HedgePolicy{Delay: 10 * time.Millisecond, MaxAttempts: 3}, []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, timeout}},
+		{"a hedge due after the deadline", reactor.HedgePolicy{Delay: 2 * timeout}, []time.Duration{timeout}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHedgeBackend()
+			clk := reactortest.NewManualClock(time.Now())
+			r := reactortest.NewReactor(t, h.Backend, reactor.Config{ // a lane for each attempt
+				Clock: clk, Workers: 1, BatchSize: 16, MaxTimeout: time.Hour, DefaultTimeout: time.Minute,
+				Policies: []reactor.MethodPolicy{{Method: echo, Idempotent: true, Hedge: &tc.policy}},
+			})
+			start := clk.Now()
+			outs := make([]*outcome, n)
+			for i := range outs {
+				outs[i] = submitEcho(r, string(rune('p'+i)), &calls.Options{Timeout: timeout})
+			}
+			for range n {
+				require.Equal(t, 0, h.waitEntered(t))
+			}
+			for i, d := range tc.due {
+				waitTimerBy(t, clk, start.Add(d))
+				require.Equal(t, 1, clk.Timers(), "the reactor's timers, with its calls' attempt %d out", i+1)
+				clk.Set(start.Add(d))
+				if i < len(tc.due)-1 {
+					for range n {
+						require.Equal(t, i+1, h.waitEntered(t), "a hedge, once due")
+					}
+				}
+			}
+			tickUntilDelivered(t, r, outs)
+			for _, o := range outs {
+				require.ErrorIs(t, o.err, calls.ErrTimeout)
+			}
+			h.noAttempt(t)
+		})
+	}
 }
 
 // TestHedgeBudget checks that the budget caps the hedges: a full bucket of ten, then a tenth
@@ -206,10 +270,12 @@ func TestHedgeBudget(t *testing.T) {
 	})
 	const n = 30
 	outs := make([]*outcome, n)
+	start := clk.Now()
 	for i := range outs {
 		outs[i] = submitEcho(r, "x", nil)
 		require.Equal(t, 0, h.waitEntered(t))
 	}
+	waitTimerBy(t, clk, start.Add(10*time.Millisecond))
 	clk.Advance(10 * time.Millisecond)
 	// Ten tokens at the start, and 0.1 for each call: the bucket holds at most ten.
 	const want = 10
@@ -242,7 +308,7 @@ func TestHedgeDelayQuantile(t *testing.T) {
 	o := submitEcho(r, "y", nil)
 	require.Equal(t, 0, h.waitEntered(t))
 	// The median of 1 … 32 ms is 17 ms (the sample at index 16).
-	waitHedgeTimer(t, clk, start.Add(17*time.Millisecond))
+	waitTimerBy(t, clk, start.Add(17*time.Millisecond))
 	clk.Advance(16 * time.Millisecond)
 	h.noAttempt(t)
 	clk.Advance(time.Millisecond)

@@ -105,8 +105,9 @@ type fixed struct {
 	// The flights of coalesced and hedged methods (flight.go); nil unless a policy coalesces
 	// or hedges a method.
 	flights *flightTable
-	// The timers of hedged calls' next attempts (hedger.go); nil unless a policy hedges.
-	hedger *hedger
+	// The due times of hedged calls' next attempts, for the reactor goroutine
+	// (hedgeschedule.go); nil unless a policy hedges.
+	dueHedges *hedgeSchedule
 	// The requests owned by unsettled calls, with Config.CheckRequestOwnership; nil without
 	// (see ownership.go).
 	owned *ownedRequests
@@ -175,8 +176,8 @@ func newReactor(cfg Config) (*Reactor, error) {
 		if p.coalesceMax > 0 || p.hedge != nil {
 			r.flights = newFlightTable(r)
 		}
-		if p.hedge != nil && r.hedger == nil {
-			r.hedger = newHedger(r)
+		if p.hedge != nil && r.dueHedges == nil {
+			r.dueHedges = newHedgeSchedule(r)
 		}
 	}
 	r.counts.failed = make(map[codes.Code]uint64)

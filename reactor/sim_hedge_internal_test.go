@@ -10,7 +10,8 @@ import (
 )
 
 // The simulation's hedged reads (MethodPolicy.Hedge): the policy a seed draws for simRead,
-// the hedger's part, which the simulator runs as a step, and the invariants hedging must keep.
+// the hedges lanes schedule for the reactor goroutine, whose turn queues them once due (its
+// step turnHedge), and the invariants hedging must keep.
 
 // simHedge returns the hedging of simRead in seed's reactor: none for half the seeds,
 // otherwise random attempts, delay, budget and non-fatal codes. It draws from a generator of
@@ -30,27 +31,22 @@ func simHedge(seed uint64) *HedgePolicy {
 	return h
 }
 
-// hedgeDue reports whether a hedge is due: the hedger's timer would have fired.
-func (w *simWorld) hedgeDue() bool {
-	h := w.r.hedger
-	if h == nil {
+// hedgesScheduled reports whether lanes have scheduled hedges that the reactor goroutine has
+// not taken yet: the first of them woke it through its inbox.
+func (w *simWorld) hedgesScheduled() bool {
+	s := w.r.dueHedges
+	if s == nil {
 		return false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.due) > 0 && h.due[0].at <= w.r.now()
-}
-
-// hedgerStep is the hedger's goroutine waking: it queues the hedges due.
-func (w *simWorld) hedgerStep() {
-	w.r.hedger.fireDue()
-	w.note("the hedger queues the hedges due")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.scheduled) > 0
 }
 
 // hedgesQueued reports whether hedges may wait in the lanes' queue: it holds entries, in a
 // reactor that hedges.
 func (w *simWorld) hedgesQueued() bool {
-	return w.r.hedger != nil && w.workQueued()
+	return w.r.dueHedges != nil && w.workQueued()
 }
 
 // simFlight is what the simulator knows of a flight: the call that started it, and the

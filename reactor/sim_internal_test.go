@@ -291,9 +291,6 @@ func (w *simWorld) step() {
 			})
 		}
 	}
-	if w.hedgeDue() {
-		add(20, w.hedgerStep)
-	}
 	add(3, w.cancelOne)
 	add(1, func() {
 		w.backendDown = !w.backendDown

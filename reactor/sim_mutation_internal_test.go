@@ -24,7 +24,7 @@ var simMutations = []struct {
 	{"limit-ignored", "lanes take calls whatever the adaptive limit", 10},
 	{"hedge-after-decided", "a lane sends a queued hedge of a call already decided", 10},
 	{"hedge-keep-losers", "the attempts that lost a hedged call are not cancelled", 10},
-	{"hedge-no-budget", "hedges are sent whatever the budget", 30},
+	{"hedge-no-budget", "hedges are sent whatever the budget", 100},
 	{"coalesce-cancel-first", "the first call of a coalesced transport call, settling alone, cancels the transport call the others joined", 50},
 	{"coalesce-share-response", "the calls a coalesced transport call serves share one response message", 10},
 	{"coalesce-any-age", "a call joins a transport call however long it has been running, past CoalesceMaxAge", 10},

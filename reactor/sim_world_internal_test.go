@@ -199,6 +199,7 @@ const (
 	turnLaneDone
 	turnEvents
 	turnExpire
+	turnHedge
 	turnEnd
 	turnStopping // the turn found the reactor done: the lanes stop, then finish
 )
@@ -653,8 +654,11 @@ func (w *simWorld) turnStep() {
 		w.turn = simTurn{phase: turnExpire}
 	case turnExpire:
 		if !e.expireOne() {
-			w.turn = simTurn{phase: turnEnd}
+			w.turn = simTurn{phase: turnHedge}
 		}
+	case turnHedge:
+		e.hedge()
+		w.turn = simTurn{phase: turnEnd}
 	case turnEnd:
 		if e.end() {
 			r.work.Close()
@@ -700,13 +704,13 @@ func (w *simWorld) abandonLanes(busy int) {
 }
 
 // turnWanted reports whether the reactor goroutine has something to do, as its wait would
-// see: a submission, an event or report, or its timer.
+// see: a submission, an event or report, a hedge scheduled, or its timer.
 func (w *simWorld) turnWanted() bool {
 	if w.turn.phase != turnIdle {
 		return true
 	}
 	r := w.r
-	return r.subs.Ready() || r.in.Pending() > 0 || w.timerDue()
+	return r.subs.Ready() || r.in.Pending() > 0 || w.hedgesScheduled() || w.timerDue()
 }
 
 // tick has the host run Tick with a random budget, and checks the budget on the simulated

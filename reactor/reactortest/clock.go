@@ -23,10 +23,11 @@ import (
 // duration ≤ 0 fires at once, inside NewTimer or Reset, as a time.Timer would.
 //
 // A reactor keeps at most one timer active on its clock, never one per call: it is set for
-// the earliest deadline of the reactor's calls, or for an earlier one (a timer left set for a
-// call that has since completed is not moved later). The reactor sets it on its own
+// the earliest deadline of the reactor's calls, or for the time the next attempt of a hedged
+// call is due (reactor.HedgePolicy) if that comes first, or for an earlier time (a timer left
+// set for a call that has since completed is not moved later). The reactor sets it on its own
 // goroutine, so a test that times calls out waits until that one timer is due by their
-// deadline before it advances the clock:
+// deadline before it advances the clock (a test of hedging, by the hedge's time):
 //
 //  1. Make sure the reactor has taken the calls: their Backend handlers have started, or
 //     reactor.Stats counts them as Queued or InFlight.
@@ -128,7 +129,7 @@ func (c *ManualClock) Timers() int {
 // timers, without polling. An n ≤ 0 returns nil at once.
 //
 // A reactor has at most one timer active, however many calls it has (see ManualClock), so
-// WaitTimers(ctx, 1) is the wait for a reactor's deadline timer; a larger n waits for other
+// WaitTimers(ctx, 1) is the wait for a reactor's timer; a larger n waits for other
 // users of the clock, or until ctx is done. WaitTimerBy also checks when the timer is due.
 // A nil ctx panics.
 func (c *ManualClock) WaitTimers(ctx context.Context, n int) error {

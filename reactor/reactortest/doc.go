@@ -23,5 +23,5 @@
 // while its Deadline method, for the gRPC clients, dialers and drivers a handler passes the
 // context to, is on the system clock: the time the call has left when the handler starts.
 // WaitTimerBy lets a test wait, without polling, until the reactor has set its one timer for
-// a deadline before it advances the clock past it.
+// a deadline, or for a hedge, before it advances the clock past it.
 package reactortest
