@@ -1,10 +1,10 @@
 package histogram
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,12 +60,11 @@ func newCallPhases() callPhases {
 	return p
 }
 
-// BenchmarkBucket compares ways to find a duration's bucket among A66's bounds, for
-// durations spread over six decades ("spread": a branch predictor cannot guess the
-// comparisons) and for durations of one bucket ("steady").
+// BenchmarkBucket compares Bounds.Bucket ("table") with a binary search over the bounds
+// ("binary"), among A66's bounds, for durations spread over six decades ("spread": a branch
+// predictor cannot guess the comparisons) and for durations of one bucket ("steady").
 func BenchmarkBucket(b *testing.B) {
 	bounds := DefaultLatency()
-	pad := newPadded(bounds)
 	rng := rand.New(rand.NewPCG(7, 8))
 	inputs := []struct {
 		name string
@@ -80,9 +79,6 @@ func BenchmarkBucket(b *testing.B) {
 	}{
 		{"table", bounds.Bucket},
 		{"binary", bounds.bucketBinary},
-		{"sortsearch", bounds.bucketSortSearch},
-		{"linear", bounds.bucketLinear},
-		{"branchless", pad.bucket},
 	}
 	for _, in := range inputs {
 		for _, w := range ways {
@@ -100,201 +96,82 @@ func BenchmarkBucket(b *testing.B) {
 
 var sink int
 
-// BenchmarkRecord measures what recording costs the writer per call, four durations per call
-// (a reactor's phases) into the set of the call's method, publication included: a Publish
-// after every calls calls, over methods methods in turn. batch is the package's design (plain
-// records, a mutex per set per batch), seqlock the same with a sequence lock and atomic
-// stores at publication, atomic an atomic add per bucket and sum and no batch.
-func BenchmarkRecord(b *testing.B) {
+// bucketBinary finds the bucket with the standard library's binary search: the way
+// Bounds.Bucket's table is measured against.
+func (b *Bounds) bucketBinary(d time.Duration) int {
+	i, _ := slices.BinarySearch(b.ns, max(int64(d), 0))
+	return i
+}
+
+// BenchmarkObserve measures recording: one duration per op ("one"), and a call's four
+// phases per op, each into its own histogram of the call's method, as a reactor records a
+// delivered call ("phases"), with one method, whose histograms stay in the core's caches,
+// and with 4096 methods taken at random, whose histograms do not fit in them, as when the
+// game's code pushed them out between two ticks. The calls of a loop are independent, so
+// the processor overlaps their cache misses, which a reactor's deliveries, with the game's
+// callbacks between them, may not: "methods=4096" is a lower bound of a cold recording.
+func BenchmarkObserve(b *testing.B) {
 	bounds := DefaultLatency()
 	p := newCallPhases()
-	for _, methods := range []int{1, 8} {
-		for _, calls := range []int{1, 16, 256} {
-			name := fmt.Sprintf("methods=%d/calls=%d", methods, calls)
-			b.Run("batch/"+name, func(b *testing.B) {
-				sets := make([]*Set, methods)
-				for i := range sets {
-					sets[i] = NewSet(bounds, 4)
-				}
-				var r Recorder
-				b.ReportAllocs()
-				defer cpuPerOp(b)()
-				defer cpuPerOp(b)()
-				for i := 0; b.Loop(); i++ {
-					s, k := sets[i%methods], i&(sampleCount-1)
-					r.Record(s, 0, p[0][k])
-					r.Record(s, 1, p[1][k])
-					r.Record(s, 2, p[2][k])
-					r.Record(s, 3, p[3][k])
-					if (i+1)%calls == 0 {
-						r.Publish()
-					}
-				}
-			})
-			b.Run("seqlock/"+name, func(b *testing.B) {
-				sets := make([]*seqSet, methods)
-				for i := range sets {
-					sets[i] = newSeqSet(bounds, 4)
-				}
-				var r seqRecorder
-				b.ReportAllocs()
-				defer cpuPerOp(b)()
-				defer cpuPerOp(b)()
-				for i := 0; b.Loop(); i++ {
-					s, k := sets[i%methods], i&(sampleCount-1)
-					r.record(s, 0, p[0][k])
-					r.record(s, 1, p[1][k])
-					r.record(s, 2, p[2][k])
-					r.record(s, 3, p[3][k])
-					if (i+1)%calls == 0 {
-						r.publish()
-					}
-				}
-			})
-			if calls > 1 {
-				continue // the atomic design has no batches
-			}
-			b.Run("atomic/"+name, func(b *testing.B) {
-				sets := make([]*atomicSet, methods)
-				for i := range sets {
-					sets[i] = newAtomicSet(bounds, 4)
-				}
-				b.ReportAllocs()
-				defer cpuPerOp(b)()
-				defer cpuPerOp(b)()
-				for i := 0; b.Loop(); i++ {
-					s, k := sets[i%methods], i&(sampleCount-1)
-					s.record(0, p[0][k])
-					s.record(1, p[1][k])
-					s.record(2, p[2][k])
-					s.record(3, p[3][k])
-				}
-			})
+	b.Run("one", func(b *testing.B) {
+		var h Histogram
+		h.Init(bounds)
+		b.ReportAllocs()
+		defer cpuPerOp(b)()
+		for i := 0; b.Loop(); i++ {
+			h.Observe(p[0][i&(sampleCount-1)])
 		}
+	})
+	// method is what a reactor keeps per method: its counters, then its histograms, by value.
+	type method struct {
+		counters [6]uint64
+		hist     [4]Histogram
+	}
+	for _, n := range []struct {
+		name    string
+		methods int
+	}{{"phases/methods=1", 1}, {"phases/methods=4096", 4096}} {
+		b.Run(n.name, func(b *testing.B) {
+			ms := make([]*method, n.methods)
+			for i := range ms {
+				ms[i] = new(method)
+				for j := range ms[i].hist {
+					ms[i].hist[j].Init(bounds)
+				}
+			}
+			rng := rand.New(rand.NewPCG(11, 12))
+			order := make([]*method, sampleCount) // the method of each call
+			for i := range order {
+				order[i] = ms[rng.IntN(n.methods)]
+			}
+			b.ReportAllocs()
+			defer cpuPerOp(b)()
+			for i := 0; b.Loop(); i++ {
+				k := i & (sampleCount - 1)
+				m := order[k]
+				m.counters[0]++
+				m.hist[0].Observe(p[0][k])
+				m.hist[1].Observe(p[1][k])
+				m.hist[2].Observe(p[2][k])
+				m.hist[3].Observe(p[3][k])
+			}
+		})
 	}
 }
 
-// BenchmarkRead measures a reader's copy of a set of four histograms (a method's phases)
-// into snapshots it reuses, with no writer running.
-func BenchmarkRead(b *testing.B) {
-	bounds := DefaultLatency()
+// BenchmarkSnapshot measures the copy of a histogram over A66's bounds into a snapshot it
+// reuses: what a reactor's lock is held for, per histogram, while its owner reads them.
+func BenchmarkSnapshot(b *testing.B) {
 	p := newCallPhases()
-	dst := make([]Snapshot, 4)
-	b.Run("batch", func(b *testing.B) {
-		s := NewSet(bounds, 4)
-		var r Recorder
-		for k := range sampleCount {
-			for i := range 4 {
-				r.Record(s, i, p[i][k])
-			}
-		}
-		r.Flush()
-		b.ReportAllocs()
-		defer cpuPerOp(b)()
-		for b.Loop() {
-			s.ReadAll(dst)
-		}
-	})
-	b.Run("seqlock", func(b *testing.B) {
-		s := newSeqSet(bounds, 4)
-		var r seqRecorder
-		for k := range sampleCount {
-			for i := range 4 {
-				r.record(s, i, p[i][k])
-			}
-		}
-		r.publish()
-		b.ReportAllocs()
-		defer cpuPerOp(b)()
-		for b.Loop() {
-			s.readAll(dst)
-		}
-	})
-	b.Run("atomic", func(b *testing.B) {
-		s := newAtomicSet(bounds, 4)
-		for k := range sampleCount {
-			for i := range 4 {
-				s.record(i, p[i][k])
-			}
-		}
-		b.ReportAllocs()
-		defer cpuPerOp(b)()
-		for b.Loop() {
-			s.readAll(dst)
-		}
-	})
-}
-
-// BenchmarkRecordWhileRead is BenchmarkRecord's writer, one method, a Publish every 16
-// calls, while another goroutine reads the set without pause: the worst a scrape can do to
-// the writer (a real scrape reads once every few seconds).
-func BenchmarkRecordWhileRead(b *testing.B) {
-	bounds := DefaultLatency()
-	p := newCallPhases()
-	const calls = 16
-	reader := func(b *testing.B, read func(dst []Snapshot)) (stop func()) {
-		done, stopped := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(stopped)
-			dst := make([]Snapshot, 4)
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				read(dst)
-			}
-		}()
-		return func() { close(done); <-stopped }
+	var h Histogram
+	h.Init(DefaultLatency())
+	for _, d := range p[0] {
+		h.Observe(d)
 	}
-	b.Run("batch", func(b *testing.B) {
-		s := NewSet(bounds, 4)
-		var r Recorder
-		defer reader(b, s.ReadAll)()
-		deferred := 0
-		b.ReportAllocs()
-		defer cpuPerOp(b)()
-		for i := 0; b.Loop(); i++ {
-			k := i & (sampleCount - 1)
-			r.Record(s, 0, p[0][k])
-			r.Record(s, 1, p[1][k])
-			r.Record(s, 2, p[2][k])
-			r.Record(s, 3, p[3][k])
-			if (i+1)%calls == 0 && !r.Publish() {
-				deferred++
-			}
-		}
-		b.ReportMetric(float64(deferred)/float64(b.N/calls+1), "deferred/publish")
-	})
-	b.Run("seqlock", func(b *testing.B) {
-		s := newSeqSet(bounds, 4)
-		var r seqRecorder
-		defer reader(b, s.readAll)()
-		b.ReportAllocs()
-		defer cpuPerOp(b)()
-		for i := 0; b.Loop(); i++ {
-			k := i & (sampleCount - 1)
-			r.record(s, 0, p[0][k])
-			r.record(s, 1, p[1][k])
-			r.record(s, 2, p[2][k])
-			r.record(s, 3, p[3][k])
-			if (i+1)%calls == 0 {
-				r.publish()
-			}
-		}
-	})
-	b.Run("atomic", func(b *testing.B) {
-		s := newAtomicSet(bounds, 4)
-		defer reader(b, s.readAll)()
-		b.ReportAllocs()
-		defer cpuPerOp(b)()
-		for i := 0; b.Loop(); i++ {
-			k := i & (sampleCount - 1)
-			s.record(0, p[0][k])
-			s.record(1, p[1][k])
-			s.record(2, p[2][k])
-			s.record(3, p[3][k])
-		}
-	})
+	var dst Snapshot
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		h.Snapshot(&dst)
+	}
 }

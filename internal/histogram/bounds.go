@@ -8,10 +8,9 @@ import (
 	"time"
 )
 
-// MaxBounds is the largest number of bounds a Bounds may have: a histogram has one bucket
-// per bound and one above the last, and the writer marks the buckets a batch touched in one
-// 64-bit word.
-const MaxBounds = 63
+// MaxBounds is the largest number of bounds a Bounds may have: Bucket's table holds the
+// index of a bucket in a byte, and Len() is the index of the last.
+const MaxBounds = 255
 
 // Bounds are the upper bounds of a histogram's buckets, in seconds as OpenTelemetry and
 // Prometheus name them and in nanoseconds as a histogram records durations. A histogram has

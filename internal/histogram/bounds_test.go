@@ -143,7 +143,7 @@ func TestNewBoundsRejects(t *testing.T) {
 		{"decreasing", []float64{0.002, 0.001}, "bound 1 (0.001 s) is not above bound 0 (0.002 s)"},
 		{"equal", []float64{0.001, 0.001}, "bound 1 (0.001 s) is not above bound 0"},
 		{"equal once rounded to the nanosecond", []float64{1e-9, 1.2e-9}, "bound 1 (1.2e-09 s) is not above bound 0"},
-		{"too many", tooMany, "64 bounds, more than the 63"},
+		{"too many", tooMany, "256 bounds, more than the 255"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

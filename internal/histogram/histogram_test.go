@@ -2,23 +2,14 @@ package histogram_test
 
 import (
 	"math"
-	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/trixnew/prpc/internal/histogram"
 )
-
-// TestMain fails the package if a test leaves a goroutine behind: the concurrency test's
-// reader, say.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // counts returns a histogram's per-bucket counts over n buckets, from bucket:count pairs.
 func counts(n int, pairs ...int) []uint64 {
@@ -29,13 +20,7 @@ func counts(n int, pairs ...int) []uint64 {
 	return c
 }
 
-func read(s *histogram.Set, i int) histogram.Snapshot {
-	var snap histogram.Snapshot
-	s.Read(i, &snap)
-	return snap
-}
-
-func TestRecordPublishRead(t *testing.T) {
+func TestObserveSnapshot(t *testing.T) {
 	b := histogram.DefaultLatency()
 	nb := b.Len() + 1
 	tests := []struct {
@@ -44,11 +29,11 @@ func TestRecordPublishRead(t *testing.T) {
 		want      histogram.Snapshot
 	}{
 		{"none", nil, histogram.Snapshot{Bounds: b, Counts: counts(nb)}},
-		{"zero", []time.Duration{0}, histogram.Snapshot{Bounds: b, Counts: counts(nb, 0, 1), Count: 1}},
+		{"zero is in the first bucket", []time.Duration{0}, histogram.Snapshot{Bounds: b, Counts: counts(nb, 0, 1), Count: 1}},
 		{
 			"negative counts as zero, in the sum too",
-			[]time.Duration{-5 * time.Millisecond, time.Millisecond},
-			histogram.Snapshot{Bounds: b, Counts: counts(nb, 0, 1, 7, 1), Count: 2, Sum: time.Millisecond},
+			[]time.Duration{-5 * time.Millisecond, math.MinInt64, time.Millisecond},
+			histogram.Snapshot{Bounds: b, Counts: counts(nb, 0, 2, 7, 1), Count: 3, Sum: time.Millisecond},
 		},
 		{
 			"bounds are inclusive",
@@ -56,9 +41,32 @@ func TestRecordPublishRead(t *testing.T) {
 			histogram.Snapshot{Bounds: b, Counts: counts(nb, 7, 1, 8, 2), Count: 3, Sum: 4*time.Millisecond + 1},
 		},
 		{
+			"one of each phase lands in its own bucket",
+			[]time.Duration{
+				23 * time.Millisecond,     // the whole call: 20 ms < d ≤ 25 ms
+				40 * time.Microsecond,     // queue wait: 10 µs < d ≤ 50 µs
+				7 * time.Millisecond,      // transport: 6 ms < d ≤ 8 ms
+				16*time.Millisecond - 100, // tick wait: 13 ms < d ≤ 16 ms
+			},
+			histogram.Snapshot{
+				Bounds: b, Counts: counts(nb, 18, 1, 2, 1, 13, 1, 16, 1), Count: 4,
+				Sum: 23*time.Millisecond + 40*time.Microsecond + 7*time.Millisecond + 16*time.Millisecond - 100,
+			},
+		},
+		{
 			"huge ones are +Inf",
 			[]time.Duration{100*time.Second + 1, time.Hour},
 			histogram.Snapshot{Bounds: b, Counts: counts(nb, nb-1, 2), Count: 2, Sum: time.Hour + 100*time.Second + 1},
+		},
+		{
+			"the largest duration is +Inf, and the sum holds it exactly",
+			[]time.Duration{math.MaxInt64},
+			histogram.Snapshot{Bounds: b, Counts: counts(nb, nb-1, 1), Count: 1, Sum: math.MaxInt64},
+		},
+		{
+			"the sum wraps around past the largest duration",
+			[]time.Duration{math.MaxInt64, 2},
+			histogram.Snapshot{Bounds: b, Counts: counts(nb, 1, 1, nb-1, 1), Count: 2, Sum: math.MinInt64 + 1},
 		},
 		{
 			"repeats add up",
@@ -68,80 +76,111 @@ func TestRecordPublishRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := histogram.NewSet(b, 2)
-			var r histogram.Recorder
+			var h histogram.Histogram
+			h.Init(b)
+			require.Same(t, b, h.Bounds())
 			for _, d := range tt.durations {
-				r.Record(s, 1, d)
+				h.Observe(d)
 			}
-			assert.Equal(t, histogram.Snapshot{Bounds: b, Counts: counts(nb)}, read(s, 1), "nothing is visible before Publish")
-			assert.Equal(t, len(tt.durations) > 0, r.Pending())
-			require.True(t, r.Publish())
-			assert.False(t, r.Pending())
-			assert.Equal(t, tt.want, read(s, 1))
-			assert.Equal(t, histogram.Snapshot{Bounds: b, Counts: counts(nb)}, read(s, 0), "the other histogram of the set")
+			var got histogram.Snapshot
+			h.Snapshot(&got)
+			assert.Equal(t, tt.want, got)
 
-			// A second round adds to the first: the histograms are cumulative.
+			// The histogram is cumulative: a second round adds to the first.
 			for _, d := range tt.durations {
-				r.Record(s, 1, d)
+				h.Observe(d)
 			}
-			r.Flush()
-			twice := tt.want
-			twice.Counts = make([]uint64, nb)
+			h.Snapshot(&got)
+			twice := histogram.Snapshot{Bounds: b, Counts: make([]uint64, nb), Count: 2 * tt.want.Count, Sum: 2 * tt.want.Sum}
 			for i, n := range tt.want.Counts {
 				twice.Counts[i] = 2 * n
 			}
-			twice.Count, twice.Sum = 2*tt.want.Count, 2*tt.want.Sum
-			assert.Equal(t, twice, read(s, 1))
+			assert.Equal(t, twice, got)
 		})
 	}
 }
 
-// TestPublishDoesNotWaitForReaders holds a set's lock as a reader copying it does: Publish
-// must neither wait nor lose the durations, which the next Publish then publishes.
-func TestPublishDoesNotWaitForReaders(t *testing.T) {
-	b := histogram.DefaultLatency()
-	held, free := histogram.NewSet(b, 1), histogram.NewSet(b, 1)
-	var r histogram.Recorder
-	r.Record(held, 0, time.Millisecond)
-	r.Record(free, 0, time.Second)
-
-	unlock := histogram.LockForTest(held)
-	require.False(t, r.Publish(), "a set whose lock is held stays pending")
-	require.True(t, r.Pending())
-	assert.Equal(t, uint64(1), read(free, 0).Count, "the other set is published")
-	r.Record(held, 0, 2*time.Millisecond) // recorded while the set waits: kept with the rest
-	unlock()
-
-	assert.Equal(t, uint64(0), read(held, 0).Count)
-	require.True(t, r.Publish())
-	got := read(held, 0)
-	assert.Equal(t, uint64(2), got.Count)
-	assert.Equal(t, 3*time.Millisecond, got.Sum)
-	assert.Equal(t, counts(b.Len()+1, 7, 1, 8, 1), got.Counts)
+// TestObserveOtherBounds checks that a histogram counts in its own bounds' buckets, and
+// that with no bounds at all it has one bucket, +Inf.
+func TestObserveOtherBounds(t *testing.T) {
+	tests := []struct {
+		name    string
+		seconds []float64
+		want    []uint64 // after observing 0, 1 ms, 5 ms, 1 s
+	}{
+		{"Prometheus' defaults", []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, []uint64{3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+		{"one bound", []float64{0.001}, []uint64{2, 2}},
+		{"none: one bucket", nil, []uint64{4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := histogram.NewBounds(tt.seconds...)
+			require.NoError(t, err)
+			var h histogram.Histogram
+			h.Init(b)
+			for _, d := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, time.Second} {
+				h.Observe(d)
+			}
+			var got histogram.Snapshot
+			h.Snapshot(&got)
+			assert.Equal(t, tt.want, got.Counts)
+			assert.Equal(t, uint64(4), got.Count)
+			assert.Equal(t, time.Second+6*time.Millisecond, got.Sum)
+		})
+	}
 }
 
-// TestFlushWaitsForReaders checks that Flush publishes a set whose lock a reader holds once
-// the reader lets go, rather than leaving it pending as Publish would. (The check that Flush
-// has not returned before the release can only catch a Flush that returns at once.)
-func TestFlushWaitsForReaders(t *testing.T) {
-	s := histogram.NewSet(histogram.DefaultLatency(), 1)
-	var r histogram.Recorder
-	r.Record(s, 0, time.Millisecond)
-	unlock := histogram.LockForTest(s)
-	flushed := make(chan struct{})
-	go func() {
-		r.Flush()
-		close(flushed)
-	}()
-	select {
-	case <-flushed:
-		t.Fatal("Flush returned while a reader held the set")
-	default:
+// TestInitEmpties checks that Init makes a histogram that recorded durations empty, over
+// the bounds it is given.
+func TestInitEmpties(t *testing.T) {
+	b, err := histogram.NewBounds(0.001, 0.01)
+	require.NoError(t, err)
+	var h histogram.Histogram
+	h.Init(histogram.DefaultLatency())
+	h.Observe(time.Second)
+	h.Init(b)
+	require.Same(t, b, h.Bounds())
+	var got histogram.Snapshot
+	h.Snapshot(&got)
+	assert.Equal(t, histogram.Snapshot{Bounds: b, Counts: []uint64{0, 0, 0}}, got)
+	h.Observe(5 * time.Millisecond)
+	h.Snapshot(&got)
+	assert.Equal(t, histogram.Snapshot{Bounds: b, Counts: []uint64{0, 1, 0}, Count: 1, Sum: 5 * time.Millisecond}, got)
+}
+
+// TestSnapshotSharesNothing checks that a snapshot is a copy: what the histogram records
+// afterwards does not change it, whether its Counts were allocated by Snapshot or reused,
+// and a change to it does not reach the histogram.
+func TestSnapshotSharesNothing(t *testing.T) {
+	b := histogram.DefaultLatency()
+	tests := []struct {
+		name string
+		dst  histogram.Snapshot
+	}{
+		{"into a zero snapshot", histogram.Snapshot{}},
+		{"into one too small", histogram.Snapshot{Counts: make([]uint64, 3)}},
+		{"into one with room", histogram.Snapshot{Counts: make([]uint64, 100)}},
 	}
-	unlock()
-	<-flushed
-	assert.False(t, r.Pending())
-	assert.Equal(t, uint64(1), read(s, 0).Count)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h histogram.Histogram
+			h.Init(b)
+			h.Observe(time.Millisecond)
+			snap := tt.dst
+			h.Snapshot(&snap)
+			want := histogram.Snapshot{Bounds: b, Counts: counts(b.Len()+1, 7, 1), Count: 1, Sum: time.Millisecond}
+			require.Equal(t, want, snap)
+
+			h.Observe(time.Millisecond)
+			h.Observe(time.Hour)
+			assert.Equal(t, want, snap, "later Observes leave the snapshot alone")
+
+			snap.Counts[7] = 100
+			var again histogram.Snapshot
+			h.Snapshot(&again)
+			assert.Equal(t, uint64(2), again.Counts[7], "a change to the snapshot leaves the histogram alone")
+		})
+	}
 }
 
 func TestSnapshotCumulative(t *testing.T) {
@@ -225,124 +264,27 @@ func TestSnapshotMergeOtherBoundsPanics(t *testing.T) {
 	assert.PanicsWithValue(t, "histogram: Merge of a snapshot with 2 bounds into one with 2 other bounds", func() { s.Merge(&o) })
 }
 
-func TestSetMisusePanics(t *testing.T) {
-	assert.PanicsWithValue(t, "histogram: NewSet of 0 histograms", func() { histogram.NewSet(histogram.DefaultLatency(), 0) })
-	s := histogram.NewSet(histogram.DefaultLatency(), 2)
-	assert.PanicsWithValue(t, "histogram: ReadAll of a set of 2 histograms into 1 snapshots", func() { s.ReadAll(make([]histogram.Snapshot, 1)) })
-}
-
-// TestNoAllocations checks the costs the package documents: recording and publishing
-// allocate nothing once the Recorder's list has grown, and a reader who reads into the same
-// snapshots, nor computes cumulative counts into the same slice, allocates nothing either.
+// TestNoAllocations checks the costs the package documents: Observe allocates nothing, nor
+// does Snapshot into a snapshot whose Counts have room, nor Cumulative into a slice with room.
 func TestNoAllocations(t *testing.T) {
 	b := histogram.DefaultLatency()
-	sets := []*histogram.Set{histogram.NewSet(b, 4), histogram.NewSet(b, 4), histogram.NewSet(b, 4)}
-	var r histogram.Recorder
+	var h histogram.Histogram
+	h.Init(b)
 	d := time.Duration(0)
-	record := func() {
-		for _, s := range sets {
-			for i := range 4 {
-				d = (d*7 + 13*time.Microsecond) % (2 * time.Minute)
-				r.Record(s, i, d)
-			}
-		}
-		r.Publish()
-	}
-	record() // the Recorder's list grows to three sets
-	assert.Zero(t, testing.AllocsPerRun(100, record), "Record and Publish")
-
-	snaps := make([]histogram.Snapshot, 4)
-	sets[0].ReadAll(snaps)
-	var one histogram.Snapshot
-	sets[1].Read(2, &one)
-	var cum []uint64
-	cum = one.Cumulative(cum)
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		sets[0].ReadAll(snaps)
-		sets[1].Read(2, &one)
-		cum = one.Cumulative(cum)
-	}), "ReadAll, Read and Cumulative into the same values")
-}
-
-// TestConcurrentReaders runs a writer that records every duration into each histogram of
-// a set (as a reactor records the phases of each call) and publishes in batches of random
-// sizes, against readers that read the set all the while, under -race in CI. Every snapshot
-// must be one the writer published: each histogram's count is the sum of its buckets, every
-// histogram of the set has the same count and the same sum, and no count ever decreases. At
-// the end, the set holds exactly what a model recorded.
-func TestConcurrentReaders(t *testing.T) {
-	const (
-		n       = 3
-		records = 20_000
-		readers = 2
-	)
-	b := histogram.DefaultLatency()
-	s := histogram.NewSet(b, n)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var reads [readers]int
-	for reader := range readers {
-		wg.Go(func() {
-			snaps := make([]histogram.Snapshot, n)
-			var last uint64
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				s.ReadAll(snaps)
-				reads[reader]++
-				for i := range snaps {
-					var sum uint64
-					for _, c := range snaps[i].Counts {
-						sum += c
-					}
-					if sum != snaps[i].Count || snaps[i].Count != snaps[0].Count || snaps[i].Sum != snaps[0].Sum {
-						t.Errorf("histogram %d: count %d, buckets' sum %d, sum %v; histogram 0: count %d, sum %v",
-							i, snaps[i].Count, sum, snaps[i].Sum, snaps[0].Count, snaps[0].Sum)
-						return
-					}
-				}
-				if snaps[0].Count < last {
-					t.Errorf("the count went from %d down to %d", last, snaps[0].Count)
-					return
-				}
-				last = snaps[0].Count
-			}
-		})
-	}
-
-	var r histogram.Recorder
-	rng := rand.New(rand.NewPCG(3, 4))
-	want := make([]uint64, b.Len()+1)
-	var wantSum time.Duration
-	for done := 0; done < records; {
-		batch := 1 + rng.IntN(64)
-		for range min(batch, records-done) {
-			// Durations of every magnitude, from below zero to beyond the last bound.
-			d := time.Duration(rng.Int64N(int64(1)<<rng.IntN(40))) - time.Microsecond
-			for i := range n {
-				r.Record(s, i, d)
-			}
-			want[refBucket(b.Nanoseconds(), d)]++
-			wantSum += max(d, 0)
-			done++
+		for range 4 {
+			d = (d*7 + 13*time.Microsecond) % (2 * time.Minute)
+			h.Observe(d)
 		}
-		r.Publish()
-	}
-	r.Flush()
-	close(stop)
-	wg.Wait()
+	}), "Observe")
 
-	snaps := make([]histogram.Snapshot, n)
-	s.ReadAll(snaps)
-	for i := range snaps {
-		assert.Equal(t, want, snaps[i].Counts, "histogram %d", i)
-		assert.Equal(t, uint64(records), snaps[i].Count, "histogram %d", i)
-		assert.Equal(t, wantSum, snaps[i].Sum, "histogram %d", i)
-	}
-	t.Logf("reads: %v", reads)
+	snap := histogram.Snapshot{Counts: make([]uint64, 0, b.Len()+1)}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { h.Snapshot(&snap) }), "Snapshot into a snapshot with room")
+	require.Equal(t, h.Bounds(), snap.Bounds, "the snapshot was taken")
+
+	cum := make([]uint64, 0, b.Len()+1)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { cum = snap.Cumulative(cum) }), "Cumulative into a slice with room")
+	require.Len(t, cum, b.Len()+1)
 }
 
 func TestSumSeconds(t *testing.T) {
