@@ -101,6 +101,10 @@ type Stats struct {
 	Transport Latency
 	// TickWait is the time from the outcome's queuing for Tick until Tick delivered it.
 	TickWait Latency
+	// Histograms count the same latencies as Latency and its parts, for every admitted call
+	// delivered since the reactor started, in fixed buckets: what metrics systems graph and
+	// alert on (see Histogram). They are the sums of the methods' Histograms.
+	Histograms Histograms
 	// OldestUndelivered is how long the oldest admitted call whose outcome waits for Tick
 	// has waited, at the snapshot: zero when none waits. It grows while the host does not
 	// tick; the calls a Tick in progress delivers count as waiting until it returns.
@@ -157,6 +161,9 @@ type MethodStats struct {
 	// NeverSent counts the method's failed calls that never reached gRPC, as
 	// Stats.NeverSent does.
 	NeverSent uint64
+	// TimedOut, Overloaded, Cancelled and Closed count the method's failures with ErrTimeout,
+	// ErrOverloaded, ErrCancelled and ErrClosed, as Stats' do.
+	TimedOut, Overloaded, Cancelled, Closed uint64
 	// Shed counts the method's calls that a lane did not send because they could no longer
 	// finish in time (ErrShed), as Stats.Shed does.
 	Shed uint64
@@ -176,6 +183,9 @@ type MethodStats struct {
 	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
 	// Transport and TickWait split it as Stats' do.
 	Latency, QueueWait, Transport, TickWait Latency
+	// Histograms count the latencies of every admitted call of the method delivered since
+	// the reactor started, as Stats.Histograms do.
+	Histograms Histograms
 }
 
 // InvokerStats describes one invoker.
@@ -252,7 +262,7 @@ func (r *Reactor) Stats() Stats {
 		TimedOut:   r.counts.timedOut,
 		Overloaded: r.counts.overloaded,
 		Cancelled:  r.counts.cancelled,
-		Closed:     r.counts.closedCalls,
+		Closed:     r.counts.closed,
 		NeverSent:  r.counts.neverSent,
 		Shed:       r.counts.shed,
 		Drained:    r.drained.Load(),
@@ -265,27 +275,40 @@ func (r *Reactor) Stats() Stats {
 	type methodSamples struct {
 		path    string
 		samples []phases
+		hist    phaseSnapshots
 	}
 	perMethod := make([]methodSamples, 0, len(r.byPath))
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
 	for path, e := range r.byPath {
 		m := e.counters
-		ms := MethodStats{Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent, Shed: m.shed, Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(), Failed: make(map[codes.Code]uint64, len(m.failed))}
+		ms := MethodStats{
+			Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent,
+			TimedOut: m.timedOut, Overloaded: m.overloaded, Cancelled: m.cancelled, Closed: m.closed, Shed: m.shed,
+			Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(),
+			Failed: make(map[codes.Code]uint64, len(m.failed)),
+		}
 		for code, n := range m.failed {
 			ms.Failed[code] = n
 		}
 		s.Methods[path] = ms
-		perMethod = append(perMethod, methodSamples{path, slices.Clone(m.latency.ring)})
+		ps := methodSamples{path: path, samples: slices.Clone(m.latency.ring)}
+		m.hist.copyTo(&ps.hist)
+		perMethod = append(perMethod, ps)
 	}
 	r.mu.Unlock()
 	l := summarizePhases(samples)
 	s.Latency, s.QueueWait, s.Transport, s.TickWait = l.whole, l.queue, l.transport, l.tickWait
-	for _, m := range perMethod {
+	var all phaseSnapshots
+	for i := range perMethod {
+		m := &perMethod[i]
 		ms := s.Methods[m.path]
 		l := summarizePhases(m.samples)
 		ms.Latency, ms.QueueWait, ms.Transport, ms.TickWait = l.whole, l.queue, l.transport, l.tickWait
+		all.merge(&m.hist)
+		ms.Histograms = m.hist.histograms()
 		s.Methods[m.path] = ms
 	}
+	s.Histograms = all.histograms()
 	if settled, ok := r.out.Oldest(); ok {
 		s.OldestUndelivered = max(time.Duration(r.now()-settled), 0)
 	}

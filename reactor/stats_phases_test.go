@@ -130,6 +130,21 @@ func TestStatsLatencyPhases(t *testing.T) {
 	require.Equal(t, two(0, z), s.TickWait, "TickWait")
 	require.Equal(t, two(x, x+y+z), s.Latency, "Latency")
 	require.Zero(t, s.NeverSent)
+
+	// The histograms count the same phases, per method and in all.
+	mh, oh, all := m.Histograms, o.Histograms, s.Histograms
+	requireHist(t, mh.QueueWait, "Echo's QueueWait", x)
+	requireHist(t, mh.Transport, "Echo's Transport", y)
+	requireHist(t, mh.TickWait, "Echo's TickWait", z)
+	requireHist(t, mh.Latency, "Echo's Latency", x+y+z)
+	requireHist(t, oh.QueueWait, "the blocker's QueueWait", 0)
+	requireHist(t, oh.Transport, "the blocker's Transport", x)
+	requireHist(t, oh.TickWait, "the blocker's TickWait", 0)
+	requireHist(t, oh.Latency, "the blocker's Latency", x)
+	requireHist(t, all.QueueWait, "QueueWait", x, 0)
+	requireHist(t, all.Transport, "Transport", y, x)
+	requireHist(t, all.TickWait, "TickWait", z, 0)
+	requireHist(t, all.Latency, "Latency", x+y+z, x)
 }
 
 // TestStatsLatencyPhasesOfCallsCutShort checks the phases of calls the reactor settled: a call
@@ -175,6 +190,14 @@ func TestStatsLatencyPhasesOfCallsCutShort(t *testing.T) {
 	require.Equal(t, one(z), o.TickWait, "the blocker's TickWait")
 	require.Equal(t, one(y+z), o.Latency, "the blocker's Latency")
 	require.Equal(t, one(y), s.Transport, "Transport in all: the blocker's only")
+	requireHist(t, m.Histograms.QueueWait, "the queued call's QueueWait", x)
+	requireHist(t, m.Histograms.Transport, "the queued call's Transport: none, it was never sent")
+	requireHist(t, m.Histograms.TickWait, "the queued call's TickWait", y-x+z)
+	requireHist(t, m.Histograms.Latency, "the queued call's Latency", y+z)
+	requireHist(t, o.Histograms.Transport, "the blocker's Transport", y)
+	requireHist(t, s.Histograms.Transport, "Transport in all: the blocker's only", y)
+	require.Equal(t, uint64(1), m.TimedOut, "Echo's TimedOut")
+	require.Equal(t, uint64(1), o.TimedOut, "Other's TimedOut")
 }
 
 // TestStatsOldestUndelivered checks Stats.OldestUndelivered on a manual clock: the time the

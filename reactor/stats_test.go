@@ -145,6 +145,10 @@ func TestStatsLatencyCoversTheLast1024Calls(t *testing.T) {
 	want := reactor.Latency{Samples: 1024}
 	require.Equal(t, want, s.Latency, "the old call has left the window")
 	require.Equal(t, want, s.Methods[echo.Path()].Latency)
+	// The histograms keep every call since the reactor started.
+	require.Equal(t, uint64(1025), s.Histograms.Latency.Count, "the histogram keeps the old call")
+	require.Equal(t, time.Second, s.Histograms.Latency.Sum, "the old call's second, the others' none")
+	require.Equal(t, uint64(1025), s.Methods[echo.Path()].Histograms.Latency.Count)
 }
 
 func TestStatsInvariantDuringBusyRun(t *testing.T) {

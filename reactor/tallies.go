@@ -35,25 +35,50 @@ type tallies struct {
 
 // counters is the reactor's call counts, and those of each method (methodCounters).
 type counters struct {
-	pending                                      int
-	submitted, succeeded                         uint64
-	failed                                       map[codes.Code]uint64
-	failedTotal                                  uint64 // the sum of failed
-	timedOut, overloaded, cancelled, closedCalls uint64
-	neverSent, shed                              uint64
+	pending              int
+	submitted, succeeded uint64
+	failed               map[codes.Code]uint64
+	failedTotal          uint64 // the sum of failed
+	neverSent            uint64
+	failures
+}
+
+// failures counts failed calls by prpc's reason, for the reactor and for each method.
+type failures struct {
+	timedOut, overloaded, cancelled, closed, shed uint64
+}
+
+// count counts a failure for reason, if it is one of those counted.
+func (f *failures) count(reason callcore.Reason) {
+	switch reason {
+	case callcore.ReasonTimeout:
+		f.timedOut++
+	case callcore.ReasonOverloaded:
+		f.overloaded++
+	case callcore.ReasonCancelled:
+		f.cancelled++
+	case callcore.ReasonClosed:
+		f.closed++
+	case callcore.ReasonShed:
+		f.shed++
+	}
 }
 
 // methodCounters are the counters of one method.
 type methodCounters struct {
-	submitted, succeeded, neverSent, shed uint64
-	failed                                map[codes.Code]uint64
-	latency                               latencyWindow
-	coalesced                             atomic.Uint64 // counted by the lanes, without mu
-	hedges, hedgesWon, hedgesLost         atomic.Uint64 // counted by the lanes, without mu
+	submitted, succeeded, neverSent uint64
+	failed                          map[codes.Code]uint64
+	failures
+	latency                       latencyWindow
+	hist                          phaseHistograms
+	coalesced                     atomic.Uint64 // counted by the lanes, without mu
+	hedges, hedgesWon, hedgesLost atomic.Uint64 // counted by the lanes, without mu
 }
 
 func newMethodCounters() *methodCounters {
-	return &methodCounters{failed: make(map[codes.Code]uint64)}
+	m := &methodCounters{failed: make(map[codes.Code]uint64)}
+	m.hist.init()
+	return m
 }
 
 // submit counts n submitted calls of the method whose counters are m.
@@ -86,19 +111,8 @@ func (c *counters) fail(m *methodCounters, code codes.Code, reason callcore.Reas
 	m.failed[code]++
 	c.failed[code]++
 	c.failedTotal++
-	switch reason {
-	case callcore.ReasonTimeout:
-		c.timedOut++
-	case callcore.ReasonOverloaded:
-		c.overloaded++
-	case callcore.ReasonCancelled:
-		c.cancelled++
-	case callcore.ReasonClosed:
-		c.closedCalls++
-	case callcore.ReasonShed:
-		c.shed++
-		m.shed++
-	}
+	c.failures.count(reason)
+	m.failures.count(reason)
 }
 
 func errCode(err error) codes.Code { return status.Code(err) }

@@ -228,6 +228,7 @@ func (h *host) Delivered(c *callcore.Call) {
 		}
 	}
 	method.counters.latency.add(p)
+	method.counters.hist.observe(p)
 	r.latency.add(p)
 	r.mu.Unlock()
 	if mutation != "leak-admission" || c.Err == nil {
