@@ -5,6 +5,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/trixnew/prpc/internal/histogram"
+	"github.com/trixnew/prpc/reactor"
 )
 
 // StatsWindow is the number of most recent ticks over which Stats computes tick-duration
@@ -63,6 +66,23 @@ func (l *Loop) Stats() Stats {
 	return l.meter.snapshot()
 }
 
+// TickDurations returns the durations of every tick since Run began (each measured as
+// Stats.TickP50's are) in a cumulative histogram, with the buckets of reactor.Histogram: what
+// a metrics system graphs as the loop's tick time, and aggregates across scrapes and servers,
+// which the window of TickP50, TickP99 and TickMax cannot be. It is safe from any goroutine;
+// it takes the mutex Stats takes, for a copy of the counts, and allocates that copy.
+func (l *Loop) TickDurations() reactor.Histogram {
+	return l.meter.tickDurations()
+}
+
+func (m *meter) tickDurations() reactor.Histogram {
+	var s histogram.Snapshot
+	m.mu.Lock()
+	m.durations.Snapshot(&s)
+	m.mu.Unlock()
+	return reactor.Histogram{Bounds: s.Bounds.Seconds(), Counts: s.Counts, Count: s.Count, Sum: s.Sum}
+}
+
 // tickSample is what one tick reports to the meter.
 type tickSample struct {
 	at, dur   time.Duration // start, relative to Run's start; duration
@@ -83,10 +103,13 @@ type meter struct {
 	sorted []time.Duration // the window's durations, sorted
 	head   int             // next slot of at and dur to write
 	n      int             // ticks in the window
+	// durations counts every tick's duration since Run began, for TickDurations.
+	durations histogram.Histogram
 }
 
 func (m *meter) init() {
 	m.sorted = make([]time.Duration, 0, StatsWindow)
+	m.durations.Init(histogram.DefaultLatency())
 }
 
 func (m *meter) tick(s tickSample) {
@@ -104,6 +127,7 @@ func (m *meter) tick(s tickSample) {
 	i, _ := slices.BinarySearch(m.sorted, s.dur)
 	m.sorted = slices.Insert(m.sorted, i, s.dur)
 
+	m.durations.Observe(s.dur)
 	m.st.Ticks++
 	m.st.Skipped += s.skipped
 	if s.overrun {

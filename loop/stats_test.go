@@ -162,3 +162,36 @@ type idleReactor struct{}
 
 func (idleReactor) Tick(time.Duration) (r reactor.TickReport) { return r }
 func (idleReactor) Ready() <-chan struct{}                    { return nil }
+
+// TestTickDurations checks the histogram of tick durations: every tick since Run began, each
+// in the first bucket whose bound is at or above its duration, with their count and sum; the
+// reactor's latency buckets.
+func TestTickDurations(t *testing.T) {
+	const tps = 5
+	const p = time.Second / tps
+	h := newHarness(t)
+	h.start(loop.Config{TPS: tps, OnTick: func(n uint64) { h.clk.Advance(tickDurations(n)) }})
+	empty := h.loop.TickDurations()
+	require.Len(t, empty.Counts, len(empty.Bounds)+1)
+	for k := int(h.loop.Stats().Ticks); k < 10; k++ {
+		h.clk.Advance(epoch.Add(time.Duration(k) * p).Sub(h.clk.Now()))
+		h.waitBlocked()
+	}
+	got := h.loop.TickDurations()
+	require.Equal(t, reactortest.NewReactor(t, reactortest.NewBackend(), reactor.Config{}).Stats().Histograms.Latency.Bounds, got.Bounds, "the reactor's buckets")
+	want := make([]uint64, len(got.Bounds)+1)
+	var sum time.Duration
+	for n := range uint64(10) {
+		d := tickDurations(n)
+		i := 0
+		for i < len(got.Bounds) && d.Seconds() > got.Bounds[i] {
+			i++
+		}
+		want[i]++
+		sum += d
+	}
+	require.Equal(t, want, got.Counts)
+	require.Equal(t, uint64(10), got.Count)
+	require.Equal(t, sum, got.Sum)
+	require.Equal(t, h.loop.Stats().Ticks, got.Count, "one per tick")
+}
