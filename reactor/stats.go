@@ -29,6 +29,9 @@ type Stats struct {
 	// count against MaxOutstanding, as the reactor goroutine has counted them (see above). It
 	// never exceeds MaxOutstanding.
 	Pending int
+	// MaxOutstanding is Config.MaxOutstanding as New resolved it: the bound on Pending, for
+	// graphs and alerts that compare the two.
+	MaxOutstanding int
 	// Queued is the number of admitted calls waiting for a free lane.
 	Queued int
 	// InFlight is the number of calls a lane has taken whose outcome is not yet queued for
@@ -255,18 +258,19 @@ type Latency struct {
 func (r *Reactor) Stats() Stats {
 	r.mu.Lock()
 	s := Stats{
-		Pending:    r.counts.pending,
-		Submitted:  r.counts.submitted,
-		Succeeded:  r.counts.succeeded,
-		Failed:     make(map[codes.Code]uint64, len(r.counts.failed)),
-		TimedOut:   r.counts.timedOut,
-		Overloaded: r.counts.overloaded,
-		Cancelled:  r.counts.cancelled,
-		Closed:     r.counts.closed,
-		NeverSent:  r.counts.neverSent,
-		Shed:       r.counts.shed,
-		Drained:    r.drained.Load(),
-		CutOff:     r.cutOff.Load(),
+		Pending:        r.counts.pending,
+		MaxOutstanding: r.cfg.MaxOutstanding,
+		Submitted:      r.counts.submitted,
+		Succeeded:      r.counts.succeeded,
+		Failed:         make(map[codes.Code]uint64, len(r.counts.failed)),
+		TimedOut:       r.counts.timedOut,
+		Overloaded:     r.counts.overloaded,
+		Cancelled:      r.counts.cancelled,
+		Closed:         r.counts.closed,
+		NeverSent:      r.counts.neverSent,
+		Shed:           r.counts.shed,
+		Drained:        r.drained.Load(),
+		CutOff:         r.cutOff.Load(),
 	}
 	samples := slices.Clone(r.latency.ring)
 	for code, n := range r.counts.failed {

@@ -218,6 +218,7 @@ func TestStatsPendingWithinMaxOutstanding(t *testing.T) {
 	r := reactortest.NewReactor(t, echoBackend(), reactor.Config{MaxOutstanding: maxOutstanding})
 	h := newHost(t, r)
 
+	require.Equal(t, maxOutstanding, r.Stats().MaxOutstanding, "Stats reports the bound")
 	stop := sampleStats(r, func(s reactor.Stats) string {
 		if s.Pending > maxOutstanding {
 			return fmt.Sprintf("Pending %d above MaxOutstanding %d", s.Pending, maxOutstanding)
