@@ -181,8 +181,8 @@ type MethodStats struct {
 // InvokerStats describes one invoker.
 type InvokerStats struct {
 	// Load is the number of calls the invoker's lanes have in flight (counted as InFlight
-	// counts them, but for calls joined to another's transport call, which hold no lane), at
-	// most BatchSize.
+	// counts them, but without calls joined to another's transport call, which hold no lane,
+	// and with each hedge, which holds one), at most BatchSize.
 	Load int
 	// State is what the invoker is doing.
 	State InvokerState
