@@ -169,8 +169,9 @@ type MethodStats struct {
 	// calls that a hedge's OK response settled, before the first attempt's.
 	Hedges, HedgesWon uint64
 	// HedgesLost counts the attempts of the method's calls, first attempts included, that
-	// prpc cancelled because another attempt of the same call had answered first: extra load
-	// that hedging put on the backends, not failures (BackendStats.HedgesLost counts them by
+	// prpc cancelled because another attempt of the same call had decided it first (an OK
+	// answer, a fatal status, or an attempt that reached the call's deadline): extra load that
+	// hedging put on the backends, not failures (BackendStats.HedgesLost counts them by
 	// backend, apart from BackendStats.Failed).
 	HedgesLost uint64
 	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
