@@ -38,8 +38,9 @@ type BackendStats struct {
 	// Failed counts those calls that failed, by code.
 	Failed map[codes.Code]uint64
 	// HedgesLost counts those calls that were attempts of a hedged call (MethodPolicy.Hedge)
-	// which prpc cancelled because another attempt had answered first: load the backend
-	// carried, never counted in Failed, since the backend did not fail them.
+	// which prpc cancelled because another attempt had decided the call first (as
+	// MethodStats.HedgesLost says): load the backend carried, never counted in Failed, since
+	// the backend did not fail them.
 	HedgesLost uint64
 }
 

@@ -30,7 +30,7 @@ type callCtx struct {
 	parent   context.Context
 	deadline time.Time
 	pick     dial.Pick
-	attempt  int  // which attempt of a flight's transport call it is, from 1 (hedge.go)
+	attempt  int  // which attempt of its flight it is, from 1 (hedge.go); 0 outside a flight
 	lost     bool // another attempt decided the flight and cancelled this one; under its flight table's lock
 }
 

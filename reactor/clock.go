@@ -3,8 +3,8 @@ package reactor
 import "time"
 
 // Clock is a source of time. The reactor reads it for deadlines, Tick budgets and latencies,
-// and sets timers with it for local deadlines. SystemClock is the default; package
-// reactortest has a manual one for deterministic tests.
+// and sets its one timer with it, for local deadlines and the next attempts of hedged calls.
+// SystemClock is the default; package reactortest has a manual one for deterministic tests.
 //
 // With a manual clock, the deadline sent to the server is still computed on the system clock
 // from the time a call has left, so gRPC's own deadline fires only after that much real time

@@ -12,8 +12,8 @@ import (
 )
 
 // closeState is the reactor's closing: what Close and Shutdown on the host goroutine, and the
-// reactor goroutine as it finishes, write once each as the reactor closes. Call and Go read
-// closing on every call, so it sits with the read-mostly fields.
+// reactor goroutine as it finishes, write as the reactor closes, most of it once. Call and Go
+// read closing on every call, so it sits with the read-mostly fields.
 type closeState struct {
 	closing   atomic.Bool // Close has begun: no call is admitted any more
 	closeOnce sync.Once

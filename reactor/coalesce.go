@@ -83,7 +83,7 @@ func (l *laneState) join(w callqueue.Work, m *methodEntry, now int64) *flight {
 		return nil
 	}
 	m.counters.coalesced.Add(1)
-	l.load.Add(-1) // the lane is free: the flight's lane holds the transport call
+	l.load.Add(-1) // the lane is free: the flight it joined runs on other lanes
 	return nil
 }
 
@@ -130,7 +130,7 @@ func (l *laneState) takeLead() *flight {
 	return f
 }
 
-// settleAlone settles w's call, claimed for coalescing, that failed before it joined a
+// settleAlone settles w's call, claimed to run as a flight, that failed before it joined a
 // flight: its request did not encode (encodeErr) or was modified (err). If the reactor cut it
 // meanwhile, the lane reports that it has finished with it instead.
 func (l *laneState) settleAlone(w callqueue.Work, err, encodeErr error) {

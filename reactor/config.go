@@ -287,9 +287,9 @@ func (c Config) resolve() (Config, error) {
 // ServiceConfigJSON returns the service config that New would dial c's connection with
 // (grpc.WithDefaultServiceConfig), for a program that dials its own connection and passes it
 // as Conn: the balancing policy (LoadBalancing), health checking (HealthCheck) and a retry
-// policy for each idempotent method of Policies, with Retry's backoff and throttling. Dial
-// with it, set Conn to the connection and ConnServiceConfig to the string, and New accepts
-// those fields with Conn:
+// policy for each idempotent method of Policies that is not hedged, with Retry's backoff and
+// throttling. Dial with it, set Conn to the connection and ConnServiceConfig to the string,
+// and New accepts those fields with Conn:
 //
 //	sc, err := cfg.ServiceConfigJSON()
 //	…

@@ -118,7 +118,7 @@ func (e *engine) turn() (done bool) {
 	e.begin()
 	// 2. Every published submission gets a record, a place in the deadline heap and, unless
 	//    its deadline has passed already, a place among this turn's calls for the lanes. They
-	//    are counted in Stats before step 6 can hand any of them to a lane, and so before any
+	//    are counted in Stats before step 7 can hand any of them to a lane, and so before any
 	//    can be delivered.
 	for e.acceptNext() {
 	}

@@ -12,38 +12,39 @@ import (
 	"github.com/trixnew/prpc/internal/lanecodec"
 )
 
-// A flight is one transport call, of one attempt or, for a hedged method, of several
-// (hedge.go), that serves the calls of a coalesced or hedged method whose requests and outgoing
-// metadata are the same: its members. The lane that claims a call of such a method and finds no
-// flight it may join starts one and runs it (flightrun.go); a call of a coalesced method
+// A flight is the transport attempts of one call: one attempt, or, for a hedged method,
+// several, of which one decides the flight (hedge.go). It may serve several calls, its members,
+// whose requests and outgoing metadata are the same: a call of a coalesced method
 // (MethodPolicy.Coalesce) joins the flight with its key, whatever its deadline, while that
 // flight is younger than the method's CoalesceMaxAge, has not passed its deadline and has fewer
 // members than CoalesceMax, and its lane goes on to its next call. A flight of a method that is
-// hedged but not coalesced has one member.
+// hedged but not coalesced has one member. The lane that claims a call of such a method and
+// finds no flight it may join starts one (coalesce.go) and runs it (flightrun.go).
 //
-// The flight runs with a request and a context of its own, made from its first member while
-// its lane owned it, so that no member's record is read while the transport call runs: every
-// member, the first included, is Joined (callcore.Joined) and may settle alone. The reactor
-// goroutine settles a member that times out, is cancelled or is cut off by Close at once
-// (callcore.Left): its outcome goes to Tick without waiting for the transport call, since
-// nothing reads its record. The transport call is cancelled once every member has left it.
-// When it returns, its lane settles each member still joined, each with its own response.
+// The flight runs with a request and a context of its own, made from its first member while its
+// lane owned it, so that no member's record is read while an attempt runs: every member, the
+// first included, is Joined (callcore.Joined) and may settle alone. The reactor goroutine
+// settles a member that times out, is cancelled or is cut off by Close at once (callcore.Left):
+// its outcome goes to Tick without waiting for the attempts, since nothing reads its record.
+// The running attempts are cancelled once every member has left. The lane of the attempt that
+// decides the flight settles each member still joined, each with its own response.
 //
-// The transport call carries its first member's deadline; a member that joined later may
-// have a later one, which the transport call must not cut short: when the transport call ends
-// at its deadline (DeadlineExceeded once that deadline has passed), the members whose own
-// deadlines are later go on in a new flight of their own (resend), which its lane runs at
-// once with the latest of their deadlines; the others fail with the transport call's error,
-// their deadlines having passed too. The reactor, which has no timer for a flight's deadline,
-// cuts the transport call at it when a member leaves for its own deadline once the flight's
-// has passed (leave), so that a server that never answers cannot hold the later members
-// beyond their next deadline.
+// The attempts carry the flight's deadline, its first member's rounded up; a member that joined
+// later may have a later one, which the flight must not cut short: when an attempt ends at the
+// flight's deadline (DeadlineExceeded once that deadline has passed), the members whose own
+// deadlines are later go on in a new flight of their own (resend), whose first attempt the same
+// lane runs at once, with the latest of their deadlines; the others fail with the attempt's
+// error, their deadlines having passed too. A flight is resent at most once, after its
+// deadline; a resend, which later calls may join, likewise. The reactor, which has no timer for
+// a flight's deadline, cuts the attempts at it when a member leaves for its own deadline once
+// the flight's has passed (leave), so that a server that never answers cannot hold the later
+// members beyond their next deadline.
 type flight struct {
 	t            *flightTable
 	key          string // the method, WaitForReady, the metadata and the request's encoding
 	ops          *callcore.Ops
 	req          lanecodec.Encoded // the request, encoded once, as the lane's codec sends it
-	deadline     int64             // the transport call's deadline: its first member's, rounded up
+	deadline     int64             // the attempts' deadline: its first member's, rounded up
 	born         int64             // when the flight was made, on the reactor's clock
 	maxAge       int64             // how long after born calls may join (CoalesceMaxAge)
 	coalesced    bool              // calls with its key may join it: its method coalesces
@@ -70,8 +71,8 @@ type flightMember struct {
 
 // flightTable holds a reactor's flights that calls may still join, by key, and counts those
 // whose lanes have not finished them. Lanes join and finish flights, and the reactor goroutine
-// settles their members, under its mutex. Only a reactor whose policies coalesce a method has
-// one.
+// settles their members and queues their hedges, under its mutex. Only a reactor whose
+// policies coalesce or hedge a method has one.
 type flightTable struct {
 	r     *Reactor
 	mu    sync.Mutex
@@ -174,7 +175,7 @@ func (t *flightTable) endAttempt(f *flight, ctx *callCtx, err error, now int64) 
 		t.running--
 		return attemptEnd{leaveLoad: !t.abandoned, lost: ctx.lost}
 	}
-	// The transport call ended at its deadline: later members must not fail with it.
+	// The attempt ended at the flight's deadline: later members must not fail with it.
 	expired := status.Code(err) == codes.DeadlineExceeded && now >= f.deadline
 	if h := f.hedge; h != nil && !expired && err != nil {
 		switch next, wait := h.afterFailure(f, err); {
@@ -242,11 +243,11 @@ func (t *flightTable) resend(f *flight, members []flightMember, now int64) *flig
 // leave tells c's flight that c, one of its members, has settled without it: the reactor
 // goroutine moved it from Joined to Left, because its deadline or its parent context's passed
 // (forDeadline), or it was cancelled or cut off by Close. Once every member has left, the
-// flight's transport call is cancelled, its context ending with callcore.CutError of
+// flight's running attempts are cancelled, their contexts ending with callcore.CutError of
 // forDeadline. A member that leaves for a deadline once the flight's own has passed, while
-// others remain, cuts the transport call as its deadline would have (DeadlineExceeded): its
-// lane then sends again for the members whose deadlines are later (endAttempt). A flight
-// that has ended already is left as it is.
+// others remain, cuts the running attempts as that deadline would have (DeadlineExceeded):
+// the lane of the first to end then sends again for the members whose deadlines are later
+// (endAttempt). A flight that has ended already is left as it is.
 func (t *flightTable) leave(c *callcore.Call, forDeadline bool) {
 	t.mu.Lock()
 	f := t.byMember[c]
@@ -274,7 +275,7 @@ func (t *flightTable) leave(c *callcore.Call, forDeadline bool) {
 
 // abandon is Close giving up on the lanes: it returns how many flights are still running,
 // whose lanes are held by a hook of the host, since every member has settled and every
-// transport call has been cancelled.
+// attempt has been cancelled.
 func (t *flightTable) abandon() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

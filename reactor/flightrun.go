@@ -11,18 +11,20 @@ import (
 )
 
 // The flight runner: what a lane does with a flight (flight.go) it runs, whether it started the
-// flight (coalesce.go) or took one of its hedges from the ready queue (hedge.go). Each attempt
-// is begun (the next hedge scheduled), sent, and ended under the flight table's lock
-// (endAttempt), which decides what follows: nothing, the next attempt at once, or the
-// settlement of the members — and, for the members whose deadlines are later than the
-// transport call's once it has passed, a resend that the same lane runs next.
+// flight (coalesce.go), took one of its hedges from the ready queue (hedge.go) or goes on with
+// a resend. Each attempt is begun (the next hedge scheduled, for a hedged flight), sent, and
+// ended under the flight table's lock (endAttempt), which decides what follows: nothing, the
+// next attempt at once, or the settlement of the members — and, for the members whose deadlines
+// are later than the flight's once it has passed, a resend, whose first attempt the same lane
+// runs next.
 
-// runFlight runs the attempts of f that fall to the lane, starting with the one whose context
-// is ctx (f.ctx, the first, for the lane that started f; a hedge for a lane that took one from
-// the ready queue), and settles f's members once one of them decides it; then, if some members
-// go on in a resend, it runs that flight's first attempt the same way. An attempt sends f's
-// own request with f's own context, and always asks for the header and trailer, since any
-// member may have asked for them.
+// runFlight runs the attempts of f that fall to the lane: the one whose context is ctx (f.ctx,
+// the first, for the lane that started f; a hedge for a lane that took one from the ready
+// queue), then each it sends at once after a non-fatal code; it settles f's members if one of
+// these attempts decides f, and then, if some members go on in a resend, runs that flight's
+// attempts the same way. An attempt sends f's own request with a context of its own
+// (attemptCtx), and always asks for the header and trailer, since any member may have asked for
+// them.
 func (l *laneState) runFlight(f *flight, ctx *callCtx) {
 	for ctx != nil {
 		began := l.beginAttempt(f, ctx)

@@ -10,7 +10,10 @@ package reactor_test
 //   - harness_server_test.go and harness_h2server_test.go: the test servers' handlers, and a
 //     misbehaving HTTP/2 server;
 //   - harness_conn_test.go: in-memory connections;
-//   - harness_tls_test.go: the TLS fixtures.
+//   - harness_tls_test.go: the TLS fixtures;
+//   - harness_race_test.go and harness_norace_test.go: whether the race detector is on, and
+//     harness_switches_linux_test.go and harness_switches_other_test.go: the thread switches
+//     the audit reads.
 
 import (
 	"context"

@@ -13,14 +13,16 @@ import (
 	"github.com/trixnew/prpc/internal/dial"
 )
 
-// Hedged calls (MethodPolicy.Hedge). A call of a hedged method runs as a flight (flight.go)
-// of its own, or of the calls coalesced with it, whose transport call may make several
-// attempts: the lane that starts the flight runs the first and schedules the next; the reactor
-// goroutine queues it once the delay has passed without an answer (hedgeschedule.go), and a
-// free lane runs it. Every member is Joined while the attempts run, so the reactor settles a
-// member that times out or is cancelled at once; the attempts are cancelled once every member
-// has left. The first attempt to decide the flight settles its members with its result and
-// cancels the others. All of it is guarded by the flight table's mutex.
+// Hedged calls (MethodPolicy.Hedge). A call of a hedged method runs as a flight (flight.go) of
+// its own, or of the calls coalesced with it, which may make several attempts: the lane that
+// begins an attempt schedules the next (scheduleHedge); the reactor goroutine queues it once
+// its delay has passed without an answer (hedgeschedule.go, engine.hedge), and a free lane runs
+// it. An attempt that fails with a non-fatal code has its own lane send the next at once, if
+// one is allowed (afterFailure, the decision after a failure). Every member is Joined while the
+// attempts run, so the reactor settles a member that times out or is cancelled at once; the
+// attempts are cancelled once every member has left. The first attempt to decide the flight
+// settles its members with its result and cancels the others. A flight's hedging, and its
+// method's budget and latencies, are guarded by the flight table's mutex.
 
 // hedging is the hedging state of one flight, guarded by its table's mutex.
 type hedging struct {
@@ -156,8 +158,8 @@ func (h *hedging) decided(f *flight, ctx *callCtx, err error) []*callCtx {
 	return others
 }
 
-// attemptCtx returns the context of attempt n of f's transport call: f's deadline and parent,
-// with grpc-previous-rpc-attempts for a hedge, and, if f is hedged, the backends tried for the
+// attemptCtx returns the context of attempt n of f: f's deadline and parent, with
+// grpc-previous-rpc-attempts for a hedge, and, if f is hedged, the backends tried for the
 // picker.
 func (f *flight) attemptCtx(n int) *callCtx {
 	parent := f.parent

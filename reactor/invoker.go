@@ -28,10 +28,12 @@ import (
 // lane is one of invoker inv's BatchSize goroutines: it takes the next admitted call from the
 // ready queue as soon as its previous one returns, claims it, runs it with ClientConn.Invoke,
 // the cheapest call path in grpc-go (no extra goroutine per call, unary interceptors run), and
-// settles it with the result, unless the reactor settled it first. Its codec encodes each
-// request inside gRPC's call, into a buffer the lane reuses. With Config.AdaptiveLimit, each
-// take gives back the place under the limit of the lane's previous call, with what that call
-// said about the backend (finish), and waits for a place for the next.
+// settles it with the result, unless the reactor settled it first. A call of a coalesced or
+// hedged method runs as a flight instead (flight.go), and an entry that stands for a hedge runs
+// the next attempt of its flight (hedge.go). Its codec encodes each request inside gRPC's call,
+// into a buffer the lane reuses. With Config.AdaptiveLimit, each take gives back the place
+// under the limit of the lane's previous call, with what that call said about the backend
+// (finish, or finishAttempt for a flight's attempt), and waits for a place for the next.
 func (r *Reactor) lane(inv int) {
 	defer func() { r.laneExit <- struct{}{} }()
 	l := r.newLane(inv)
@@ -81,7 +83,7 @@ type laneState struct {
 	bare, withMetadata []grpc.CallOption
 	checkBuf           []byte       // with Config.CheckRequestOwnership, for checkRequest
 	backend            backendCache // the backend of the lane's last transport call
-	keyBuf             []byte       // the key of the last coalesced call (coalesce.go)
+	keyBuf             []byte       // the key of the last call run as a flight (coalesce.go)
 	lead               *flight      // the flight the lane started and has yet to run, if any
 	method             *methodEntry // the method of the lane's last call (methodOf)
 	shedErr            error        // with the mutation shed-sent only
@@ -97,11 +99,11 @@ func (r *Reactor) newLane(inv int) *laneState {
 	return l
 }
 
-// start claims w's call for the lane and returns its transport context, or nil if the
-// reactor settled it first, if the lane shed it (shed.go), or if the call is coalesced: then
-// the lane has joined it to a flight, and set lead if the flight is its to run (takeLead). A
-// call the lane does not run itself leaves the lane's place under the limit to go back with
-// the next take, Neutral: it says nothing about the backend.
+// start claims w's call for the lane and returns its transport context, or nil if the reactor
+// settled it first, if the lane shed it (shed.go), or if the call runs as a flight (flown):
+// then the lane has joined it to a flight, or failed it, and set lead if the flight is its to
+// run (takeLead). A call the lane does not run itself leaves the lane's place under the limit
+// to go back with the next take, Neutral: it says nothing about the backend.
 func (l *laneState) start(w callqueue.Work) *callCtx {
 	r, c := l.r, w.C
 	now, ok := r.claim(c, w.Gen, l.load)

@@ -290,7 +290,7 @@ func (p *MethodPolicy) coalesceMaxAge(field string, maxTimeout time.Duration) (t
 
 // serviceConfig returns the service config prpc generates from c: the balancer (gRPC's,
 // wrapped to report backend states to table, or gRPC's own if table is nil), health checking,
-// and a retry policy for each idempotent method.
+// and a retry policy for each idempotent method that is not hedged.
 func (c *Config) serviceConfig(table *dial.SubconnTable) string {
 	type name struct {
 		Service string `json:"service"`

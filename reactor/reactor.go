@@ -4,10 +4,11 @@
 // reactor's goroutines. Game code submits calls with Call from any goroutine and gets a
 // *calls.Promise at once (or with Go, which takes one callback instead of a promise). One
 // reactor goroutine queues admitted calls for a fixed set of invoker goroutines (lanes), which
-// take them as they free up, and enforces deadlines from a timer heap. Each call settles
-// exactly once, whichever of the response (settled by its lane), the deadline, a cancel or
-// Close (settled by the reactor goroutine) comes first. Settled calls wait until the host calls
-// Tick on its own goroutine, where their callbacks run in completion order under a time budget.
+// take them as they free up, and enforces deadlines from a heap, with one timer. Each call
+// settles exactly once, whichever of the response (settled by its lane), the deadline, a
+// cancel or Close (settled by the reactor goroutine) comes first. Settled calls wait until the
+// host calls Tick on its own goroutine, where their callbacks run in completion order under a
+// time budget.
 //
 //	r, err := reactor.New(reactor.Config{Target: "127.0.0.1:50051", Credentials: reactor.Insecure()})
 //	…
@@ -27,10 +28,10 @@
 // bounded when the backend is slow or down. Every failure is a *calls.Error, which carries
 // the gRPC status and matches the sentinel of its condition, if any (see package calls).
 // Per-method policies (MethodPolicy) set timeouts, wait-for-ready, retries of idempotent
-// methods and a reserve for critical calls. Package loop drives Tick for hosts without a game
-// loop; package reactortest has an in-memory backend and a manual clock for tests. For the
-// RPCs prpc does not make, streaming methods among them, Reactor.Conn hands the reactor's
-// connection to grpc-go's generated stubs.
+// methods, a reserve for critical calls, and coalesced or hedged reads. Package loop drives
+// Tick for hosts without a game loop; package reactortest has an in-memory backend and a
+// manual clock for tests. For the RPCs prpc does not make, streaming methods among them,
+// Reactor.Conn hands the reactor's connection to grpc-go's generated stubs.
 package reactor
 
 import (
@@ -59,11 +60,11 @@ type Reactor struct {
 	_          callqueue.CacheLinePad
 	hostSide   // the host goroutine's: admission and delivery (tick.go)
 	_          callqueue.CacheLinePad
-	wakeup     // settled calls and the wake-up flag: lanes and the reactor goroutine write, Tick reads (wakeup.go)
+	wakeup     // settled calls (lanes, the reactor goroutine) and the wake-up flag (wakeHost's callers, Tick) (wakeup.go)
 	_          callqueue.CacheLinePad
 	gauges     // lanes and the reactor goroutine, per call: what Stats reads as load (tallies.go)
 	_          callqueue.CacheLinePad
-	tallies                           // the counters, under a mutex: the reactor goroutine, Tick and Stats (tallies.go)
+	tallies                           // the counters, under a mutex: the reactor goroutine, Tick, Call, Go and Stats (tallies.go)
 	freed      callqueue.FreedRecords // delivered calls' records, from Tick back to the reactor goroutine
 	backends   backendTable           // per-backend counters: lanes and gRPC's balancer (backends.go)
 	handshakes dial.HandshakeLog      // the last failed security handshake, for Stats and failed calls
@@ -100,7 +101,7 @@ type fixed struct {
 	ready    chan struct{}
 	notify   *notifier // calls OnReady; nil without it
 	work     *callqueue.ReadyQueue
-	loads    []invokerLoad // per invoker, written by its lanes
+	loads    []invokerLoad // per invoker, written by its lanes, and by the reactor goroutine for calls it cut
 	subconns *dial.SubconnTable
 	// The flights of coalesced and hedged methods (flight.go); nil unless a policy coalesces
 	// or hedges a method.

@@ -92,8 +92,8 @@ func (w *simWorld) nextAttempt(sl *simLane) {
 	w.attempt(sl)
 }
 
-// checkHedges verifies, after every step, that no attempt of a decided transport call runs
-// on without being cancelled, and that the budget holds between none and a full bucket.
+// checkHedges verifies, after every step, that no attempt of a decided flight runs on without
+// being cancelled, and that the budget holds between none and a full bucket.
 func (w *simWorld) checkHedges() {
 	if w.r.flights == nil {
 		return

@@ -27,7 +27,8 @@ import (
 
 // Three methods: simSave's policy is idempotent, so its transport calls may take several
 // attempts, as gRPC retries them; simEcho's is not; simRead's coalesces its calls, whose
-// requests are often identical (simReads of them), so that calls join flights.
+// requests are often identical (simReads of them), so that calls join flights, and hedges them
+// in half the seeds (simHedge).
 var (
 	simEcho = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Echo")
 	simSave = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Save")
@@ -121,7 +122,7 @@ type simCall struct {
 type simLane struct {
 	l        *laneState
 	busy     bool
-	flight   *flight // the flight the lane runs, if its call is coalesced; call is its first member
+	flight   *flight // the flight the lane runs an attempt of, if any; call is its first member
 	began    int64   // when the lane began the flight's attempt (beginAttempt)
 	stuck    bool    // Close gave up on the lane, a hook of the host holding it: its call was delivered
 	w        callqueue.Work
@@ -474,7 +475,7 @@ func (w *simWorld) laneStep(sl *simLane) {
 	}
 	if err := sl.ctx.Err(); err != nil {
 		// The call was cut: gRPC's call returns promptly with the context's error.
-		// A flight's transport call is cut once every member has settled, or at its own
+		// A flight's attempts are cut once every member has settled, or at the flight's
 		// deadline: the members whose deadlines are later then go on in a resend.
 		if f := sl.flight; f != nil && !(errors.Is(err, context.DeadlineExceeded) && w.r.now() >= f.deadline) {
 			for _, m := range f.members {
@@ -512,8 +513,9 @@ func (w *simWorld) laneStep(sl *simLane) {
 }
 
 // coalesced is what the simulator sees of a lane whose start returned no transport context:
-// the reactor settled the call while it waited, or the call is coalesced and the lane has
-// joined it to a flight, or started one, which it now runs, or failed it.
+// the reactor settled the call while it waited, or the call runs as a flight (its method
+// coalesces or hedges) and the lane has joined it to one, or started one, which it now runs,
+// or failed it.
 func (w *simWorld) coalesced(sl *simLane, wk callqueue.Work) {
 	if claim, ok := wk.C.Claim(wk.Gen); !ok || claim == callcore.Dropped {
 		w.note("lane skips a settled call")

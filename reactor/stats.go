@@ -179,8 +179,9 @@ type MethodStats struct {
 	// calls that a hedge's OK response settled, before the first attempt's.
 	Hedges, HedgesWon uint64
 	// HedgesLost counts the attempts of the method's calls, first attempts included, that
-	// prpc cancelled because another attempt of the same call had answered first: extra load
-	// that hedging put on the backends, not failures (BackendStats.HedgesLost counts them by
+	// prpc cancelled because another attempt of the same call had decided it first (an OK
+	// answer, a fatal status, or an attempt that reached the call's deadline): extra load that
+	// hedging put on the backends, not failures (BackendStats.HedgesLost counts them by
 	// backend, apart from BackendStats.Failed).
 	HedgesLost uint64
 	// Latency covers the method's most recent admitted calls, up to 1024; QueueWait,
@@ -194,8 +195,8 @@ type MethodStats struct {
 // InvokerStats describes one invoker.
 type InvokerStats struct {
 	// Load is the number of calls the invoker's lanes have in flight (counted as InFlight
-	// counts them, but for calls joined to another's transport call, which hold no lane), at
-	// most BatchSize.
+	// counts them, but without calls joined to another's transport call, which hold no lane,
+	// and with each hedge, which holds one), at most BatchSize.
 	Load int
 	// State is what the invoker is doing.
 	State InvokerState

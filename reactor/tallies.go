@@ -13,10 +13,12 @@ import (
 	"github.com/trixnew/prpc/internal/callqueue"
 )
 
-// gauges is the reactor's load as Stats reads it, written per call by the reactor goroutine
-// and the lanes: lanes keep inFlight; queued goes up when the reactor queues calls and down
-// when a lane claims one or the reactor drops one. The deadline heap, the reactor goroutine's,
-// sits here because lanes count their settlements in it.
+// gauges is the reactor's load as Stats reads it, written per call by the reactor goroutine and
+// the lanes: inFlight goes up when a lane claims a call and down when a lane settles it, and a
+// call the reactor settles after a lane claimed it leaves it in a turn of the reactor goroutine
+// (engine.release); queued goes up when the reactor queues calls and down when a lane claims
+// one or the reactor drops one. The deadline heap, the reactor goroutine's, sits here because
+// lanes count their settlements in it.
 type gauges struct {
 	queued    atomic.Int32
 	inFlight  atomic.Int32
@@ -25,7 +27,8 @@ type gauges struct {
 
 // tallies is the reactor's counters, under mu: the reactor goroutine counts accepted calls
 // once per turn, Tick counts each delivered call, Call and Go each rejected one, and Stats
-// reads them.
+// reads them. Any goroutine that looks a method up for the first time enters it in byPath
+// (Reactor.method).
 type tallies struct {
 	mu      sync.Mutex
 	counts  counters

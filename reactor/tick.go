@@ -11,7 +11,8 @@ import (
 
 // hostSide is the host goroutine's part of the reactor: admission (Call, Go) and delivery
 // (Tick, Shutdown, Close). admitted is the calls admitted and not yet delivered, which
-// MaxOutstanding bounds; Call and Go from another goroutine write it too.
+// MaxOutstanding bounds; Call and Go from another goroutine write it too. Any goroutine pushes
+// to hostq (deliverNext); only Tick takes from it.
 type hostSide struct {
 	admitted    atomic.Int64
 	ticking     atomic.Bool // Tick, Shutdown or Close holds the host role (enterHost)

@@ -24,9 +24,10 @@ import (
 // says how many lanes were left.
 var ErrHookBlocked = errors.New("prpc: a hook of the host had not returned when the reactor closed")
 
-// wakeup is the settled calls on their way to Tick and the host's wake-up flag: written by the
-// lanes and the reactor goroutine as calls settle, read and cleared by Tick. armed is set while
-// a wake-up was sent and Tick has not drained since.
+// wakeup is the settled calls on their way to Tick and the host's wake-up flag. The lanes and
+// the reactor goroutine push calls to out as they settle them, and Tick takes them. armed is
+// set while a wake-up was sent and Tick has not drained since: any goroutine that calls
+// wakeHost sets it, and every Tick clears it.
 type wakeup struct {
 	out   callqueue.Outbox
 	armed atomic.Bool
@@ -35,8 +36,9 @@ type wakeup struct {
 // wakeHost tells the host that settled calls are waiting for Tick, once until the next Tick
 // drains them: a value on Ready, and a call of OnReady by the notifier goroutine. It never
 // blocks and never calls a hook of the host, so any goroutine may call it: a lane that settled
-// a call, the reactor goroutine, Call and Go for a rejected call, and Tick for the calls it
-// left behind. The reactor goroutine's last wake-up, as it finishes, is wakeHostLast.
+// a call, the reactor goroutine, deliverNext for a call that Call or Go rejected or for a
+// callback added to a delivered promise, and Tick for the calls it left behind. The reactor
+// goroutine's last wake-up, as it finishes, is wakeHostLast.
 func (r *Reactor) wakeHost() {
 	if !r.armed.CompareAndSwap(false, true) {
 		return

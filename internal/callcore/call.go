@@ -44,10 +44,10 @@ import (
 const (
 	Unclaimed uint32 = iota // waiting for an invoker lane
 	Running                 // claimed by a lane: sent, or about to be
-	Joined                  // a member of a coalesced transport call, which no lane runs with this record
+	Joined                  // a member of a flight (a coalesced or hedged call's attempts), which no lane runs with this record
 	Dropped                 // settled by the reactor before any lane claimed it: never sent
 	Cut                     // settled by the reactor while a lane ran it; the lane's result is discarded
-	Completed               // settled by the lane that ran it, or that ran the flight it joined, with the transport's result
+	Completed               // settled by the lane that ran it, or that ran the attempt that decided its flight, with the transport's result
 	Left                    // settled by the reactor while Joined: may have been sent; nothing reads the record
 )
 
@@ -182,10 +182,11 @@ type Call struct {
 	// starts Unclaimed. An invoker lane that takes the call from the ready queue moves it to
 	// Running before sending it, and to Completed when the transport call returns; the
 	// reactor, settling it first, moves it to Dropped (from Unclaimed) or Cut (from
-	// Running). A call of a coalesced method moves on from Running to Joined once its lane
-	// has joined it to a flight, then to Completed (by the lane that ran the flight) or
-	// Left (by the reactor). Each step is a compare-and-swap and the first wins, so a use is sent at most
-	// once, never after it settled, and settled exactly once.
+	// Running). A call of a coalesced or hedged method moves on from Running to Joined once
+	// its lane has joined it to a flight, then to Completed (by the lane of the flight's
+	// attempt that decided it) or Left (by the reactor). Each step is a compare-and-swap and
+	// the first wins, so a use is sent at most once, never after it settled, and settled
+	// exactly once.
 	state atomic.Uint64
 	// cancel is the done state of the transport call's context, which ending cancels it
 	// with the error it then reports: the lane that claimed the call publishes it

@@ -3,9 +3,10 @@
 //
 //   - SubmissionRing: admitted calls, from the goroutines that call Call or Go to the reactor
 //     goroutine (lock-free for producers, one consumer);
-//   - Inbox: cancels, Close and lanes' reports to the reactor goroutine;
-//   - ReadyQueue: admitted calls waiting for an invoker lane, critical ones first, and the
-//     gate of the adaptive in-flight limit (LimitConfig, limit.go);
+//   - Inbox: cancels, Close, lanes' reports and wake-ups to the reactor goroutine;
+//   - ReadyQueue: admitted calls, and hedged calls' next attempts, waiting for an invoker
+//     lane, critical ones first, and the gate of the adaptive in-flight limit (LimitConfig,
+//     limit.go);
 //   - Outbox: settled calls waiting for Tick, and HostQueue, the calls whose callbacks run at
 //     the next Tick without passing through another goroutine;
 //   - DeadlineHeap: the reactor goroutine's calls by deadline, cleaned lazily;

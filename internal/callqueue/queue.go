@@ -37,7 +37,9 @@ type Completion struct {
 
 // Inbox is the reactor goroutine's multi-producer queue of events and completions. Producers
 // append under a mutex and wake the consumer only when the queue was empty, so a burst costs
-// one wake-up; the consumer swaps the whole batch out at once.
+// one wake-up; the consumer swaps the whole batch out at once. Signal wakes the consumer with
+// nothing queued, for work it finds elsewhere (a lane's settlements to prune, hedges lanes
+// scheduled).
 type Inbox struct {
 	mu     sync.Mutex
 	events []Event
@@ -141,7 +143,7 @@ func (q *Inbox) Close() ([]Event, []Completion) {
 }
 
 // Outbox is the queue of settled calls waiting for Tick. Every push is followed by a wake-up
-// of the host (wakeHost, or Ready directly at shutdown).
+// of the host (wakeHost, or, as the reactor goroutine finishes, wakeHostLast).
 //
 // For Stats.OldestUndelivered it keeps, readable from any goroutine, the settle time of the
 // first call in calls (first) and of the first call not yet delivered of the batch Tick took

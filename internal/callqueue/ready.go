@@ -7,13 +7,13 @@ import (
 )
 
 // ReadyQueue holds the admitted calls waiting for an invoker lane: critical calls first, then
-// the others, each class in submission order while the queue drains, and newest first while
-// it stands (adaptive LIFO, below). The reactor goroutine pushes each turn's
-// admitted calls at once; every lane takes its next call from here as soon as its previous
-// one returns, without a round trip through the reactor goroutine, so that requests reach the
-// backend as evenly as from a plain worker pool fed by a channel, the baseline the burst
-// suite compares prpc with: a hand-off through the reactor goroutine costs the backend more
-// CPU per call.
+// the others, each class in submission order while the queue drains, and newest first while it
+// stands (adaptive LIFO, below). The reactor goroutine pushes each turn's admitted calls at
+// once, and the hedges of hedged calls as they fall due (a lane pushes a hedge whose delay is
+// zero); every lane takes its next call from here as soon as its previous one returns, without
+// a round trip through the reactor goroutine, so that requests reach the backend as evenly as
+// from a plain worker pool fed by a channel, the baseline the burst suite compares prpc with: a
+// hand-off through the reactor goroutine costs the backend more CPU per call.
 //
 // With an adaptive limit (NewReadyQueue's LimitConfig) it is also the gate on the calls in
 // flight: a lane takes a call only while the places that lanes hold are fewer than the limit,
@@ -32,7 +32,8 @@ import (
 // oldest wait, and fail at their deadline, never sent, or are shed by the lane that reaches
 // them (calls.ErrShed). Once the lanes empty the queue it is served in submission order again.
 // The queue learns the time only from Push, which the reactor goroutine calls with its clock
-// reading of the turn: the lanes read no clock for it.
+// reading of the turn (or of the moment it queues a hedge), and a lane only to queue a hedge
+// without delay: a lane that takes calls reads no clock for it.
 type ReadyQueue struct {
 	mu       sync.Mutex
 	critical fifo  // calls of critical methods or with calls.Options.Critical
@@ -242,13 +243,14 @@ func (f *fifo) popNewest() Work {
 }
 
 // Work is an entry of the ready queue: one use of a record, or another attempt of a hedged
-// transport call. A lane claims a record only if it is still on that use, Unclaimed.
+// call. A lane claims a record only if it is still on that use, Unclaimed.
 type Work struct {
 	C        *callcore.Call
 	Gen      uint32
 	Critical bool // taken before every call that is not
-	// Attempt says that C is not a call but stands for a hedged transport call that is to
-	// send another attempt: a record the reactor never submits, which it maps to that
-	// transport call. (A flag rather than a field of another type keeps Work at 16 bytes.)
+	// Attempt says that C is not a call but stands for a hedged call (its flight, in the
+	// reactor) that is to send another attempt: a record no call is submitted with, which the
+	// reactor maps to that flight. (A flag rather than a field of another type keeps Work at
+	// 16 bytes.)
 	Attempt bool
 }

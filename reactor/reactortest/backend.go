@@ -62,21 +62,21 @@ import (
 // With a Backend as Config.Conn, reactor.New accepts a Config that would dial a connection,
 // checked as it is then, so that tests run with the Config production runs with (NewReactor
 // also clears its Target and Targets, but not an xDS Target, whose rules then apply: see
-// NewReactor). Idempotent policies are honoured as gRPC honours the
-// service config reactor.New generates for them: a call of a method whose MethodPolicy is
-// Idempotent that fails with one of Config.Retry.RetryableCodes (default Unavailable) runs
-// again, up to Retry.MaxAttempts attempts in all, within the call's deadline, unless the
-// handler sent the header first (grpc.SendHeader, or grpc.SetHeader before returning an
-// error, which makes gRPC send the header ahead of the status), the request is larger than
-// gRPC's retry buffer (256 KiB) or the status's trailer carries a grpc-retry-pushback-ms that
-// forbids it. Retries are throttled as Retry's ThrottleMaxTokens and ThrottleTokenRatio say,
-// each reactor on its own, as each has its own connection in production. Unlike gRPC, a
-// Backend retries at once: it skips the backoff between attempts (Retry.InitialBackoff,
-// MaxBackoff and BackoffMultiplier), so that tests never sleep, and a pushback's wait too.
-// An exhausted call fails with the last attempt's status, its message prefixed as grpc-go
-// prefixes it ("max retries exhausted: failed after 3 attempts: …"). Each attempt counts in
-// Calls and runs the handler with a header and trailer of its own; the call gets the last
-// attempt's.
+// NewReactor). Idempotent policies are honoured as gRPC honours the service config reactor.New
+// generates for them: a call of a method whose MethodPolicy is Idempotent, and not hedged (a
+// hedged method gets no retry policy), that fails with one of Config.Retry.RetryableCodes
+// (default Unavailable) runs again, up to Retry.MaxAttempts attempts in all, within the call's
+// deadline, unless the handler sent the header first (grpc.SendHeader, or grpc.SetHeader before
+// returning an error, which makes gRPC send the header ahead of the status), the request is
+// larger than gRPC's retry buffer (256 KiB) or the status's trailer carries a
+// grpc-retry-pushback-ms that forbids it. Retries are throttled as Retry's ThrottleMaxTokens
+// and ThrottleTokenRatio say, each reactor on its own, as each has its own connection in
+// production. Unlike gRPC, a Backend retries at once: it skips the backoff between attempts
+// (Retry.InitialBackoff, MaxBackoff and BackoffMultiplier), so that tests never sleep, and a
+// pushback's wait too. An exhausted call fails with the last attempt's status, its message
+// prefixed as grpc-go prefixes it ("max retries exhausted: failed after 3 attempts: …"). Each
+// attempt counts in Calls and runs the handler with a header and trailer of its own; the call
+// gets the last attempt's.
 //
 // The settings of the transport are ignored: Credentials, DialOptions (interceptors and
 // options that change retries among them), ServiceConfig and ServiceConfigLookup (retries a
