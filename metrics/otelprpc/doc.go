@@ -7,9 +7,7 @@
 // and nothing runs between collections. Register it on the reader with sdkmetric.WithProducer,
 // and add the reactors and loops it reads:
 //
-//	p := otelprpc.NewProducer()
-//	p.AddReactor(r, "")
-//	p.AddLoop(l, "")
+//	p := otelprpc.NewProducer(otelprpc.WithReactor(r), otelprpc.WithLoop(l))
 //	exp, err := otlpmetricgrpc.New(ctx) // any exporter
 //	if err != nil {
 //		return err

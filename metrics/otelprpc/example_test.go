@@ -32,8 +32,7 @@ func Example() {
 	}
 	defer r.Close(context.Background())
 
-	p := otelprpc.NewProducer()
-	p.AddReactor(r, "")
+	p := otelprpc.NewProducer(otelprpc.WithReactor(r))
 	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())

@@ -29,6 +29,14 @@ type Option interface {
 
 type config struct {
 	backends bool
+	reactors []named[*reactor.Reactor]
+	loops    []named[*loop.Loop]
+}
+
+// named is a reactor or loop an option adds, with its name.
+type named[T any] struct {
+	name string
+	v    T
 }
 
 type optionFunc func(*config)
@@ -47,6 +55,24 @@ func (f optionFunc) apply(c *config) { f(c) }
 // before is taken for the same series. Off by default.
 func WithBackends() Option {
 	return optionFunc(func(c *config) { c.backends = true })
+}
+
+// WithReactor adds r, unnamed, as AddReactor(r, "") does once the Producer is made.
+func WithReactor(r *reactor.Reactor) Option { return WithNamedReactor("", r) }
+
+// WithNamedReactor adds r with the attribute prpc.reactor set to name, as AddReactor(r, name)
+// does once the Producer is made: for a program with several reactors.
+func WithNamedReactor(name string, r *reactor.Reactor) Option {
+	return optionFunc(func(c *config) { c.reactors = append(c.reactors, named[*reactor.Reactor]{name, r}) })
+}
+
+// WithLoop adds l, unnamed, as AddLoop(l, "") does once the Producer is made.
+func WithLoop(l *loop.Loop) Option { return WithNamedLoop("", l) }
+
+// WithNamedLoop adds l with the attribute prpc.loop set to name, as AddLoop(l, name) does
+// once the Producer is made: for a program with several loops.
+func WithNamedLoop(name string, l *loop.Loop) Option {
+	return optionFunc(func(c *config) { c.loops = append(c.loops, named[*loop.Loop]{name, l}) })
 }
 
 // Producer is an OpenTelemetry metric.Producer over prpc's reactors and loops: each
@@ -69,16 +95,25 @@ type Producer struct {
 
 var _ sdkmetric.Producer = (*Producer)(nil)
 
-// NewProducer returns a Producer with no reactor or loop, configured by opts.
+// NewProducer returns a Producer configured by opts, with the reactors and loops they add
+// (WithReactor, WithLoop, …): more may be added later with AddReactor and AddLoop. It panics
+// as AddReactor and AddLoop do, for a nil, repeated or same-named reactor or loop.
 func NewProducer(opts ...Option) *Producer {
 	var c config
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	return &Producer{
+	p := &Producer{
 		backends: c.backends,
 		scope:    instrumentation.Scope{Name: ScopeName, Version: moduleVersion()},
 	}
+	for _, r := range c.reactors {
+		p.AddReactor(r.v, r.name)
+	}
+	for _, l := range c.loops {
+		p.AddLoop(l.v, l.name)
+	}
+	return p
 }
 
 // AddReactor adds r, whose metrics the Producer exports from its next collection on,

@@ -312,6 +312,36 @@ func TestAddPanics(t *testing.T) {
 	p.AddReactor(r2, "second")
 }
 
+// TestOptionsAdd checks that NewProducer's options add reactors and loops as AddReactor and
+// AddLoop do: with their names as attributes, and the same panics.
+func TestOptionsAdd(t *testing.T) {
+	r1 := reactortest.NewReactor(t, reactortest.NewBackend(), reactor.Config{})
+	r2 := reactortest.NewReactor(t, reactortest.NewBackend(), reactor.Config{})
+	l := newLoop(t)
+	p := otelprpc.NewProducer(otelprpc.WithNamedReactor("lobby", r1), otelprpc.WithNamedReactor("world", r2), otelprpc.WithNamedLoop("main", l))
+	sms, err := p.Produce(context.Background())
+	require.NoError(t, err)
+	require.Len(t, sms, 1)
+	seen := map[string]bool{}
+	for _, m := range sms[0].Metrics {
+		g, ok := m.Data.(metricdata.Gauge[int64])
+		if !ok {
+			continue
+		}
+		for _, dp := range g.DataPoints {
+			for _, key := range []attribute.Key{"prpc.reactor", "prpc.loop"} {
+				if v, ok := dp.Attributes.Value(key); ok {
+					seen[string(key)+"="+v.AsString()] = true
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]bool{"prpc.reactor=lobby": true, "prpc.reactor=world": true}, seen, "the reactors' gauges carry their names")
+	require.PanicsWithValue(t, `otelprpc: AddReactor: a reactor named "" was added already; name each reactor differently`,
+		func() { otelprpc.NewProducer(otelprpc.WithReactor(r1), otelprpc.WithReactor(r2)) })
+	require.PanicsWithValue(t, "otelprpc: AddLoop: nil loop", func() { otelprpc.NewProducer(otelprpc.WithLoop(nil)) })
+}
+
 // TestClosedAndRemovedReactor checks that a closed reactor goes on reporting its final counts,
 // with a call submitted after Close among them, and that a removed one reports nothing, while
 // the Producer's other sources go on.
