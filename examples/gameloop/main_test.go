@@ -295,7 +295,7 @@ func TestRunFlags(t *testing.T) {
 	res := runGame(t.Context(), "-h")
 	assert.Equal(t, 0, res.code)
 	for _, f := range []string{"-target", "-players", "-duration", "-tps", "-budget", "-autosave",
-		"-workers", "-batch", "-seed", "-tls-ca", "-tls-cert", "-tls-key", "-tls-server-name"} {
+		"-workers", "-batch", "-seed", "-tls-ca", "-tls-cert", "-tls-key", "-tls-server-name", "-metrics-addr"} {
 		assert.Contains(t, res.stderr, "  "+f+" ", "usage explains %s", f)
 	}
 
@@ -313,6 +313,7 @@ func TestRunFlags(t *testing.T) {
 		{[]string{"-target", "x:1", "-tls-cert", "c.pem"}, "-tls-cert and -tls-key"},
 		{[]string{"-target", "x:1", "-tls-cert", "c.pem", "-tls-key", "k.pem"}, "need -tls-ca"},
 		{[]string{"-tls-ca", "ca.pem"}, "-tls-ca needs -target"},
+		{[]string{"-metrics-addr", "9464"}, `-metrics-addr "9464": must be host:port`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-nope"}, "flag provided but not defined"},
 	}
