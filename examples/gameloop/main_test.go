@@ -121,9 +121,7 @@ const stall time.Duration = -1
 // game stops. A SavePlayer cancelled while held stores nothing.
 func startSlowBackend(t *testing.T, delay time.Duration) string {
 	t.Helper()
-	st, err := store.Open(t.Context(), "")
-	require.NoError(t, err)
-	slow := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	return startBackend(t, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if info.FullMethod == pb.DataService_SavePlayer_FullMethodName {
 			var elapsed <-chan time.Time // nil, which never fires, with stall
 			if delay != stall {
@@ -138,8 +136,16 @@ func startSlowBackend(t *testing.T, delay time.Duration) string {
 			}
 		}
 		return h(ctx, req)
-	}
-	gs := grpc.NewServer(grpc.UnaryInterceptor(slow))
+	})
+}
+
+// startBackend serves the DataService, over an in-memory store, on an ephemeral loopback
+// port, through interceptor, until the test ends, and returns its address.
+func startBackend(t *testing.T, interceptor grpc.UnaryServerInterceptor) string {
+	t.Helper()
+	st, err := store.Open(t.Context(), "")
+	require.NoError(t, err)
+	gs := grpc.NewServer(grpc.UnaryInterceptor(interceptor))
 	pb.RegisterDataServiceServer(gs, server.NewService(st, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
