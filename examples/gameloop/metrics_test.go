@@ -62,39 +62,53 @@ func (h *statusHook) Write(p []byte) (int, error) {
 	return h.buf.Write(p)
 }
 
-// scrapeDuringRun plays a 2 s game against an in-process backend with -metrics-addr on an
-// ephemeral loopback port, scrapes its /metrics once while it runs (at the first status line,
-// after a second of play, when players have joined and saved), and returns what the scrape
-// parsed, and the URL it scraped.
-func scrapeDuringRun(t *testing.T) (map[string]*dto.MetricFamily, string) {
+// gameScrape is a game run by scrapeDuringRun and the scrape taken during it.
+type gameScrape struct {
+	families map[string]*dto.MetricFamily
+	url      string // of /metrics
+	res      result
+}
+
+// scrapeDuringRun plays a 2 s game with -metrics-addr on an ephemeral loopback port, against
+// target, or an in-process backend if target is empty, and scrapes its /metrics once while it
+// runs: at the first status line, after a second of play, when players have joined and saved.
+func scrapeDuringRun(t *testing.T, target string) gameScrape {
 	t.Helper()
-	srv, err := server.Start(t.Context(), server.Options{})
+	args := []string{"-duration", "2s", "-players", "20", "-autosave", "300ms", "-metrics-addr", "127.0.0.1:0"}
+	var srv *server.Server
+	if target == "" {
+		var err error
+		srv, err = server.Start(t.Context(), server.Options{})
+		require.NoError(t, err)
+		defer srv.Stop()
+	} else {
+		args = append(args, "-target", target)
+	}
+	cfg, err := parseFlags(args, io.Discard)
 	require.NoError(t, err)
-	defer srv.Stop()
-	cfg, err := parseFlags([]string{"-duration", "2s", "-players", "20", "-autosave", "300ms", "-metrics-addr", "127.0.0.1:0"}, io.Discard)
-	require.NoError(t, err)
-	var url string
-	cfg.onMetrics = func(addr string) { url = "http://" + addr + "/metrics" }
-	var families map[string]*dto.MetricFamily
+	var g gameScrape
+	cfg.onMetrics = func(addr string) { g.url = "http://" + addr + "/metrics" }
 	var scrapeErr error
-	stdout := &statusHook{onStatus: func() { families, scrapeErr = scrape(t.Context(), url) }}
+	stdout := &statusHook{onStatus: func() { g.families, scrapeErr = scrape(t.Context(), g.url) }}
 	var stderr bytes.Buffer
 
-	code := play(t.Context(), func() {}, &cfg, srv, stdout, &lockedWriter{w: &stderr})
-	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.buf.String(), stderr.String()) // shown with -v
-	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.buf.String(), stderr.String())
-	require.NotEmpty(t, url, "onMetrics was called")
+	g.res.code = play(t.Context(), func() {}, &cfg, srv, stdout, &lockedWriter{w: &stderr})
+	g.res.stdout, g.res.stderr = stdout.buf.String(), stderr.String()
+	t.Logf("stdout:\n%s\nstderr:\n%s", g.res.stdout, g.res.stderr) // shown with -v
+	require.NotEmpty(t, g.url, "onMetrics was called")
 	require.True(t, stdout.fired, "the game wrote a status line")
 	require.NoError(t, scrapeErr)
-	assert.Contains(t, stdout.buf.String(), "gameloop: serving metrics at "+url+"\n")
-	return families, url
+	assert.Contains(t, g.res.stdout, "gameloop: serving metrics at "+g.url+"\n")
+	return g
 }
 
 // With -metrics-addr, the game serves /metrics while it runs: prpc's metrics of its reactor
 // and loop, with values; once the game is over, the server is gone.
 func TestMetricsAddr(t *testing.T) {
 	t.Parallel()
-	families, url := scrapeDuringRun(t)
+	g := scrapeDuringRun(t, "")
+	requirePassed(t, g.res)
+	families := g.families
 
 	completed := families["prpc_call_completed_total"]
 	require.NotNil(t, completed, "prpc_call_completed_total in the scrape")
@@ -130,7 +144,7 @@ func TestMetricsAddr(t *testing.T) {
 	assert.Contains(t, families, "prpc_backend_calls_total", "the counts by backend")
 	assert.Contains(t, families, "go_goroutines", "the Go runtime's metrics")
 
-	_, err := scrape(t.Context(), url)
+	_, err := scrape(t.Context(), g.url)
 	require.Error(t, err, "the metrics server stopped with the game")
 }
 
