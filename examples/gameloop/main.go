@@ -49,6 +49,26 @@
 //		PEM client certificate chain and key, presented to the server (mutual TLS). Need -tls-ca.
 //	-tls-server-name name
 //		Name the server certificate must carry, instead of the -target host. Needs -tls-ca.
+//	-metrics-addr host:port
+//		Serve Prometheus metrics at http://host:port/metrics while the game runs, for
+//		example -metrics-addr 127.0.0.1:9464 (port 0 picks a free port; the status output
+//		says which). Empty, the default, serves none. See Metrics below.
+//
+// # Metrics
+//
+// With -metrics-addr, the game serves /metrics from the start of the game until the
+// read-back is done: prpc's metrics of the game's reactor and loop (package promprpc; the
+// names are in docs/metrics.md), with the counts by backend address, and the Go runtime's
+// and the process's. The line "gameloop: serving metrics at http://127.0.0.1:9464/metrics"
+// on stdout gives the address. For example, in one terminal:
+//
+//	go run ./examples/gameloop -duration 0 -metrics-addr 127.0.0.1:9464
+//
+// and in another:
+//
+//	curl -s http://127.0.0.1:9464/metrics | grep '^prpc_call_completed_total'
+//
+// examples/grafana holds a Grafana dashboard of these metrics.
 //
 // Status lines and the summary go to stdout; logs and errors go to stderr. The exit status
 // is 0 when every call submitted settled, none failed, and every player read back matches its
@@ -62,6 +82,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -111,6 +132,11 @@ type config struct {
 	tlsCert       string
 	tlsKey        string
 	tlsServerName string
+	metricsAddr   string
+
+	// onMetrics, if set, is called with the address the metrics server listens on once it
+	// does. No flag sets it: tests set it to learn the port of a -metrics-addr with port 0.
+	onMetrics func(addr string)
 
 	// drainTimeout is the loop's ShutdownTimeout. No flag sets it: parseFlags sets
 	// defaultDrainTimeout, and tests set less to make the drain time out.
@@ -147,6 +173,7 @@ Flags:
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM client certificate chain `file` for mutual TLS; needs -tls-key and -tls-ca")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM client private key `file` for mutual TLS; needs -tls-cert and -tls-ca")
 	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "`name` the server certificate must carry, instead of the -target host; needs -tls-ca")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`host:port`/metrics while the game runs (e.g. 127.0.0.1:9464; port 0 picks one); none if empty")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -189,6 +216,11 @@ func (c *config) check() error {
 	}
 	if c.target == "" && c.tlsCA != "" {
 		bad("-tls-ca needs -target: the in-process data service serves plaintext on loopback")
+	}
+	if c.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.metricsAddr); err != nil {
+			bad("-metrics-addr %q: must be host:port (%v)", c.metricsAddr, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -283,9 +315,25 @@ func play(ctx context.Context, stopSignals func(), cfg *config, srv *server.Serv
 		logErr.fatal("creating the loop: %v", err)
 		return 2
 	}
+	var metrics *metricsServer
+	if cfg.metricsAddr != "" {
+		metrics, err = startMetrics(cfg.metricsAddr, gm.r, gm.l, stderr)
+		if err != nil {
+			_ = gm.r.Close(context.Background())
+			logErr.fatal("serving metrics: %v", err)
+			return 1
+		}
+		defer metrics.stop() // once the game, read-back included, is over
+	}
 
 	fmt.Fprintf(stdout, "gameloop: %d players at %d TPS %s against %s (%s), seed %d\n",
 		cfg.players, cfg.tps, durationText(cfg.duration), target, backend, cfg.seed)
+	if metrics != nil {
+		fmt.Fprintf(stdout, "gameloop: serving metrics at http://%s/metrics\n", metrics.addr)
+		if cfg.onMetrics != nil {
+			cfg.onMetrics(metrics.addr)
+		}
+	}
 
 	over := make(chan struct{}) // closed when the game, read-back included, is over
 	watchSignals(ctx, g, over, stopSignals)

@@ -121,9 +121,7 @@ const stall time.Duration = -1
 // game stops. A SavePlayer cancelled while held stores nothing.
 func startSlowBackend(t *testing.T, delay time.Duration) string {
 	t.Helper()
-	st, err := store.Open(t.Context(), "")
-	require.NoError(t, err)
-	slow := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	return startBackend(t, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if info.FullMethod == pb.DataService_SavePlayer_FullMethodName {
 			var elapsed <-chan time.Time // nil, which never fires, with stall
 			if delay != stall {
@@ -138,8 +136,16 @@ func startSlowBackend(t *testing.T, delay time.Duration) string {
 			}
 		}
 		return h(ctx, req)
-	}
-	gs := grpc.NewServer(grpc.UnaryInterceptor(slow))
+	})
+}
+
+// startBackend serves the DataService, over an in-memory store, on an ephemeral loopback
+// port, through interceptor, until the test ends, and returns its address.
+func startBackend(t *testing.T, interceptor grpc.UnaryServerInterceptor) string {
+	t.Helper()
+	st, err := store.Open(t.Context(), "")
+	require.NoError(t, err)
+	gs := grpc.NewServer(grpc.UnaryInterceptor(interceptor))
 	pb.RegisterDataServiceServer(gs, server.NewService(st, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -295,7 +301,7 @@ func TestRunFlags(t *testing.T) {
 	res := runGame(t.Context(), "-h")
 	assert.Equal(t, 0, res.code)
 	for _, f := range []string{"-target", "-players", "-duration", "-tps", "-budget", "-autosave",
-		"-workers", "-batch", "-seed", "-tls-ca", "-tls-cert", "-tls-key", "-tls-server-name"} {
+		"-workers", "-batch", "-seed", "-tls-ca", "-tls-cert", "-tls-key", "-tls-server-name", "-metrics-addr"} {
 		assert.Contains(t, res.stderr, "  "+f+" ", "usage explains %s", f)
 	}
 
@@ -313,6 +319,7 @@ func TestRunFlags(t *testing.T) {
 		{[]string{"-target", "x:1", "-tls-cert", "c.pem"}, "-tls-cert and -tls-key"},
 		{[]string{"-target", "x:1", "-tls-cert", "c.pem", "-tls-key", "k.pem"}, "need -tls-ca"},
 		{[]string{"-tls-ca", "ca.pem"}, "-tls-ca needs -target"},
+		{[]string{"-metrics-addr", "9464"}, `-metrics-addr "9464": must be host:port`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-nope"}, "flag provided but not defined"},
 	}
