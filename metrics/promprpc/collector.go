@@ -1,0 +1,337 @@
+package promprpc
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+
+	"github.com/trixnew/prpc/loop"
+	"github.com/trixnew/prpc/reactor"
+)
+
+// Label names, as docs/metrics.md gives them: OpenTelemetry's RPC attributes with
+// underscores, and prpc's own.
+const (
+	labelSystem   = "rpc_system"
+	labelService  = "rpc_service"
+	labelMethod   = "rpc_method"
+	labelCode     = "rpc_grpc_status_code"
+	labelReactor  = "prpc_reactor"
+	labelAddress  = "server_address"
+	systemGRPC    = "grpc"
+	metricsPrefix = "prpc_"
+)
+
+// Option configures a Collector: the reactors and loop it reads, and what it exports of them.
+type Option func(*options)
+
+type options struct {
+	reactors []namedReactor
+	loops    []*loop.Loop
+	backends bool
+}
+
+type namedReactor struct {
+	name string // "" for WithReactor
+	r    *reactor.Reactor
+}
+
+// WithReactor has the Collector export r's metrics, without a reactor label. It suits a
+// program with one reactor; NewCollector panics if it is given with another reactor. Use
+// WithNamedReactor for each of several.
+func WithReactor(r *reactor.Reactor) Option {
+	return func(o *options) { o.reactors = append(o.reactors, namedReactor{r: r}) }
+}
+
+// WithNamedReactor has the Collector export r's metrics with the label prpc_reactor=name, so
+// that several reactors' can be told apart. Names must be non-empty and distinct, and every
+// reactor of the Collector must have one (NewCollector panics otherwise).
+func WithNamedReactor(name string, r *reactor.Reactor) Option {
+	return func(o *options) {
+		if name == "" {
+			panic("promprpc: WithNamedReactor with an empty name")
+		}
+		o.reactors = append(o.reactors, namedReactor{name: name, r: r})
+	}
+}
+
+// WithLoop has the Collector export l's metrics: its tick durations and counters. A Collector
+// takes at most one loop, since the loop's metrics have no label to tell loops apart; a
+// program with several registers a Collector for each through
+// prometheus.WrapRegistererWith, with a label of its choosing.
+func WithLoop(l *loop.Loop) Option {
+	return func(o *options) { o.loops = append(o.loops, l) }
+}
+
+// WithBackends adds the counts of each reactor's transport calls by backend address
+// (reactor.Stats.Backends), labelled server_address: prpc_backend_calls_total,
+// prpc_backend_failed_total and prpc_backend_hedges_lost_total. A reactor keeps a row per
+// recent address and folds the rows of backends gone into one whose address is
+// reactor.RemovedBackendsAddr, so the label's values stay bounded (see Stats.Backends).
+func WithBackends() Option {
+	return func(o *options) { o.backends = true }
+}
+
+// Collector is a prometheus.Collector over reactors and a loop (see NewCollector). It is safe
+// for concurrent use: each Collect reads fresh snapshots.
+type Collector struct {
+	reactors []namedReactor
+	loop     *loop.Loop
+	named    bool // the reactors have names: every reactor metric has the prpc_reactor label
+
+	// Per method.
+	duration, queueWait, transport, tickWait *prometheus.Desc
+	submitted, completed                     *prometheus.Desc
+	timedOut, overloaded, cancelled, closed  *prometheus.Desc
+	shed, neverSent, coalesced               *prometheus.Desc
+	hedgeSent, hedgeWon, hedgeLost           *prometheus.Desc
+	// Per reactor.
+	pending, maxOutstanding, queued, inFlight, inFlightLimit, oldestWait *prometheus.Desc
+	// Per backend, with WithBackends; nil otherwise.
+	backendCalls, backendFailed, backendHedgesLost *prometheus.Desc
+	// Per loop.
+	tickDuration, ticks, overruns, skipped, delivered *prometheus.Desc
+}
+
+// NewCollector returns a Collector that exports the metrics of the reactors and the loop the
+// options name (see the package documentation for the list). Register it with a
+// prometheus.Registerer; it reads the reactors' and the loop's snapshots at each scrape.
+//
+// NewCollector panics, with a message that starts "promprpc:", if the options name no reactor
+// and no loop, a nil reactor or loop, the same reactor twice, more than one loop, several
+// reactors not all named, or one name twice.
+func NewCollector(opts ...Option) *Collector {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if len(o.reactors) == 0 && len(o.loops) == 0 {
+		panic("promprpc: NewCollector with no reactor and no loop")
+	}
+	if len(o.loops) > 1 {
+		panic("promprpc: NewCollector with more than one loop; register a Collector per loop, through prometheus.WrapRegistererWith")
+	}
+	c := &Collector{reactors: o.reactors}
+	if len(o.loops) == 1 {
+		if o.loops[0] == nil {
+			panic("promprpc: WithLoop with a nil *loop.Loop")
+		}
+		c.loop = o.loops[0]
+	}
+	names := map[string]bool{}
+	for i, nr := range o.reactors {
+		if nr.r == nil {
+			panic("promprpc: a nil *reactor.Reactor")
+		}
+		for _, earlier := range o.reactors[:i] {
+			if earlier.r == nr.r {
+				panic("promprpc: the same reactor given twice")
+			}
+		}
+		if nr.name == "" {
+			if len(o.reactors) > 1 {
+				panic("promprpc: several reactors, not all named; give each with WithNamedReactor")
+			}
+			continue
+		}
+		if names[nr.name] {
+			panic(fmt.Sprintf("promprpc: two reactors named %q", nr.name))
+		}
+		names[nr.name] = true
+		c.named = true
+	}
+
+	var reactorLabels []string
+	if c.named {
+		reactorLabels = []string{labelReactor}
+	}
+	with := func(labels ...string) []string {
+		return append(append([]string(nil), reactorLabels...), labels...)
+	}
+	system := prometheus.Labels{labelSystem: systemGRPC}
+	method := func(name, help string, extra ...string) *prometheus.Desc {
+		return prometheus.NewDesc(metricsPrefix+name, help, with(append([]string{labelService, labelMethod}, extra...)...), system)
+	}
+	gauge := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(metricsPrefix+name, help, with(), nil)
+	}
+	c.duration = method("call_duration_seconds", "Time from a call's submission to its delivery by Tick, the wait for Tick included, of the calls delivered.")
+	c.queueWait = method("call_queue_wait_seconds", "Time from a call's submission until a lane took it, or until prpc settled it if no lane did.")
+	c.transport = method("call_transport_seconds", "Time from a lane taking a call until its outcome was queued for Tick, for the calls that reached gRPC.")
+	c.tickWait = method("call_tick_wait_seconds", "Time from a call's outcome being queued for Tick until Tick delivered it: the game loop's share of the latency.")
+	c.submitted = method("call_submitted_total", "Calls submitted, rejected ones included.")
+	c.completed = method("call_completed_total", "Calls settled and delivered, or rejected at submission, by gRPC status code (0 for a response).", labelCode)
+	c.timedOut = method("call_timed_out_total", "Calls failed because their deadline passed (ErrTimeout).")
+	c.overloaded = method("call_overloaded_total", "Calls rejected at submission because MaxOutstanding calls were outstanding (ErrOverloaded).")
+	c.cancelled = method("call_cancelled_total", "Calls failed because they were cancelled (ErrCancelled).")
+	c.closed = method("call_closed_total", "Calls failed because the reactor closed (ErrClosed).")
+	c.shed = method("call_shed_total", "Calls a lane did not send because they could no longer finish in time (ErrShed).")
+	c.neverSent = method("call_never_sent_total", "Failed calls that never reached gRPC.")
+	c.coalesced = method("call_coalesced_total", "Calls that joined another call's transport call instead of sending their own.")
+	c.hedgeSent = method("hedge_sent_total", "Attempts of calls sent after the first (hedges).")
+	c.hedgeWon = method("hedge_won_total", "Calls that a hedge's response settled, before the first attempt's.")
+	c.hedgeLost = method("hedge_lost_total", "Attempts cancelled because another attempt of the same call answered first.")
+
+	c.pending = gauge("calls_pending", "Calls admitted and not yet delivered by Tick.")
+	c.maxOutstanding = gauge("calls_max_outstanding", "The bound on pending calls (MaxOutstanding): a call beyond it is overloaded.")
+	c.queued = gauge("calls_queued", "Admitted calls waiting for a free lane.")
+	c.inFlight = gauge("calls_in_flight", "Calls a lane has taken whose outcome is not yet queued for Tick.")
+	c.inFlightLimit = gauge("calls_in_flight_limit", "The adaptive limit on the calls lanes run at once (0 when it is disabled).")
+	c.oldestWait = gauge("delivery_oldest_wait_seconds", "How long the oldest outcome waiting for Tick has waited (0 when none waits).")
+
+	if o.backends {
+		c.backendCalls = prometheus.NewDesc(metricsPrefix+"backend_calls_total", "Transport calls that got a connection to the backend.", with(labelAddress), nil)
+		c.backendFailed = prometheus.NewDesc(metricsPrefix+"backend_failed_total", "Transport calls to the backend that failed, by gRPC status code.", with(labelAddress, labelCode), nil)
+		c.backendHedgesLost = prometheus.NewDesc(metricsPrefix+"backend_hedges_lost_total", "Attempts of hedged calls to the backend cancelled because another attempt answered first.", with(labelAddress), nil)
+	}
+
+	c.tickDuration = prometheus.NewDesc(metricsPrefix+"loop_tick_duration_seconds", "Duration of the loop's ticks: OnTick and every reactor's Tick.", nil, nil)
+	c.ticks = prometheus.NewDesc(metricsPrefix+"loop_ticks_total", "Ticks the loop ran.", nil, nil)
+	c.overruns = prometheus.NewDesc(metricsPrefix+"loop_overruns_total", "Ticks that ended after the next tick's due time.", nil, nil)
+	c.skipped = prometheus.NewDesc(metricsPrefix+"loop_skipped_total", "Due times passed over because ticks ran late.", nil, nil)
+	c.delivered = prometheus.NewDesc(metricsPrefix+"loop_delivered_total", "Calls the loop's Ticks delivered, in ticks and wake-ups.", nil, nil)
+	return c
+}
+
+// Describe sends the descriptors of every metric c exports: those of the reactors if it has
+// any, of the backends with WithBackends, of the loop if it has one.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	if len(c.reactors) > 0 {
+		for _, d := range []*prometheus.Desc{
+			c.duration, c.queueWait, c.transport, c.tickWait,
+			c.submitted, c.completed, c.timedOut, c.overloaded, c.cancelled, c.closed,
+			c.shed, c.neverSent, c.coalesced, c.hedgeSent, c.hedgeWon, c.hedgeLost,
+			c.pending, c.maxOutstanding, c.queued, c.inFlight, c.inFlightLimit, c.oldestWait,
+		} {
+			ch <- d
+		}
+		if c.backendCalls != nil {
+			ch <- c.backendCalls
+			ch <- c.backendFailed
+			ch <- c.backendHedgesLost
+		}
+	}
+	if c.loop != nil {
+		ch <- c.tickDuration
+		ch <- c.ticks
+		ch <- c.overruns
+		ch <- c.skipped
+		ch <- c.delivered
+	}
+}
+
+// Collect reads one Stats of each reactor, and Stats and TickDurations of the loop, and sends
+// their metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	var cum []uint64 // reused by every histogram: Cumulative's running sums
+	for _, nr := range c.reactors {
+		st := nr.r.Stats()
+		c.collectReactor(ch, nr.name, &st, &cum)
+	}
+	if c.loop != nil {
+		st := c.loop.Stats()
+		h := c.loop.TickDurations()
+		c.collectLoop(ch, &st, &h, &cum)
+	}
+}
+
+// collectLoop sends the metrics of a loop's snapshot st, with its tick durations h.
+func (c *Collector) collectLoop(ch chan<- prometheus.Metric, st *loop.Stats, h *reactor.Histogram, cum *[]uint64) {
+	ch <- histogram(c.tickDuration, h, cum)
+	ch <- prometheus.MustNewConstMetric(c.ticks, prometheus.CounterValue, float64(st.Ticks))
+	ch <- prometheus.MustNewConstMetric(c.overruns, prometheus.CounterValue, float64(st.Overruns))
+	ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.CounterValue, float64(st.Skipped))
+	ch <- prometheus.MustNewConstMetric(c.delivered, prometheus.CounterValue, float64(st.Delivered))
+}
+
+// collectReactor sends the metrics of the snapshot st of the reactor named name ("" if the
+// reactors are not named).
+func (c *Collector) collectReactor(ch chan<- prometheus.Metric, name string, st *reactor.Stats, cum *[]uint64) {
+	var rl []string // the reactor's label values
+	if c.named {
+		rl = []string{name}
+	}
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, rl...)
+	}
+	gauge(c.pending, float64(st.Pending))
+	gauge(c.maxOutstanding, float64(st.MaxOutstanding))
+	gauge(c.queued, float64(st.Queued))
+	gauge(c.inFlight, float64(st.InFlight))
+	gauge(c.inFlightLimit, float64(st.InFlightLimit))
+	gauge(c.oldestWait, st.OldestUndelivered.Seconds())
+
+	for path, m := range st.Methods {
+		service, method := splitPath(path)
+		lv := append(rl[:len(rl):len(rl)], service, method)
+		counter := func(d *prometheus.Desc, v uint64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+		}
+		ch <- histogram(c.duration, &m.Histograms.Latency, cum, lv...)
+		ch <- histogram(c.queueWait, &m.Histograms.QueueWait, cum, lv...)
+		ch <- histogram(c.transport, &m.Histograms.Transport, cum, lv...)
+		ch <- histogram(c.tickWait, &m.Histograms.TickWait, cum, lv...)
+		counter(c.submitted, m.Submitted)
+		ok := m.Succeeded + m.Failed[codes.OK] // a failure never has code OK; were it counted so, it joins the successes rather than repeat their series
+		ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(ok), append(lv[:len(lv):len(lv)], "0")...)
+		for code, n := range m.Failed {
+			if code != codes.OK {
+				ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(n), append(lv[:len(lv):len(lv)], codeLabel(code))...)
+			}
+		}
+		counter(c.timedOut, m.TimedOut)
+		counter(c.overloaded, m.Overloaded)
+		counter(c.cancelled, m.Cancelled)
+		counter(c.closed, m.Closed)
+		counter(c.shed, m.Shed)
+		counter(c.neverSent, m.NeverSent)
+		counter(c.coalesced, m.Coalesced)
+		counter(c.hedgeSent, m.Hedges)
+		counter(c.hedgeWon, m.HedgesWon)
+		counter(c.hedgeLost, m.HedgesLost)
+	}
+
+	if c.backendCalls != nil {
+		for _, b := range st.Backends {
+			lv := append(rl[:len(rl):len(rl)], b.Addr)
+			ch <- prometheus.MustNewConstMetric(c.backendCalls, prometheus.CounterValue, float64(b.Calls), lv...)
+			ch <- prometheus.MustNewConstMetric(c.backendHedgesLost, prometheus.CounterValue, float64(b.HedgesLost), lv...)
+			for code, n := range b.Failed {
+				ch <- prometheus.MustNewConstMetric(c.backendFailed, prometheus.CounterValue, float64(n), append(lv[:len(lv):len(lv)], codeLabel(code))...)
+			}
+		}
+	}
+}
+
+// histogram returns h as a constant Prometheus histogram: le buckets at h.Bounds (in seconds)
+// with h's running sums, the +Inf bucket implied by the count, the sum in seconds. *cum is
+// scratch space for the running sums, kept for the next call.
+func histogram(d *prometheus.Desc, h *reactor.Histogram, cum *[]uint64, labelValues ...string) prometheus.Metric {
+	*cum = h.Cumulative(*cum)
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	for i, le := range h.Bounds {
+		buckets[le] = (*cum)[i]
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum.Seconds(), buckets, labelValues...)
+}
+
+// splitPath splits a gRPC method path, "/package.Service/Method", into the service's full
+// name and the method's name. A path not of that form is the method's name, with an empty
+// service.
+func splitPath(path string) (service, method string) {
+	p := strings.TrimPrefix(path, "/")
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p
+	}
+	return p[:i], p[i+1:]
+}
+
+// codeLabel is the value of rpc_grpc_status_code for code: its number, as OpenTelemetry's
+// RPC conventions write it.
+func codeLabel(code codes.Code) string {
+	return strconv.FormatUint(uint64(code), 10)
+}
