@@ -15,9 +15,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenRun returns a made-up run of two placements, unpinned then pinned, each with the
 // standard suite (data service) and the fast-extreme suite (fast backend), both run by
-// prpc-go, prpc-then and the pool over three trials, and the loop suite over two burst sizes
-// of three trials of the four clients, one with a failed call; and in the unpinned placement
-// the policies suite (madeUpPolicies).
+// prpc-go, prpc-then and the pool over three trials, the standard suite by prpc-go-metrics
+// too, and the loop suite over two burst sizes of three trials of the five clients, one with a
+// failed call; and in the unpinned placement the policies suite (madeUpPolicies).
 func goldenRun() Run {
 	report := func() *Report {
 		r := docReport()
@@ -31,7 +31,7 @@ func goldenRun() Run {
 				prpc = append(prpc, tr)
 			}
 		}
-		*sh = pairedShape(sh.Shape, base, goTrials(), prpc)
+		*sh = pairedShape(sh.Shape, base, goTrials(), metricsTrials(goTrials()), prpc)
 		r.Suites = append(r.Suites, SuiteResult{Name: fastExtremeSuite.Name, Backend: backendFast,
 			Shapes: []ShapeResult{pairedShape(Shape{20000, 6, 16, 3}, base, []TrialResult{then, then, then}, goTrials())}})
 		for i := range r.Suites {
@@ -50,6 +50,9 @@ func goldenRun() Run {
 		tr := &r.Loop.Sizes[1].Trials[4]
 		tr.OK, tr.Failed, tr.FirstErr = 19999, 1, "call 7: deadline exceeded"
 		for i := range r.Loop.Sizes {
+			r.Loop.Sizes[i] = withMetrics(r.Loop.Sizes[i])
+		}
+		for i := range r.Loop.Sizes {
 			for j := range r.Loop.Sizes[i].Trials {
 				t := &r.Loop.Sizes[i].Trials[j]
 				t.Skipped, t.Overruns, t.Wakeups = uint64(j%2), uint64(j%3), uint64(j+4)
@@ -64,6 +67,44 @@ func goldenRun() Run {
 	pinned.Pinned, pinned.ClientAffinity, pinned.BackendAffinity = true, "0", "1"
 	unpinned.Policies = madeUpPolicies()
 	return Run{unpinned, pinned}
+}
+
+// metricsTrials returns made-up trials of prpc-go-metrics, one per trial of prpc-go in
+// goTrials: their calls/s ratios to prpc-go's 0.98, 1.00 and 1.02 in turn, their CPU ratios
+// 1.01, 0.99 and 1.05, and their scrapes 2, 3 and 2.
+func metricsTrials(goTrials []TrialResult) []TrialResult {
+	var ts []TrialResult
+	for i, g := range goTrials {
+		m := g
+		m.Client = clientGoMetrics
+		m.Total = time.Duration(float64(g.Total) / []float64{0.98, 1, 1.02}[i%3])
+		m.CPU = time.Duration(float64(g.CPU) * []float64{1.01, 0.99, 1.05}[i%3])
+		m.Scrapes = []int{2, 3, 2}[i%3]
+		ts = append(ts, m)
+	}
+	return ts
+}
+
+// withMetrics returns sz with a made-up trial of prpc-go-metrics after each trial of prpc-go,
+// with the same number: its loop thread's CPU time over the submission 1.03, 0.97 and 1.10
+// times prpc-go's in turn, its time in Tick 1.04 times, and 12 scrapes.
+func withMetrics(sz LoopSize) LoopSize {
+	var ts []LoopTrial
+	k := 0
+	for _, t := range sz.Trials {
+		ts = append(ts, t)
+		if t.Client != clientGo {
+			continue
+		}
+		m := t
+		m.Client, m.Scrapes = clientGoMetrics, 12
+		m.SubmitThread.CPU = time.Duration(float64(t.SubmitThread.CPU) * []float64{1.03, 0.97, 1.10}[k%3])
+		m.Delivery = time.Duration(float64(t.Delivery) * 1.04)
+		ts = append(ts, m)
+		k++
+	}
+	sz.Trials = ts
+	return sz
 }
 
 // madeUpPolicies returns made-up results of the policies suite's scenarios, with their full

@@ -26,7 +26,60 @@ type jsonReport struct {
 	Suites          []jsonSuite  `json:"suites"`
 	Loop            *jsonLoop    `json:"loop,omitempty"`
 	Policies        []jsonPolicy `json:"policies,omitempty"`
-	Errors          int          `json:"errors"`
+	// Metrics compares prpc-go-metrics with prpc-go, if they ran the same trial of any shape.
+	Metrics *jsonMetrics `json:"metrics,omitempty"`
+	Errors  int          `json:"errors"`
+}
+
+// jsonMetrics is the comparison of prpc-go-metrics with prpc-go: the bounds the report states,
+// how often the metrics client's scraper read the adapters, and a row per shape of the burst
+// suites and per burst size of the loop suite in which both ran.
+type jsonMetrics struct {
+	Client        string           `json:"client"`
+	Base          string           `json:"base"`
+	ScrapeEveryMs float64          `json:"scrape_every_ms"`
+	Bounds        metricsBounds    `json:"bounds"`
+	Rows          []jsonMetricsRow `json:"rows"`
+}
+
+// jsonMetricsRow is one row of jsonMetrics: the suite (loop for the loop suite) and shape, the
+// ratios of every trial number both clients ran, and the spread of each ratio over them,
+// absent where the suite does not measure it.
+type jsonMetricsRow struct {
+	Suite      string          `json:"suite"`
+	Calls      int             `json:"calls"`
+	Workers    int             `json:"workers"`
+	Batch      int             `json:"batch"`
+	Ratios     []metricsRatios `json:"ratios"`
+	CallsPerS  *jsonSpread     `json:"calls_per_s,omitempty"`
+	CPUPerCall *jsonSpread     `json:"cpu_per_call,omitempty"`
+	SubmitCPU  *jsonSpread     `json:"submit_thread_cpu,omitempty"`
+	Delivery   *jsonSpread     `json:"delivery,omitempty"`
+}
+
+// metricsJSON returns r's comparison of prpc-go-metrics with prpc-go, nil if there is none.
+func (r *Report) metricsJSON() *jsonMetrics {
+	rows := r.metricsRows()
+	if len(rows) == 0 {
+		return nil
+	}
+	jm := &jsonMetrics{Client: clientGoMetrics, Base: clientGo, ScrapeEveryMs: ms(scrapeEvery), Bounds: r.MetricsBounds}
+	some := func(s spread, n int) *jsonSpread {
+		if n == 0 {
+			return nil
+		}
+		j := s.toJSON()
+		return &j
+	}
+	for _, row := range rows {
+		f := figuresOfRatios(row.Ratios)
+		jm.Rows = append(jm.Rows, jsonMetricsRow{
+			Suite: row.Suite, Calls: row.Shape.Calls, Workers: row.Shape.Workers, Batch: row.Shape.Batch, Ratios: row.Ratios,
+			CallsPerS: some(f.Throughput, f.NThroughput), CPUPerCall: some(f.CPUPerCall, f.NCPUPerCall),
+			SubmitCPU: some(f.SubmitCPU, f.NSubmitCPU), Delivery: some(f.Delivery, f.NDelivery),
+		})
+	}
+	return jm
 }
 
 type jsonSuite struct {
@@ -71,6 +124,7 @@ type jsonTrial struct {
 	PeakRSSBytes      int64    `json:"peak_rss_bytes"`
 	PeakRSSSinceTrial bool     `json:"peak_rss_since_trial_start"`
 	GCs               uint32   `json:"gcs"`
+	Scrapes           int      `json:"scrapes,omitempty"`
 	FirstError        string   `json:"first_error,omitempty"`
 }
 
@@ -135,7 +189,7 @@ func (r *Report) toJSON() jsonReport {
 					P99Ms: ms(t.Lat.P99), MaxMs: ms(t.Lat.Max),
 					CPUPerCallUs: us(t.CPUPerCall()), CPUIncludesBack: r.InProcess,
 					AllocsPerCall: t.AllocsPerCall(), AllocBytesPerCall: t.AllocBytesPerCall(), FaultsPerCall: t.FaultsPerCall(),
-					PeakRSSBytes: t.PeakRSS, PeakRSSSinceTrial: t.PeakReset, GCs: t.GCs, FirstError: t.FirstErr,
+					PeakRSSBytes: t.PeakRSS, PeakRSSSinceTrial: t.PeakReset, GCs: t.GCs, Scrapes: t.Scrapes, FirstError: t.FirstErr,
 				}
 				if d := t.BackendCPUPerCall(); d >= 0 {
 					v := us(d)
@@ -153,6 +207,7 @@ func (r *Report) toJSON() jsonReport {
 	for _, p := range r.Policies {
 		jr.Policies = append(jr.Policies, p.toJSON())
 	}
+	jr.Metrics = r.metricsJSON()
 	return jr
 }
 
@@ -173,8 +228,8 @@ type jsonLoopSize struct {
 	Trials      int `json:"trials"`
 	// Results are in running order.
 	Results []jsonLoopTrial `json:"results"`
-	// Medians holds a median trial per client that ran more than one trial: the prpc
-	// clients in prpcForms order, then the pool.
+	// Medians holds a median trial per client that ran more than one trial: the prpc forms
+	// in prpcForms order, the metrics client, then the pool.
 	Medians []jsonLoopTrial `json:"medians,omitempty"`
 	// Ratios holds every prpc client's per-trial ratios to the pool: by client in prpcForms
 	// order, then by trial.
@@ -248,6 +303,7 @@ type jsonLoopTrial struct {
 	OK                 int     `json:"ok"`
 	Failed             int     `json:"failed"`
 	Wrong              int     `json:"wrong"`
+	Scrapes            int     `json:"scrapes,omitempty"`
 	FirstError         string  `json:"first_error,omitempty"`
 }
 
@@ -261,7 +317,7 @@ func (t LoopTrial) toJSON() jsonLoopTrial {
 		SubmitCPUMs: ms(t.SubmitThread.CPU), SubmitSysMs: ms(t.SubmitThread.Sys),
 		SubmitThreadFaults: t.SubmitThread.Faults, SubmitPreempted: t.SubmitThread.Preempted,
 		ToLastDeliveryMs: ms(t.Burst),
-		Calls:            t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, FirstError: t.FirstErr,
+		Calls:            t.Calls, OK: t.OK, Failed: t.Failed, Wrong: t.Wrong, Scrapes: t.Scrapes, FirstError: t.FirstErr,
 	}
 }
 
@@ -288,7 +344,7 @@ func (lr *LoopResult) toJSON() *jsonLoop {
 		for _, t := range sz.Trials {
 			js.Results = append(js.Results, t.toJSON())
 		}
-		for _, name := range append(sz.forms(), clientBaseline) {
+		for _, name := range sz.reportedClients() {
 			if m, ok := sz.median(name); ok && len(sz.clientTrials(name)) > 1 {
 				js.Medians = append(js.Medians, m.toJSON())
 			}

@@ -85,6 +85,9 @@ func (c *poolClient) state() string {
 	return fmt.Sprintf("%d calls queued for a worker, %d replies waiting for Tick", c.pool.Queued(), c.pool.Waiting())
 }
 
+// metricsOf returns nil: the pool has no metrics adapters.
+func (c *poolClient) metricsOf() *metricsAdapters { return nil }
+
 // driven returns the pool as the loop suite's loop drives it; its Close closes the pool,
 // then the connection.
 func (c *poolClient) driven() loop.Reactor { return poolReactor{c} }

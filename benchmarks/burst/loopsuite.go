@@ -88,6 +88,9 @@ type LoopTrial struct {
 	// SubmitThread is what submitting every call cost the loop's own OS thread, the goroutine
 	// locked to it over submitAll; zero if unknown.
 	SubmitThread SubmitThread
+	// Scrapes is how many times the metrics client's scraper read both adapters while the
+	// loop ran; 0 for the other clients.
+	Scrapes int
 }
 
 // SubmitThread is the loop thread's share of submitting the burst: its CPU time (exact,
@@ -144,6 +147,9 @@ type loopClient interface {
 	// state describes the client's outstanding work, for the error of a trial whose outcomes
 	// stopped arriving.
 	state() string
+	// metricsOf returns the metrics client's adapters, which loopTrial registers the loop
+	// with and scrapes while the loop runs; nil for the other clients.
+	metricsOf() *metricsAdapters
 }
 
 // newLoopClient returns a fresh client of the given name with room for maxCalls calls.
@@ -212,7 +218,8 @@ func (rn *runner) runLoop(shapes []Shape) (*LoopResult, error) {
 // loopTrial warms up a fresh client of the given name for shape s, then hands it to a
 // loop.Run at loopTPS whose OnTick submits the burst on tick loopSubmitTick and burns
 // loopGameWork of CPU every tick, and stops the loop loopTailTicks ticks after the tick that
-// follows the last outcome. The loop closes the client.
+// follows the last outcome. The loop closes the client. The metrics client's adapters take
+// the loop too, and are scraped from just before the loop runs to just after it stops.
 func (rn *runner) loopTrial(name string, s Shape) (LoopTrial, error) {
 	tr := LoopTrial{Calls: s.Calls}
 	c, err := rn.newLoopClient(name, s, max(s.Calls, rn.warmup))
@@ -238,7 +245,19 @@ func (rn *runner) loopTrial(name string, s Shape) (LoopTrial, error) {
 	if err != nil {
 		return tr, errors.Join(err, c.Close())
 	}
+	m := c.metricsOf()
+	if m != nil {
+		if err := m.addLoop(l); err != nil {
+			return tr, errors.Join(err, c.Close())
+		}
+		m.startScraping()
+	}
 	runErr := l.Run(ctx)
+	if m != nil {
+		var scrapeErr error
+		tr.Scrapes, scrapeErr = m.stopScraping()
+		runErr = errors.Join(runErr, scrapeErr, m.close())
+	}
 	st := l.Stats()
 	if b.err != nil || runErr != nil {
 		return tr, errors.Join(b.err, runErr)

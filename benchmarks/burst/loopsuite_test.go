@@ -157,8 +157,9 @@ func TestTrialOrder(t *testing.T) {
 }
 
 // TestLoopSuiteInProcess runs a small loop suite end to end, one burst size, one trial of each
-// of the four clients; each takes about 11 ticks of the 20 TPS loop. It checks counts and the
-// order of figures, never timings.
+// of the five clients; each takes about 11 ticks of the 20 TPS loop. It checks counts and the
+// order of figures, never timings; that the metrics client alone scraped its adapters; and
+// that its ratios to prpc-go are those of their trials.
 func TestLoopSuiteInProcess(t *testing.T) {
 	rep := runJSON(t, "-suite", "loop", "-inprocess", "-calls", "200", "-workers", "2", "-batch", "4", "-trials", "1", "-warmup", "20")
 	if rep.Errors != 0 || len(rep.Suites) != 0 {
@@ -183,8 +184,22 @@ func TestLoopSuiteInProcess(t *testing.T) {
 		checkLoopTrial(t, tr)
 	}
 	// Trial 1 runs the clients in the first order of the rotation.
-	if want := []string{clientGo, clientOnSettled, clientBaseline, clientThen}; !slices.Equal(clients, want) {
+	if want := []string{clientGo, clientOnSettled, clientBaseline, clientThen, clientGoMetrics}; !slices.Equal(clients, want) {
 		t.Fatalf("trials of %q, want %q", clients, want)
+	}
+	for _, tr := range sz.Results {
+		if (tr.Client == clientGoMetrics) != (tr.Scrapes > 0) {
+			t.Errorf("%s: %d scrapes; want some for %s alone", tr.Client, tr.Scrapes, clientGoMetrics)
+		}
+	}
+	if jm := rep.Metrics; jm == nil || len(jm.Rows) != 1 || jm.Rows[0].Suite != suiteLoop || len(jm.Rows[0].Ratios) != 1 {
+		t.Errorf("metrics %+v, want one row of the loop suite, of one trial", jm)
+	} else {
+		r, m, g := jm.Rows[0].Ratios[0], byClient[clientGoMetrics], byClient[clientGo]
+		if r.Scrapes != m.Scrapes || math.Abs(r.Delivery-m.DeliveryMs/g.DeliveryMs) > 1e-9*r.Delivery || r.Throughput != 0 ||
+			(runtime.GOOS == "linux" && math.Abs(r.SubmitCPU-m.SubmitCPUMs/g.SubmitCPUMs) > 1e-9*r.SubmitCPU) {
+			t.Errorf("ratios %+v, from %+v and %+v", r, m, g)
+		}
 	}
 	pool := byClient[clientBaseline]
 	if sz.Pool.LongestMs != pool.IntervalMaxMs || sz.Pool.Late != pool.Late || sz.Pool.Trials != 1 {

@@ -63,6 +63,16 @@ func (sz LoopSize) forms() []string {
 	return fs
 }
 
+// reportedClients returns the clients whose median rows the loop suite's table has, those that
+// ran trials of sz: the prpc forms in prpcForms order, the metrics client, then the pool.
+func (sz LoopSize) reportedClients() []string {
+	names := sz.forms()
+	if ranMetrics(sz.Trials) {
+		names = append(names, clientGoMetrics)
+	}
+	return append(names, clientBaseline)
+}
+
 // clientTrials returns the trials of one client, in order.
 func (sz LoopSize) clientTrials(name string) []LoopTrial {
 	var ts []LoopTrial

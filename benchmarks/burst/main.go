@@ -10,6 +10,12 @@
 //   - prpc-go: reactor.Go for every call, with one func(resp, err) callback and no promise;
 //   - prpc-onsettled: reactor.Call for every call, then the promise's OnSettled, one callback;
 //   - prpc-then: reactor.Call for every call, then the promise's Then and OnError;
+//   - prpc-go-metrics: prpc-go with both metrics adapters registered over its reactor (and,
+//     in the loop suite, its loop): a promprpc Collector on a prometheus.Registry of its own
+//     and an otelprpc Producer on an OpenTelemetry SDK ManualReader, which a goroutine
+//     gathers and collects once as each of its trials starts and then every 100 ms until it
+//     ends, far more often than a metrics system scrapes, to bound the adapters' cost from
+//     above;
 //   - grpc-go: what a Go developer writes without prpc — the generated stub, a pool of
 //     Workers × Batch goroutines pulling calls from a job channel, and every result handed to
 //     the loop goroutine over a channel.
@@ -19,6 +25,11 @@
 // burst suites compare every prpc client they run with grpc-go, each against the grpc-go
 // row of the same trial: by default prpc-go, the cheapest form, and prpc-then, the form
 // earlier reports measured, so that their figures compare; -clients may name other forms.
+// Every suite that runs prpc-go-metrics beside prpc-go also compares the two, trial by trial:
+// what the metrics adapters cost a game (calls/s and client CPU per call in the burst suites,
+// where the two swap places every other trial; the loop thread's CPU time over the submission
+// and its time in Tick in the loop suite). By default prpc-go-metrics runs in the standard
+// suite and the loop suite only.
 //
 // Each call's latency runs from just before it is submitted to its outcome being handled on
 // the loop goroutine, where every response is checked against the player the backend holds.
@@ -68,8 +79,9 @@
 // tick, through each of prpc's three forms and through what a Go developer writes by hand: a
 // pool of goroutines fed by a buffered channel of {request, callback}, calling the generated
 // stub, whose replies go to a buffered channel that the loop drains
-// (benchmarks/internal/handpool). By default it runs all four clients; -clients selects some,
-// as in -clients prpc-go,grpc-go. Each trial warms up a fresh client (prpc: a reactor with
+// (benchmarks/internal/handpool). By default it runs those four clients and prpc-go-metrics,
+// whose adapters are scraped from just before its loop runs to just after it stops; -clients
+// selects some, as in -clients prpc-go,grpc-go. Each trial warms up a fresh client (prpc: a reactor with
 // Workers 6, BatchSize 16; the pool: 96 goroutines) and hands it to loop.Run at 20 TPS, which
 // delivers replies with Tick(-budget) in every tick and, woken by Ready, between ticks.
 // OnTick burns 10 ms of CPU every tick and, on tick 5, also submits the burst as game logic
@@ -228,10 +240,11 @@ func (o *options) defineFlags(fs *flag.FlagSet) (placements *string) {
 	placements = fs.String("placements", "", "comma-separated placements to run everything in, one after the other: unpinned "+
 		"(client and backends share the CPUs; the default), pinned (Linux: the client on CPU 0, the backends on CPU 1)")
 	fs.BoolVar(&o.json, "json", false, "write the report as JSON instead of Markdown")
-	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run, of "+strings.Join(prpcForms, ", ")+" (prpc, one per form of submission) and "+clientBaseline+
-		", each trial in the order given (the loop suite rotates it)"+
-		"; by default the burst suites run "+strings.Join(burstClients, ",")+" and the loop suite "+strings.Join(loopClients, ",")+
-		"; every suite compares each prpc client with "+clientBaseline+" in the same trial")
+	fs.StringVar(&o.clients, "clients", "", "comma-separated clients to run, of "+strings.Join(prpcForms, ", ")+" (prpc, one per form of submission), "+
+		clientGoMetrics+" ("+clientGo+" with both metrics adapters registered and scraped every "+scrapeEvery.String()+") and "+clientBaseline+
+		", each trial in the order given (the loop suite rotates it; the burst suites swap "+clientGo+" and "+clientGoMetrics+" every other trial)"+
+		"; by default the burst suites run "+strings.Join(burstClients, ",")+", "+clientGoMetrics+" in the "+strings.Join(metricsSuites, ", ")+" suite alone, and the loop suite "+strings.Join(loopClients, ",")+
+		"; every suite compares each prpc form with "+clientBaseline+" in the same trial, and "+clientGoMetrics+" with "+clientGo)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the warm-ups and trials to `file`; each client's goroutines carry the label client=<name> (go tool pprof -tagfocus client=prpc-go)")
 	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to `file`")
 	fs.StringVar(&o.markdown, "markdown", "", "also write the complete report, with its title, the command and how to reproduce it, to `file`, "+
@@ -299,11 +312,15 @@ func (o *options) check() error {
 }
 
 // The clients each kind of suite runs when -clients does not say: the burst suites prpc in
-// its cheapest form and in the form earlier reports measured, so that their figures compare,
-// and the pool; the loop suite every form and the pool.
+// its cheapest form, that form with the metrics adapters, and the form earlier reports
+// measured, so that their figures compare, and the pool; the loop suite every form, the
+// metrics client and the pool. By default the metrics client runs only in the burst suites of
+// metricsSuites (and in the loop suite), since running it in every suite would lengthen the
+// full report's run by about a quarter.
 var (
-	burstClients = []string{clientGo, clientThen, clientBaseline}
-	loopClients  = append(slices.Clone(prpcForms), clientBaseline)
+	burstClients  = []string{clientGo, clientGoMetrics, clientThen, clientBaseline}
+	loopClients   = []string{clientGo, clientOnSettled, clientThen, clientGoMetrics, clientBaseline}
+	metricsSuites = []string{standardSuite.Name}
 )
 
 // clientLists parses the value of -clients: the clients the burst suites run and those the
@@ -316,8 +333,8 @@ func clientLists(list string) (burstList, loopList []string, err error) {
 	for name := range strings.SplitSeq(list, ",") {
 		switch {
 		case name != clientBaseline && !isPRPC(name):
-			return nil, nil, fmt.Errorf("-clients %q: unknown client %q; want %s or %s, or a comma-separated list of them",
-				list, name, strings.Join(prpcForms, ", "), clientBaseline)
+			return nil, nil, fmt.Errorf("-clients %q: unknown client %q; want %s, %s or %s, or a comma-separated list of them",
+				list, name, strings.Join(prpcForms, ", "), clientGoMetrics, clientBaseline)
 		case slices.Contains(names, name):
 			return nil, nil, fmt.Errorf("-clients %q: %s is named twice", list, name)
 		}
@@ -527,6 +544,8 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		Timeout:   o.timeout,
 		Budget:    o.budget,
 		Warmup:    o.warmup,
+
+		MetricsBounds: metricsGoals,
 	}
 	if pinned {
 		runtime.GOMAXPROCS(1)
@@ -610,7 +629,7 @@ func runBackendSuites(ctx context.Context, o options, rep *Report, suites []Suit
 		players[i] = playerOf(i)
 	}
 	rn := &runner{
-		addr: be.addr, backend: be, burstClients: o.burstClients, loopClients: o.loopClients,
+		addr: be.addr, backend: be, burstClients: o.burstClients, loopClients: o.loopClients, defaultClients: o.clients == "",
 		timeout: o.timeout, budget: o.budget, warmup: o.warmup, metadata: o.metadata,
 		xuids: xuids, players: players, progress: stderr,
 	}

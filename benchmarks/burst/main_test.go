@@ -269,14 +269,15 @@ func TestFlagErrors(t *testing.T) {
 }
 
 func TestClientLists(t *testing.T) {
-	all := []string{clientGo, clientOnSettled, clientThen, clientBaseline}
+	all := []string{clientGo, clientOnSettled, clientThen, clientGoMetrics, clientBaseline}
 	for _, c := range []struct {
 		list      string
 		wantBurst []string
 		wantLoop  []string
 		wantErr   string
 	}{
-		{list: "", wantBurst: []string{clientGo, clientThen, clientBaseline}, wantLoop: all},
+		{list: "", wantBurst: []string{clientGo, clientGoMetrics, clientThen, clientBaseline}, wantLoop: all},
+		{list: "prpc-go-metrics,grpc-go,prpc-go", wantBurst: []string{clientGoMetrics, clientBaseline, clientGo}, wantLoop: []string{clientGoMetrics, clientBaseline, clientGo}},
 		{list: "prpc-go,grpc-go", wantBurst: []string{clientGo, clientBaseline}, wantLoop: []string{clientGo, clientBaseline}},
 		{list: "grpc-go,prpc-onsettled", wantBurst: []string{clientBaseline, clientOnSettled}, wantLoop: []string{clientBaseline, clientOnSettled}},
 		// Several prpc forms, for the burst suites as for the loop suite.
@@ -284,7 +285,7 @@ func TestClientLists(t *testing.T) {
 		{list: "prpc-then,prpc-onsettled,prpc-go,grpc-go", wantBurst: []string{clientThen, clientOnSettled, clientGo, clientBaseline},
 			wantLoop: []string{clientThen, clientOnSettled, clientGo, clientBaseline}},
 		{list: "prpc-onsettled", wantBurst: []string{clientOnSettled}, wantLoop: []string{clientOnSettled}},
-		{list: "prpc,grpc-go", wantErr: `-clients "prpc,grpc-go": unknown client "prpc"; want prpc-go, prpc-onsettled, prpc-then or grpc-go`},
+		{list: "prpc,grpc-go", wantErr: `-clients "prpc,grpc-go": unknown client "prpc"; want prpc-go, prpc-onsettled, prpc-then, prpc-go-metrics or grpc-go`},
 		{list: "prpc-go,", wantErr: `-clients "prpc-go,": unknown client ""`},
 		{list: "grpc-go,prpc-go,grpc-go", wantErr: `-clients "grpc-go,prpc-go,grpc-go": grpc-go is named twice`},
 		{list: "prpc-go,prpc-then,prpc-go", wantErr: `-clients "prpc-go,prpc-then,prpc-go": prpc-go is named twice`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,7 +23,9 @@ var getPlayer = networkpbprpc.DataService_GetPlayer
 //     promise;
 //   - clientOnSettled: reactor.Call, then the promise's OnSettled with one func(resp, err)
 //     callback;
-//   - clientThen: reactor.Call, then the promise's Then and OnError, one callback each.
+//   - clientThen: reactor.Call, then the promise's Then and OnError, one callback each;
+//   - clientGoMetrics: clientGo's form, with both metrics adapters registered over the
+//     reactor (metricsAdapters) and scraped while each burst runs.
 //
 // Every form's callbacks do what the grpc-go clients' do with each outcome, and capture the
 // same state: the call's index and start time, and the burst's bookkeeping.
@@ -31,6 +34,8 @@ type prpcClient struct {
 	r       *reactor.Reactor
 	budget  time.Duration
 	timeout time.Duration
+	// metrics are the metrics adapters of clientGoMetrics, nil for the other forms.
+	metrics *metricsAdapters
 }
 
 // formText describes how the prpc client named form submits a call, for the reports.
@@ -42,17 +47,20 @@ func formText(form string) string {
 		return "reactor.Call, then the promise's OnSettled"
 	case clientThen:
 		return "reactor.Call, then the promise's Then and OnError"
+	case clientGoMetrics:
+		return "reactor.Go with one callback, no promise, as prpc-go, with both metrics adapters registered and scraped every " + scrapeEvery.String()
 	}
 	return form
 }
 
-// newPRPCClient returns the prpc client named form (one of prpcForms): a reactor for addr
-// with s's Workers and BatchSize, room for maxCalls outstanding calls, and timeout as every
-// call's timeout. With metadata, GetPlayer's policy asks for every response's header and
-// trailer (reactor.MethodPolicy.ResponseMetadata).
+// newPRPCClient returns the prpc client named form (one of prpcForms, or clientGoMetrics): a
+// reactor for addr with s's Workers and BatchSize, room for maxCalls outstanding calls, and
+// timeout as every call's timeout, and for clientGoMetrics both metrics adapters over it. With
+// metadata, GetPlayer's policy asks for every response's header and trailer
+// (reactor.MethodPolicy.ResponseMetadata).
 func newPRPCClient(form, addr string, s Shape, timeout, budget time.Duration, maxCalls int, metadata bool) (*prpcClient, error) {
 	if !isPRPC(form) {
-		return nil, fmt.Errorf("unknown prpc client %q; want one of %q", form, prpcForms)
+		return nil, fmt.Errorf("unknown prpc client %q; want one of %q or %q", form, prpcForms, clientGoMetrics)
 	}
 	var policies []reactor.MethodPolicy
 	if metadata {
@@ -71,18 +79,33 @@ func newPRPCClient(form, addr string, s Shape, timeout, budget time.Duration, ma
 	if err != nil {
 		return nil, err
 	}
-	return &prpcClient{form: form, r: r, budget: budget, timeout: timeout}, nil
+	c := &prpcClient{form: form, r: r, budget: budget, timeout: timeout}
+	if form == clientGoMetrics {
+		if c.metrics, err = newMetricsAdapters(r); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+	}
+	return c, nil
 }
 
 func (c *prpcClient) Name() string { return c.form }
 
 // burst submits the calls in c's form, as the burst suites' game does, then drains the
 // outcomes with Tick(budget) woken by Ready until every call has one. Each form has a loop of
-// its own, so that the submission measured is the form's alone.
-func (c *prpcClient) burst(xuids []string, rec *recorder) error {
+// its own, so that the submission measured is the form's alone. The metrics client's
+// adapters are scraped from its start to its end, and rec counts the scrapes.
+func (c *prpcClient) burst(xuids []string, rec *recorder) (err error) {
+	if c.metrics != nil {
+		c.metrics.startScraping()
+		defer func() {
+			var serr error
+			rec.scrapes, serr = c.metrics.stopScraping()
+			err = errors.Join(err, serr)
+		}()
+	}
 	r := c.r
 	switch c.form {
-	case clientGo:
+	case clientGo, clientGoMetrics:
 		for i, xuid := range xuids {
 			req := &networkpb.GetPlayerRequest{Xuid: xuid}
 			start := time.Now()
@@ -141,7 +164,7 @@ func (c *prpcClient) driven() loop.Reactor { return c.r }
 func (c *prpcClient) submitAll(b *loopBurst) {
 	r := c.r
 	switch c.form {
-	case clientGo:
+	case clientGo, clientGoMetrics:
 		for i, xuid := range b.xuids {
 			req := &networkpb.GetPlayerRequest{Xuid: xuid}
 			start := time.Now()
@@ -188,9 +211,17 @@ func (c *prpcClient) submitAll(b *loopBurst) {
 
 func (c *prpcClient) state() string { return fmt.Sprintf("stats %+v", c.r.Stats()) }
 
-// Close closes the reactor; every call has been delivered by then, so nothing is cut off.
+// metricsOf returns the metrics client's adapters, nil for the other forms.
+func (c *prpcClient) metricsOf() *metricsAdapters { return c.metrics }
+
+// Close closes the reactor, and the metrics adapters if c has them; every call has been
+// delivered by then, so nothing is cut off.
 func (c *prpcClient) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.r.Close(ctx)
+	err := c.r.Close(ctx)
+	if c.metrics != nil {
+		err = errors.Join(err, c.metrics.close())
+	}
+	return err
 }

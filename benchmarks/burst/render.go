@@ -66,7 +66,7 @@ func (run Run) WriteDocument(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return tmpl.ExecuteTemplate(w, "document", map[string]any{"Command": run[0].Command, "Body": body, "PoliciesOnly": run.policiesOnly()})
+	return tmpl.ExecuteTemplate(w, "document", map[string]any{"Command": run[0].Command, "Body": body, "PoliciesOnly": run.policiesOnly(), "ScrapeEvery": scrapeEvery})
 }
 
 // policiesOnly reports whether every report of the run holds the policies suite alone.
@@ -168,6 +168,12 @@ type reportView struct {
 	PolicyViews            []policyView
 	// Charts are the charts the document links, none in the Markdown on stdout.
 	Charts reportCharts
+
+	// Metrics compares prpc-go-metrics with prpc-go, nil if they never ran the same trial;
+	// ScrapeEvery is how often its scraper reads the adapters.
+	Metrics                    *table
+	ScrapeEvery                time.Duration
+	MetricsClient, MetricsBase string
 }
 
 type suiteView struct {
@@ -183,10 +189,14 @@ type loopView struct {
 	TargetTable, Summary *table
 	Trials               *table
 	Errors               []string
+
+	// Metrics is true if prpc-go-metrics ran.
+	Metrics bool
 }
 
 func (r *Report) view() reportView {
-	v := reportView{Report: r, PeakReset: true, Forms: r.burstFormText()}
+	v := reportView{Report: r, PeakReset: true, Forms: r.burstFormText(), Metrics: r.metricsTable(), ScrapeEvery: scrapeEvery,
+		MetricsClient: clientGoMetrics, MetricsBase: clientGo}
 	_, v.Clause = r.placement()
 	if !r.Started.IsZero() {
 		v.RunLine = fmt.Sprintf("started %s, took %v", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second))
@@ -266,7 +276,7 @@ func (r *Report) suiteTable(s SuiteResult) *table {
 			}
 		}
 		if sh.Shape.Trials > 1 {
-			for _, name := range append(sh.prpcClients(), clientBaseline) {
+			for _, name := range sh.reportedClients() {
 				if mt, ok := sh.medianTrial(name); ok {
 					var rs *ratios
 					if trs := sh.trialRatios(name); isPRPC(name) && len(trs) > 0 {
@@ -303,14 +313,31 @@ func (r *Report) burstFormText() string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "prpc: " + strings.Join(parts, "; ") + " (-clients chooses the forms)."
+	text := "prpc: " + strings.Join(parts, "; ") + " (-clients chooses the forms)."
+	if slices.ContainsFunc(r.Suites, func(s SuiteResult) bool {
+		return slices.ContainsFunc(s.Shapes, func(sh ShapeResult) bool { return ranMetrics(sh.Trials) })
+	}) {
+		text += " Client " + clientGoMetrics + ": " + clientGo + " with both metrics adapters registered and scraped; the suites' tables give its ratios to the pool, the summary's table of the metrics adapters its ratios to " + clientGo + "."
+	}
+	return text
+}
+
+// reportedClients returns the clients whose median rows the suite's table has, those that
+// ran trials of s: the prpc forms in prpcForms order, the metrics client, then the baseline.
+func (s ShapeResult) reportedClients() []string {
+	names := s.prpcClients()
+	if ranMetrics(s.Trials) {
+		names = append(names, clientGoMetrics)
+	}
+	return append(names, clientBaseline)
 }
 
 // view prepares the loop suite's part of the summary (the targets of each prpc client that
 // ran, then per burst size and figure the pool's figure and each client's ratio to it, or its
 // own count, with the verdict of its target) and its table of every trial.
 func (lr *LoopResult) view() *loopView {
-	v := &loopView{LoopResult: lr, Late: loopLate, Count: "one trial", AllForms: prpcForms}
+	v := &loopView{LoopResult: lr, Late: loopLate, Count: "one trial", AllForms: prpcForms,
+		Metrics: slices.ContainsFunc(lr.Sizes, func(sz LoopSize) bool { return ranMetrics(sz.Trials) })}
 	trials := 0
 	for _, sz := range lr.Sizes {
 		trials = max(trials, sz.Shape.Trials)
@@ -398,7 +425,7 @@ func (lr *LoopResult) view() *loopView {
 			}
 		}
 		if s.Trials > 1 {
-			for _, name := range append(sz.forms(), clientBaseline) {
+			for _, name := range sz.reportedClients() {
 				if m, ok := sz.median(name); ok {
 					var rs *loopRatios
 					if c := sz.compare(name); isPRPC(name) && c.Paired > 0 {

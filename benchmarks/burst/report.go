@@ -29,6 +29,9 @@ type Report struct {
 	Loop *LoopResult
 	// Policies holds the policies suite's scenarios, in the order they ran, if it ran.
 	Policies []PolicyResult
+	// MetricsBounds are the bounds of the ratios prpc-go-metrics ÷ prpc-go that the report
+	// states: targets.json's for a run.
+	MetricsBounds metricsBounds
 }
 
 // SuiteResult holds the shapes of one suite, and the backend it ran against (backendData or
@@ -74,7 +77,8 @@ type ratios struct {
 	P99        float64 `json:"p99"`
 }
 
-// prpcClients returns the prpc clients that ran trials of s, in prpcForms order.
+// prpcClients returns the prpc clients, one per form of submission, that ran trials of s, in
+// prpcForms order: those compared with the baseline.
 func (s ShapeResult) prpcClients() []string {
 	var fs []string
 	for _, f := range prpcForms {
@@ -102,20 +106,7 @@ type clientTrial interface {
 // pairOf returns the trials numbered t of the prpc client named form and of the baseline
 // among trials, if both ran.
 func pairOf[T clientTrial](trials []T, form string, t int) (p, b T, ok bool) {
-	var hasP, hasB bool
-	for _, tr := range trials {
-		n, client := tr.trialOf()
-		if n != t {
-			continue
-		}
-		switch client {
-		case form:
-			p, hasP = tr, true
-		case clientBaseline:
-			b, hasB = tr, true
-		}
-	}
-	return p, b, hasP && hasB && form != ""
+	return pairAgainst(trials, form, clientBaseline, t)
 }
 
 func ratioOf(p, b TrialResult) ratios {

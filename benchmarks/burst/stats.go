@@ -48,6 +48,9 @@ type recorder struct {
 	failed   int // calls that failed
 	wrong    int // responses that were wrong, and outcomes delivered twice
 	firstErr string
+	// scrapes is how many times the metrics client's scraper read the metrics adapters over
+	// the trial; its burst sets it.
+	scrapes int
 }
 
 // newRecorder returns a recorder for len(want) calls, call i expecting the player want[i].

@@ -71,19 +71,23 @@ type client interface {
 	Close() error
 }
 
-// Client names: prpc's, one per form of submission (prpcclient.go), and the grpc-go baseline's.
+// Client names: prpc's, one per form of submission (prpcclient.go), prpc-go with the metrics
+// adapters (metricsclient.go), and the grpc-go baseline's.
 const (
 	clientGo        = "prpc-go"
 	clientOnSettled = "prpc-onsettled"
 	clientThen      = "prpc-then"
+	clientGoMetrics = "prpc-go-metrics"
 	clientBaseline  = "grpc-go"
 )
 
-// prpcForms are prpc's clients, in the order the reports list them.
+// prpcForms are prpc's clients, one per form of submission, in the order the reports list
+// them: those the reports compare with the baseline.
 var prpcForms = []string{clientGo, clientOnSettled, clientThen}
 
-// isPRPC reports whether the client named name is one of prpc's.
-func isPRPC(name string) bool { return slices.Contains(prpcForms, name) }
+// isPRPC reports whether the client named name is one of prpc's: a form of submission, or
+// clientGoMetrics.
+func isPRPC(name string) bool { return slices.Contains(prpcForms, name) || name == clientGoMetrics }
 
 // TrialResult is the outcome of one trial of one client.
 type TrialResult struct {
@@ -111,7 +115,10 @@ type TrialResult struct {
 	// ru_minflt; 0 if unknown): mostly first touches of fresh pages, as when the heap grows.
 	// With the backend in-process it includes the backend's.
 	MinorFaults int64
-	FirstErr    string
+	// Scrapes is how many times the metrics client's scraper read both adapters over the
+	// trial; 0 for the other clients.
+	Scrapes  int
+	FirstErr string
 }
 
 // Errors is the number of calls that failed or were answered wrongly.
@@ -158,8 +165,10 @@ type runner struct {
 	addr    string
 	backend *backend
 	// burstClients are the clients the burst suites run, loopClients those the loop suite
-	// runs, each in the order of -clients.
+	// runs, each in the order of -clients; defaultClients is true when -clients did not
+	// name them (see clientsOf).
 	burstClients, loopClients []string
+	defaultClients            bool
 	timeout                   time.Duration
 	budget                    time.Duration
 	warmup                    int
@@ -170,7 +179,8 @@ type runner struct {
 }
 
 // runShape creates the clients for shape s of suite, against the suite's backend, warms each
-// up, then runs the trials interleaved: trial 1 of every client, then trial 2, and so on.
+// up, then runs the trials interleaved: trial 1 of every client, then trial 2, and so on,
+// each in the order trialClients gives.
 func (rn *runner) runShape(suite Suite, s Shape) (res ShapeResult, err error) {
 	addr := rn.backend.addrOf(suite.Backend)
 	res = ShapeResult{Shape: s}
@@ -182,7 +192,7 @@ func (rn *runner) runShape(suite Suite, s Shape) (res ShapeResult, err error) {
 			}
 		}
 	}()
-	for _, name := range rn.burstClients {
+	for _, name := range rn.clientsOf(suite) {
 		var (
 			c   client
 			err error
@@ -207,7 +217,7 @@ func (rn *runner) runShape(suite Suite, s Shape) (res ShapeResult, err error) {
 		}
 	}
 	for t := 1; t <= s.Trials; t++ {
-		for _, c := range cs {
+		for _, c := range trialClients(cs, t) {
 			tr, err := rn.trial(c, s.Calls)
 			tr.Trial = t
 			if err != nil {
@@ -220,6 +230,30 @@ func (rn *runner) runShape(suite Suite, s Shape) (res ShapeResult, err error) {
 		}
 	}
 	return res, nil
+}
+
+// clientsOf returns the clients the burst suite s runs: those -clients names, or by default
+// burstClients, with clientGoMetrics only in the suites of metricsSuites.
+func (rn *runner) clientsOf(s Suite) []string {
+	if !rn.defaultClients || slices.Contains(metricsSuites, s.Name) {
+		return rn.burstClients
+	}
+	return slices.DeleteFunc(slices.Clone(rn.burstClients), func(c string) bool { return c == clientGoMetrics })
+}
+
+// trialClients returns the order in which the clients cs run trial t (from 1) of a burst
+// suite: the order of cs, but that in every even trial prpc-go and prpc-go-metrics, if both
+// run, swap places, so that neither's place in a trial favours it over the other, which it
+// is compared with.
+func trialClients(cs []client, t int) []client {
+	i := slices.IndexFunc(cs, func(c client) bool { return c.Name() == clientGo })
+	j := slices.IndexFunc(cs, func(c client) bool { return c.Name() == clientGoMetrics })
+	if t%2 == 1 || i < 0 || j < 0 {
+		return cs
+	}
+	cs = slices.Clone(cs)
+	cs[i], cs[j] = cs[j], cs[i]
+	return cs
 }
 
 // warmUp runs a burst of rn.warmup calls through c, not measured, and checks every answer.
@@ -269,6 +303,7 @@ func (rn *runner) trial(c client, n int) (TrialResult, error) {
 	tr.GCs = m1.NumGC - m0.NumGC
 	tr.Allocs, tr.AllocBytes = m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc
 	tr.OK, tr.Failed, tr.Wrong, tr.FirstErr = rec.ok, rec.failed, rec.wrong, rec.firstErr
+	tr.Scrapes = rec.scrapes
 	tr.Lat = summarise(rec.lat)
 	return tr, nil
 }
