@@ -256,7 +256,18 @@ type Latency struct {
 // outside it: a snapshot sorts four times up to 1024 latencies (the whole and its three parts)
 // for the reactor and as many for each method, and allocates, so it suits monitoring, not a
 // per-call path.
-func (r *Reactor) Stats() Stats {
+func (r *Reactor) Stats() Stats { return r.snapshot(true) }
+
+// StatsWithoutPercentiles returns a snapshot as Stats does, but for the percentiles of recent
+// calls: Latency, QueueWait, Transport and TickWait are zero, in Stats and in each method's
+// MethodStats. It copies and sorts no latency window, so it costs a small part of what Stats
+// costs, in time and in garbage: it is for readers that take the latencies from Histograms
+// instead, such as metrics adapters scraped every few seconds (metrics/promprpc and
+// metrics/otelprpc read it). It takes the same locks as Stats, for a copy of the counters.
+func (r *Reactor) StatsWithoutPercentiles() Stats { return r.snapshot(false) }
+
+// snapshot is Stats, with the percentile windows if percentiles is set.
+func (r *Reactor) snapshot(percentiles bool) Stats {
 	r.mu.Lock()
 	s := Stats{
 		Pending:        r.counts.pending,
@@ -273,7 +284,10 @@ func (r *Reactor) Stats() Stats {
 		Drained:        r.drained.Load(),
 		CutOff:         r.cutOff.Load(),
 	}
-	samples := slices.Clone(r.latency.ring)
+	var samples []phases
+	if percentiles {
+		samples = slices.Clone(r.latency.ring)
+	}
 	for code, n := range r.counts.failed {
 		s.Failed[code] = n
 	}
@@ -296,7 +310,10 @@ func (r *Reactor) Stats() Stats {
 			ms.Failed[code] = n
 		}
 		s.Methods[path] = ms
-		ps := methodSamples{path: path, samples: slices.Clone(m.latency.ring)}
+		ps := methodSamples{path: path}
+		if percentiles {
+			ps.samples = slices.Clone(m.latency.ring)
+		}
 		m.hist.copyTo(&ps.hist)
 		perMethod = append(perMethod, ps)
 	}

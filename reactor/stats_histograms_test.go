@@ -72,3 +72,30 @@ func TestHistogramCumulative(t *testing.T) {
 		})
 	}
 }
+
+// TestStatsWithoutPercentiles checks that StatsWithoutPercentiles is Stats with the
+// percentiles of recent calls left zero, in all and per method, and every other field the
+// same: the histograms, counters and gauges that metrics adapters export.
+func TestStatsWithoutPercentiles(t *testing.T) {
+	b := newPhaseBackend(t)
+	clk := reactortest.NewManualClock(time.Now())
+	r := reactortest.NewReactor(t, b.Backend, reactor.Config{Clock: clk, MaxTimeout: time.Hour, DefaultTimeout: time.Hour})
+	for _, msg := range []string{"a", "notfound", "b"} {
+		reactor.Call(r, echo, echoReq(msg), nil)
+		reactor.Call(r, echoOther, echoReq(msg), nil)
+	}
+	waitGauges(t, r, 0, 0)
+	clk.Advance(3 * time.Millisecond)
+	reactortest.Flush(t, r)
+
+	want := r.Stats()
+	require.NotZero(t, want.Latency.Samples, "the full snapshot has percentiles")
+	want.Latency, want.QueueWait, want.Transport, want.TickWait = reactor.Latency{}, reactor.Latency{}, reactor.Latency{}, reactor.Latency{}
+	for path, m := range want.Methods {
+		m.Latency, m.QueueWait, m.Transport, m.TickWait = reactor.Latency{}, reactor.Latency{}, reactor.Latency{}, reactor.Latency{}
+		want.Methods[path] = m
+	}
+	got := r.StatsWithoutPercentiles()
+	require.Equal(t, want, got)
+	require.Equal(t, uint64(6), got.Histograms.Latency.Count, "the histograms are there")
+}

@@ -223,12 +223,14 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect reads one Stats of each reactor, and Stats and TickDurations of the loop, and sends
-// their metrics.
+// Collect reads one snapshot of each reactor (StatsWithoutPercentiles: the histograms,
+// counters and gauges, without the percentile windows, which it does not export and which
+// Stats would copy and sort), and Stats and TickDurations of the loop, and sends their
+// metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	var cum []uint64 // reused by every histogram: Cumulative's running sums
 	for _, nr := range c.reactors {
-		st := nr.r.Stats()
+		st := nr.r.StatsWithoutPercentiles()
 		c.collectReactor(ch, nr.name, &st, &cum)
 	}
 	if c.loop != nil {
