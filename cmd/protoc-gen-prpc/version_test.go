@@ -2,42 +2,11 @@ package main
 
 import (
 	"bytes"
-	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-// TestVersionIn checks which version --version reports for the ways the program is built.
-func TestVersionIn(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		bi   debug.BuildInfo
-		want string
-	}{
-		{"go install …@v1.2.3", debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "v1.2.3"}}, "v1.2.3"},
-		{"built in a working tree", debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "(devel)"}}, "(devel)"},
-		{"go tool in a module that requires prpc", debug.BuildInfo{
-			Main: debug.Module{Path: "example.com/game", Version: "(devel)"},
-			Deps: []*debug.Module{{Path: "google.golang.org/protobuf", Version: "v1.36.12"}, {Path: modulePath, Version: "v1.4.0"}},
-		}, "v1.4.0"},
-		{"go tool with prpc replaced by a directory", debug.BuildInfo{
-			Main: debug.Module{Path: "example.com/game"},
-			Deps: []*debug.Module{{Path: modulePath, Version: "v1.4.0", Replace: &debug.Module{Path: "../prpc"}}},
-		}, "(devel)"},
-		{"go tool with prpc replaced by a fork", debug.BuildInfo{
-			Main: debug.Module{Path: "example.com/game"},
-			Deps: []*debug.Module{{Path: modulePath, Version: "v1.4.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v1.4.1"}}},
-		}, "v1.4.1"},
-		{"no prpc in the build", debug.BuildInfo{Main: debug.Module{Path: "example.com/other", Version: "v9.0.0"}}, "(devel)"},
-		{"no version", debug.BuildInfo{Main: debug.Module{Path: modulePath}}, "(devel)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, versionIn(&tc.bi))
-		})
-	}
-}
 
 // TestRunArguments checks the program's arguments: --version prints the version, and any
 // other argument fails, since protoc and buf pass none.

@@ -37,6 +37,3 @@ func LoopMetrics(name string, start, now time.Time, st loop.Stats, h reactor.His
 	(&loopSource{name: name, start: start, attrs: nameSet(keyLoop, name)}).add(c, &st, &h, now)
 	return c.metrics()
 }
-
-// VersionIn is versionIn.
-var VersionIn = versionIn

@@ -1,7 +1,6 @@
 package otelprpc_test
 
 import (
-	"runtime/debug"
 	"testing"
 	"time"
 
@@ -110,34 +109,4 @@ func TestLoopMapping(t *testing.T) {
 		require.Equal(t, want, counterValue(t, got[name], empty), name)
 	}
 	requireHistogramOf(t, h, histogram(t, got["prpc.loop.tick.duration"], empty), "tick duration")
-}
-
-// TestVersion checks the scope's version as the go command records the module in a program:
-// the main module's, a dependency's, a replaced one's, and "(devel)" where there is none.
-func TestVersion(t *testing.T) {
-	const path = otelprpc.ScopeName
-	tests := []struct {
-		name string
-		bi   debug.BuildInfo
-		want string
-	}{
-		{"main module", debug.BuildInfo{Main: debug.Module{Path: path, Version: "v0.3.0"}}, "v0.3.0"},
-		{"main module from a working tree", debug.BuildInfo{Main: debug.Module{Path: path, Version: "(devel)"}}, "(devel)"},
-		{"dependency", debug.BuildInfo{Main: debug.Module{Path: "example.com/game"}, Deps: []*debug.Module{
-			{Path: "github.com/trixnew/prpc", Version: "v0.9.0"}, {Path: path, Version: "v0.2.1"},
-		}}, "v0.2.1"},
-		{"replaced by a directory", debug.BuildInfo{Main: debug.Module{Path: "example.com/game"}, Deps: []*debug.Module{
-			{Path: path, Version: "v0.2.1", Replace: &debug.Module{Path: "../otelprpc"}},
-		}}, "(devel)"},
-		{"replaced by a version", debug.BuildInfo{Main: debug.Module{Path: "example.com/game"}, Deps: []*debug.Module{
-			{Path: path, Version: "v0.2.1", Replace: &debug.Module{Path: "example.com/fork/otelprpc", Version: "v0.2.2"}},
-		}}, "v0.2.2"},
-		{"no version", debug.BuildInfo{Main: debug.Module{Path: "example.com/game"}, Deps: []*debug.Module{{Path: path}}}, "(devel)"},
-		{"absent", debug.BuildInfo{Main: debug.Module{Path: "example.com/game"}}, "(devel)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, otelprpc.VersionIn(&tt.bi))
-		})
-	}
 }
