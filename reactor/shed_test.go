@@ -109,8 +109,13 @@ func TestStandingQueueServesNewestFirst(t *testing.T) {
 			outs := []*outcome{a, submitEcho(r, "b", opts("b")), submitEcho(r, "c", opts("c"))}
 			require.Eventually(t, func() bool { return r.Stats().Queued == 2 }, 5*time.Second, time.Millisecond)
 			clock.Advance(tc.wait)
-			outs = append(outs, submitEcho(r, "d", opts("d")))
-			require.Eventually(t, func() bool { return r.Stats().Queued == 3 }, 5*time.Second, time.Millisecond)
+			// d's deadline is the earliest: the reactor goroutine sets its timer for it once it
+			// has queued d for the lanes (the Queued gauge counts d a moment before), so that
+			// the lane, released below, finds every call in the queue.
+			d := opts("d")
+			d.Timeout = 3 * time.Second
+			outs = append(outs, submitEcho(r, "d", d))
+			require.NoError(t, clock.WaitTimerBy(closeCtx(t, bound), clock.Now().Add(d.Timeout)))
 			held.outcome <- nil
 			var order []string
 			for range tc.order {

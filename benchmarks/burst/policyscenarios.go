@@ -71,7 +71,7 @@ func spreadScenario(player, tick policybench.SpreadConfig) policyScenario {
 			"MethodPolicy.Coalesce off, and on with its default CoalesceMax (64). "+
 			"Each trial starts a server and a fresh reactor with the default lanes and connects with one read of another key: "+
 			"the transport calls the server received for the reads, the reads that succeeded, MethodStats.Coalesced (the reads that joined another's transport call), "+
-			"the reads that failed with DeadlineExceeded, and the time from the first submission to the last delivery. Errors: reads that failed with any other code.",
+			"the reads that failed with DeadlineExceeded, those shed (calls.ErrShed: never sent, as they could no longer finish in time), and the time from the first submission to the last delivery. Errors: reads that failed with any other code.",
 			thousands(player.Calls), durationText(player.Every), durationText(player.Service),
 			tick.PerTick, durationText(tick.TickEvery), thousands(tick.Calls), durationText(tick.Service), int(tick.Service/tick.TickEvery),
 			spreadTimeouts(player, tick), spreadTicks(player, tick)),
@@ -81,6 +81,7 @@ func spreadScenario(player, tick policybench.SpreadConfig) policyScenario {
 			{Key: "calls_ok", Head: "calls OK"},
 			{Key: "coalesced", Head: "Coalesced"},
 			{Key: "deadline_exceeded", Head: "DeadlineExceeded (calls)"},
+			{Key: "shed", Head: "shed (calls)"},
 			{Key: "to_last_delivery_ms", Head: "to last delivery (ms)"},
 		},
 	}
@@ -95,7 +96,7 @@ func spreadScenario(player, tick policybench.SpreadConfig) policyScenario {
 		}
 		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{arrivals, thousands(c.Config.Calls), on}, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunSpread(c.Config)
-			return PolicyTrial{Figures: []float64{float64(res.BackendCalls), float64(res.OK), float64(res.Coalesced), float64(res.DeadlineExceeded), ms(res.LastDelivery)},
+			return PolicyTrial{Figures: []float64{float64(res.BackendCalls), float64(res.OK), float64(res.Coalesced), float64(res.DeadlineExceeded), float64(res.Shed), ms(res.LastDelivery)},
 				Errors: res.Failed}, err
 		}})
 	}

@@ -110,6 +110,9 @@ func TestReactorMetrics(t *testing.T) {
 	promise.Cancel()
 	reactortest.Flush(t, r)
 	require.ErrorIs(t, cancelErr, calls.ErrCancelled)
+	// The cancelled Put was delivered at once; its lane leaves InFlight once its transport
+	// call has returned.
+	require.Eventually(t, func() bool { return r.Stats().InFlight == 0 }, patience, time.Millisecond, "the cancelled Put's lane returned")
 
 	got := collect(t, reader)
 	st := r.Stats()

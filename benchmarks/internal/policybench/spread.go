@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor"
 )
@@ -120,9 +121,11 @@ func SpreadCases(bases ...SpreadConfig) []SpreadCase {
 // SpreadResult is what one run of the scenario saw.
 type SpreadResult struct {
 	// Calls is the reads submitted, OK those that succeeded, DeadlineExceeded those that
-	// failed with that code, and Failed those that failed otherwise or that reactor.Go
-	// refused.
-	Calls, OK, DeadlineExceeded, Failed int
+	// failed with that code, Shed those a lane did not send because they could no longer
+	// finish in time (calls.ErrShed: prpc's answer to a backend slower than the reads'
+	// deadlines, as DeadlineExceeded is gRPC's), and Failed those that failed otherwise or
+	// that reactor.Go refused.
+	Calls, OK, DeadlineExceeded, Shed, Failed int
 	// BackendCalls is the transport calls the server received for the reads.
 	BackendCalls int64
 	// Coalesced is the method's MethodStats.Coalesced over the reads: those that joined
@@ -249,10 +252,12 @@ func (s *spreadRun) read() {
 func (s *spreadRun) done(_ *testpb.EchoResponse, err error) {
 	s.delivered++
 	s.res.LastDelivery = time.Since(s.start)
-	switch status.Code(err) {
-	case codes.OK:
+	switch {
+	case err == nil:
 		s.res.OK++
-	case codes.DeadlineExceeded:
+	case errors.Is(err, calls.ErrShed):
+		s.res.Shed++
+	case status.Code(err) == codes.DeadlineExceeded:
 		s.res.DeadlineExceeded++
 	default:
 		s.res.Failed++
