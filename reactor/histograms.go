@@ -29,15 +29,7 @@ type Histogram struct {
 // Cumulative returns the running sums of Counts, appended to dst[:0]: entry i counts the
 // durations at or below Bounds[i], and the last entry, for +Inf, equals Count. These are
 // Prometheus's buckets. A caller who passes the slice of its previous call allocates nothing.
-func (h *Histogram) Cumulative(dst []uint64) []uint64 {
-	dst = dst[:0]
-	var sum uint64
-	for _, n := range h.Counts {
-		sum += n
-		dst = append(dst, sum)
-	}
-	return dst
-}
+func (h *Histogram) Cumulative(dst []uint64) []uint64 { return histogram.Cumulative(h.Counts, dst) }
 
 // Histograms are the latency histograms of a set of calls, split as Stats.Latency is: the
 // whole call, from submission to delivery by Tick, and its three phases, which add up to it.

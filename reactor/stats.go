@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -268,56 +269,7 @@ func (r *Reactor) StatsWithoutPercentiles() Stats { return r.snapshot(false) }
 
 // snapshot is Stats, with the percentile windows if percentiles is set.
 func (r *Reactor) snapshot(percentiles bool) Stats {
-	r.mu.Lock()
-	s := Stats{
-		Pending:        r.counts.pending,
-		MaxOutstanding: r.cfg.MaxOutstanding,
-		Submitted:      r.counts.submitted,
-		Succeeded:      r.counts.succeeded,
-		Failed:         make(map[codes.Code]uint64, len(r.counts.failed)),
-		TimedOut:       r.counts.timedOut,
-		Overloaded:     r.counts.overloaded,
-		Cancelled:      r.counts.cancelled,
-		Closed:         r.counts.closed,
-		NeverSent:      r.counts.neverSent,
-		Shed:           r.counts.shed,
-		Drained:        r.drained.Load(),
-		CutOff:         r.cutOff.Load(),
-	}
-	var samples []phases
-	if percentiles {
-		samples = slices.Clone(r.latency.ring)
-	}
-	for code, n := range r.counts.failed {
-		s.Failed[code] = n
-	}
-	type methodSamples struct {
-		path    string
-		samples []phases
-		hist    phaseSnapshots
-	}
-	perMethod := make([]methodSamples, 0, len(r.byPath))
-	s.Methods = make(map[string]MethodStats, len(r.byPath))
-	for path, e := range r.byPath {
-		m := e.counters
-		ms := MethodStats{
-			Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent,
-			TimedOut: m.timedOut, Overloaded: m.overloaded, Cancelled: m.cancelled, Closed: m.closed, Shed: m.shed,
-			Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(),
-			Failed: make(map[codes.Code]uint64, len(m.failed)),
-		}
-		for code, n := range m.failed {
-			ms.Failed[code] = n
-		}
-		s.Methods[path] = ms
-		ps := methodSamples{path: path}
-		if percentiles {
-			ps.samples = slices.Clone(m.latency.ring)
-		}
-		m.hist.copyTo(&ps.hist)
-		perMethod = append(perMethod, ps)
-	}
-	r.mu.Unlock()
+	s, samples, perMethod := r.copyCounts(percentiles)
 	l := summarizePhases(samples)
 	s.Latency, s.QueueWait, s.Transport, s.TickWait = l.whole, l.queue, l.transport, l.tickWait
 	var all phaseSnapshots
@@ -331,6 +283,65 @@ func (r *Reactor) snapshot(percentiles bool) Stats {
 		s.Methods[m.path] = ms
 	}
 	s.Histograms = all.histograms()
+	r.readGauges(&s)
+	return s
+}
+
+// methodCopy is what copyCounts took of one method under the counters' mutex, for snapshot to
+// summarise after it.
+type methodCopy struct {
+	path    string
+	samples []phases // its latency window, with percentiles
+	hist    phaseSnapshots
+}
+
+// copyCounts copies, under the counters' mutex, the reactor's and each method's counters, their
+// histograms and, with percentiles, their latency windows.
+func (r *Reactor) copyCounts(percentiles bool) (s Stats, samples []phases, perMethod []methodCopy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s = Stats{
+		Pending:        r.counts.pending,
+		MaxOutstanding: r.cfg.MaxOutstanding,
+		Submitted:      r.counts.submitted,
+		Succeeded:      r.counts.succeeded,
+		Failed:         maps.Clone(r.counts.failed),
+		TimedOut:       r.counts.timedOut,
+		Overloaded:     r.counts.overloaded,
+		Cancelled:      r.counts.cancelled,
+		Closed:         r.counts.closed,
+		NeverSent:      r.counts.neverSent,
+		Shed:           r.counts.shed,
+		Drained:        r.drained.Load(),
+		CutOff:         r.cutOff.Load(),
+	}
+	if percentiles {
+		samples = slices.Clone(r.latency.ring)
+	}
+	perMethod = make([]methodCopy, 0, len(r.byPath))
+	s.Methods = make(map[string]MethodStats, len(r.byPath))
+	for path, e := range r.byPath {
+		m := e.counters
+		s.Methods[path] = MethodStats{
+			Submitted: m.submitted, Succeeded: m.succeeded, NeverSent: m.neverSent,
+			TimedOut: m.timedOut, Overloaded: m.overloaded, Cancelled: m.cancelled, Closed: m.closed, Shed: m.shed,
+			Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(),
+			Failed: maps.Clone(m.failed),
+		}
+		c := methodCopy{path: path}
+		if percentiles {
+			c.samples = slices.Clone(m.latency.ring)
+		}
+		m.hist.copyTo(&c.hist)
+		perMethod = append(perMethod, c)
+	}
+	return s, samples, perMethod
+}
+
+// readGauges fills in s what prpc's goroutines keep without the counters' mutex: the oldest
+// undelivered outcome's age, the backends, the queue and lane gauges, the last failed
+// handshake and the connection's state.
+func (r *Reactor) readGauges(s *Stats) {
 	if settled, ok := r.out.Oldest(); ok {
 		s.OldestUndelivered = max(time.Duration(r.now()-settled), 0)
 	}
@@ -360,7 +371,6 @@ func (r *Reactor) snapshot(percentiles bool) Stats {
 	if g, ok := r.conn.(interface{ GetState() connectivity.State }); ok {
 		s.State, s.StateKnown = g.GetState(), true
 	}
-	return s
 }
 
 func (r *Reactor) isDone() bool {

@@ -92,10 +92,15 @@ func (s *Snapshot) SumSeconds() float64 { return s.Sum.Seconds() }
 // Cumulative returns the cumulative bucket counts, Prometheus's: entry i counts the
 // durations at or below bound i, and the last entry, for +Inf, equals Count. It appends them
 // to dst[:0], so that a caller who passes the slice of its previous call allocates nothing.
-func (s *Snapshot) Cumulative(dst []uint64) []uint64 {
+func (s *Snapshot) Cumulative(dst []uint64) []uint64 { return Cumulative(s.Counts, dst) }
+
+// Cumulative returns the running sums of counts, per-bucket counts, appended to dst[:0]:
+// Prometheus's "le" buckets, the last equal to their total. A caller who passes the slice of
+// its previous call allocates nothing.
+func Cumulative(counts, dst []uint64) []uint64 {
 	dst = dst[:0]
 	var sum uint64
-	for _, n := range s.Counts {
+	for _, n := range counts {
 		sum += n
 		dst = append(dst, sum)
 	}

@@ -52,7 +52,7 @@
 //	prpc.call.coalesced    counter    {call}     calls that joined another's transport call
 //	prpc.hedge.sent        counter    {attempt}  hedged attempts sent after the first
 //	prpc.hedge.won         counter    {call}     calls a hedge's response settled
-//	prpc.hedge.lost        counter    {attempt}  attempts cancelled because another answered first
+//	prpc.hedge.lost        counter    {attempt}  attempts cancelled because another decided first
 //
 // The reactor's gauges have no attribute of their own: prpc.calls.pending,
 // prpc.calls.max_outstanding, prpc.calls.queued, prpc.calls.in_flight and

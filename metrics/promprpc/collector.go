@@ -108,18 +108,26 @@ func NewCollector(opts ...Option) *Collector {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	c := &Collector{reactors: o.reactors, named: o.check()}
+	if len(o.loops) == 1 {
+		c.loop = o.loops[0]
+	}
+	c.makeDescs(o.backends)
+	return c
+}
+
+// check panics, with a message saying what is wrong, unless o names at least one reactor or
+// loop, at most one loop, no nil one, no reactor twice, and reactors that are either one or
+// all named, each name once; it reports whether they are named.
+func (o *options) check() (named bool) {
 	if len(o.reactors) == 0 && len(o.loops) == 0 {
 		panic("promprpc: NewCollector with no reactor and no loop")
 	}
 	if len(o.loops) > 1 {
 		panic("promprpc: NewCollector with more than one loop; register a Collector per loop, through prometheus.WrapRegistererWith")
 	}
-	c := &Collector{reactors: o.reactors}
-	if len(o.loops) == 1 {
-		if o.loops[0] == nil {
-			panic("promprpc: WithLoop with a nil *loop.Loop")
-		}
-		c.loop = o.loops[0]
+	if len(o.loops) == 1 && o.loops[0] == nil {
+		panic("promprpc: WithLoop with a nil *loop.Loop")
 	}
 	names := map[string]bool{}
 	for i, nr := range o.reactors {
@@ -141,9 +149,14 @@ func NewCollector(opts ...Option) *Collector {
 			panic(fmt.Sprintf("promprpc: two reactors named %q", nr.name))
 		}
 		names[nr.name] = true
-		c.named = true
+		named = true
 	}
+	return named
+}
 
+// makeDescs makes c's metric descriptions: with the prpc_reactor label if its reactors are
+// named, and the backends' if backends is set.
+func (c *Collector) makeDescs(backends bool) {
 	var reactorLabels []string
 	if c.named {
 		reactorLabels = []string{labelReactor}
@@ -173,7 +186,7 @@ func NewCollector(opts ...Option) *Collector {
 	c.coalesced = method("call_coalesced_total", "Calls that joined another call's transport call instead of sending their own.")
 	c.hedgeSent = method("hedge_sent_total", "Attempts of calls sent after the first (hedges).")
 	c.hedgeWon = method("hedge_won_total", "Calls that a hedge's response settled, before the first attempt's.")
-	c.hedgeLost = method("hedge_lost_total", "Attempts cancelled because another attempt of the same call answered first.")
+	c.hedgeLost = method("hedge_lost_total", "Attempts cancelled because another attempt of the same call decided it first.")
 
 	c.pending = gauge("calls_pending", "Calls admitted and not yet delivered by Tick.")
 	c.maxOutstanding = gauge("calls_max_outstanding", "The bound on pending calls (MaxOutstanding): a call beyond it is overloaded.")
@@ -182,10 +195,10 @@ func NewCollector(opts ...Option) *Collector {
 	c.inFlightLimit = gauge("calls_in_flight_limit", "The adaptive limit on the calls lanes run at once (0 when it is disabled).")
 	c.oldestWait = gauge("delivery_oldest_wait_seconds", "How long the oldest outcome waiting for Tick has waited (0 when none waits).")
 
-	if o.backends {
+	if backends {
 		c.backendCalls = prometheus.NewDesc(metricsPrefix+"backend_calls_total", "Transport calls that got a connection to the backend.", with(labelAddress), nil)
 		c.backendFailed = prometheus.NewDesc(metricsPrefix+"backend_failed_total", "Transport calls to the backend that failed, by gRPC status code.", with(labelAddress, labelCode), nil)
-		c.backendHedgesLost = prometheus.NewDesc(metricsPrefix+"backend_hedges_lost_total", "Attempts of hedged calls to the backend cancelled because another attempt answered first.", with(labelAddress), nil)
+		c.backendHedgesLost = prometheus.NewDesc(metricsPrefix+"backend_hedges_lost_total", "Attempts of hedged calls to the backend cancelled because another attempt decided the call first.", with(labelAddress), nil)
 	}
 
 	c.tickDuration = prometheus.NewDesc(metricsPrefix+"loop_tick_duration_seconds", "Duration of the loop's ticks: OnTick and every reactor's Tick.", nil, nil)
@@ -193,7 +206,6 @@ func NewCollector(opts ...Option) *Collector {
 	c.overruns = prometheus.NewDesc(metricsPrefix+"loop_overruns_total", "Ticks that ended after the next tick's due time.", nil, nil)
 	c.skipped = prometheus.NewDesc(metricsPrefix+"loop_skipped_total", "Due times passed over because ticks ran late.", nil, nil)
 	c.delivered = prometheus.NewDesc(metricsPrefix+"loop_delivered_total", "Calls the loop's Ticks delivered, in ticks and wake-ups.", nil, nil)
-	return c
 }
 
 // Describe sends the descriptors of every metric c exports: those of the reactors if it has

@@ -162,7 +162,7 @@ prpc_hedge_sent_total{` + m + `} 28
 # HELP prpc_hedge_won_total Calls that a hedge's response settled, before the first attempt's.
 # TYPE prpc_hedge_won_total counter
 prpc_hedge_won_total{` + m + `} 29
-# HELP prpc_hedge_lost_total Attempts cancelled because another attempt of the same call answered first.
+# HELP prpc_hedge_lost_total Attempts cancelled because another attempt of the same call decided it first.
 # TYPE prpc_hedge_lost_total counter
 prpc_hedge_lost_total{` + m + `} 30
 # HELP prpc_backend_calls_total Transport calls that got a connection to the backend.
@@ -172,7 +172,7 @@ prpc_backend_calls_total{` + r2 + `} 44
 # HELP prpc_backend_failed_total Transport calls to the backend that failed, by gRPC status code.
 # TYPE prpc_backend_failed_total counter
 prpc_backend_failed_total{prpc_reactor="players",rpc_grpc_status_code="14",server_address="10.0.0.1:443"} 42
-# HELP prpc_backend_hedges_lost_total Attempts of hedged calls to the backend cancelled because another attempt answered first.
+# HELP prpc_backend_hedges_lost_total Attempts of hedged calls to the backend cancelled because another attempt decided the call first.
 # TYPE prpc_backend_hedges_lost_total counter
 prpc_backend_hedges_lost_total{` + r1 + `} 43
 prpc_backend_hedges_lost_total{` + r2 + `} 45

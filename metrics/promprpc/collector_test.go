@@ -201,7 +201,7 @@ prpc_call_completed_total{rpc_grpc_status_code="8",` + l + `} 1
 		counter("prpc_call_coalesced_total", "Calls that joined another call's transport call instead of sending their own.", 0) +
 		counter("prpc_hedge_sent_total", "Attempts of calls sent after the first (hedges).", 0) +
 		counter("prpc_hedge_won_total", "Calls that a hedge's response settled, before the first attempt's.", 0) +
-		counter("prpc_hedge_lost_total", "Attempts cancelled because another attempt of the same call answered first.", 0)
+		counter("prpc_hedge_lost_total", "Attempts cancelled because another attempt of the same call decided it first.", 0)
 	// Every family (but prpc_calls_in_flight: the lane of the last call may not have left
 	// it yet), and nothing else: no loop, no backends.
 	var names []string
@@ -314,7 +314,7 @@ prpc_backend_calls_total{server_address=%[1]q} 3
 # HELP prpc_backend_failed_total Transport calls to the backend that failed, by gRPC status code.
 # TYPE prpc_backend_failed_total counter
 prpc_backend_failed_total{rpc_grpc_status_code="5",server_address=%[1]q} 2
-# HELP prpc_backend_hedges_lost_total Attempts of hedged calls to the backend cancelled because another attempt answered first.
+# HELP prpc_backend_hedges_lost_total Attempts of hedged calls to the backend cancelled because another attempt decided the call first.
 # TYPE prpc_backend_hedges_lost_total counter
 prpc_backend_hedges_lost_total{server_address=%[1]q} 0
 `, srv.Addr()), "prpc_backend_calls_total", "prpc_backend_failed_total", "prpc_backend_hedges_lost_total")

@@ -37,7 +37,7 @@
 //	prpc_call_coalesced_total        counter    calls that joined another's transport call
 //	prpc_hedge_sent_total            counter    attempts sent after a call's first
 //	prpc_hedge_won_total             counter    calls a hedge's response settled
-//	prpc_hedge_lost_total            counter    attempts cancelled because another answered first
+//	prpc_hedge_lost_total            counter    attempts cancelled because another decided first
 //
 // Per reactor:
 //
