@@ -70,7 +70,8 @@ func (l *Loop) Stats() Stats {
 // Stats.TickP50's are) in a cumulative histogram, with the buckets of reactor.Histogram: what
 // a metrics system graphs as the loop's tick time, and aggregates across scrapes and servers,
 // which the window of TickP50, TickP99 and TickMax cannot be. It is safe from any goroutine;
-// it takes the mutex Stats takes, for a copy of the counts, and allocates that copy.
+// it takes the mutex Stats takes, for a copy of the counts, and allocates that copy and one of
+// the bounds, its own.
 func (l *Loop) TickDurations() reactor.Histogram {
 	return l.meter.tickDurations()
 }
@@ -80,7 +81,7 @@ func (m *meter) tickDurations() reactor.Histogram {
 	m.mu.Lock()
 	m.durations.Snapshot(&s)
 	m.mu.Unlock()
-	return reactor.Histogram{Bounds: s.Bounds.Seconds(), Counts: s.Counts, Count: s.Count, Sum: s.Sum}
+	return reactor.Histogram{Bounds: slices.Clone(s.Bounds.Seconds()), Counts: s.Counts, Count: s.Count, Sum: s.Sum}
 }
 
 // tickSample is what one tick reports to the meter.

@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -194,4 +195,14 @@ func TestTickDurations(t *testing.T) {
 	require.Equal(t, uint64(10), got.Count)
 	require.Equal(t, sum, got.Sum)
 	require.Equal(t, h.loop.Stats().Ticks, got.Count, "one per tick")
+}
+
+// TestTickDurationsBoundsNotShared checks that each TickDurations has bounds of its own.
+func TestTickDurationsBoundsNotShared(t *testing.T) {
+	h := newHarness(t)
+	h.start(loop.Config{TPS: 5})
+	first := h.loop.TickDurations().Bounds
+	want := slices.Clone(first)
+	first[0] = -1
+	require.Equal(t, want, h.loop.TickDurations().Bounds)
 }

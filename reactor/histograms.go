@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"slices"
 	"time"
 
 	"github.com/trixnew/prpc/internal/histogram"
@@ -12,8 +13,8 @@ import (
 // Latency cannot. Its buckets are those of gRPC's OpenTelemetry metrics (gRFC A66), from 0
 // to 100 seconds.
 type Histogram struct {
-	// Bounds are the buckets' upper bounds, in seconds, increasing. Every Histogram of a
-	// reactor shares the same slice: do not modify it.
+	// Bounds are the buckets' upper bounds, in seconds, increasing. The Histograms of one
+	// snapshot share one slice, made for that snapshot: no other snapshot sees a change to it.
 	Bounds []float64
 	// Counts has len(Bounds)+1 entries, each counting the durations in its bucket alone:
 	// Counts[i] counts those d with Bounds[i-1] < d ≤ Bounds[i] (no lower limit for i = 0),
@@ -94,23 +95,25 @@ func (s *phaseSnapshots) merge(o *phaseSnapshots) {
 	}
 }
 
-// histograms returns s as Histograms, sharing s's counts.
-func (s *phaseSnapshots) histograms() Histograms {
+// histograms returns s as Histograms over bounds, sharing s's counts.
+func (s *phaseSnapshots) histograms(bounds []float64) Histograms {
 	return Histograms{
-		Latency:   publicHistogram(&s[0]),
-		QueueWait: publicHistogram(&s[1]),
-		Transport: publicHistogram(&s[2]),
-		TickWait:  publicHistogram(&s[3]),
+		Latency:   publicHistogram(&s[0], bounds),
+		QueueWait: publicHistogram(&s[1], bounds),
+		Transport: publicHistogram(&s[2], bounds),
+		TickWait:  publicHistogram(&s[3], bounds),
 	}
 }
 
-// publicHistogram returns s as a Histogram, sharing its counts; a zero snapshot (no method
-// called yet) gives the default bounds with zero counts.
-func publicHistogram(s *histogram.Snapshot) Histogram {
-	b := s.Bounds
-	if b == nil {
-		b = histogram.DefaultLatency()
-		s.Counts = make([]uint64, b.Len()+1)
+// publicHistogram returns s as a Histogram over bounds, sharing its counts; a zero snapshot
+// (no method called yet) gives zero counts.
+func publicHistogram(s *histogram.Snapshot, bounds []float64) Histogram {
+	if s.Bounds == nil {
+		s.Counts = make([]uint64, len(bounds)+1)
 	}
-	return Histogram{Bounds: b.Seconds(), Counts: s.Counts, Count: s.Count, Sum: s.Sum}
+	return Histogram{Bounds: bounds, Counts: s.Counts, Count: s.Count, Sum: s.Sum}
 }
+
+// snapshotBounds returns a copy of the histograms' bounds in seconds, for one snapshot's
+// Histograms to share: a caller who changes it changes no other snapshot.
+func snapshotBounds() []float64 { return slices.Clone(histogram.DefaultLatency().Seconds()) }

@@ -273,16 +273,17 @@ func (r *Reactor) snapshot(percentiles bool) Stats {
 	l := summarizePhases(samples)
 	s.Latency, s.QueueWait, s.Transport, s.TickWait = l.whole, l.queue, l.transport, l.tickWait
 	var all phaseSnapshots
+	bounds := snapshotBounds()
 	for i := range perMethod {
 		m := &perMethod[i]
 		ms := s.Methods[m.path]
 		l := summarizePhases(m.samples)
 		ms.Latency, ms.QueueWait, ms.Transport, ms.TickWait = l.whole, l.queue, l.transport, l.tickWait
 		all.merge(&m.hist)
-		ms.Histograms = m.hist.histograms()
+		ms.Histograms = m.hist.histograms(bounds)
 		s.Methods[m.path] = ms
 	}
-	s.Histograms = all.histograms()
+	s.Histograms = all.histograms(bounds)
 	r.readGauges(&s)
 	return s
 }

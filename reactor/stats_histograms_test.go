@@ -1,6 +1,7 @@
 package reactor_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -98,4 +99,23 @@ func TestStatsWithoutPercentiles(t *testing.T) {
 	got := r.StatsWithoutPercentiles()
 	require.Equal(t, want, got)
 	require.Equal(t, uint64(6), got.Histograms.Latency.Count, "the histograms are there")
+}
+
+// TestHistogramBoundsNotShared checks that a snapshot's bounds are its own: a reader that
+// changes them changes neither a later snapshot nor the buckets the reactor records into.
+func TestHistogramBoundsNotShared(t *testing.T) {
+	b := newPhaseBackend(t)
+	r := reactortest.NewReactor(t, b.Backend, reactor.Config{})
+	first := r.Stats().Histograms.Latency.Bounds
+	want := slices.Clone(first)
+	for i := range first {
+		first[i] = -1
+	}
+	reactor.Call(r, echo, echoReq("one"), nil)
+	recv(t, r.Ready(), "the call settled")
+	r.Tick(time.Second)
+	s := r.Stats()
+	require.Equal(t, want, s.Histograms.Latency.Bounds, "a later snapshot")
+	require.Equal(t, want, s.Methods[echo.Path()].Histograms.Latency.Bounds, "a method's")
+	require.Equal(t, uint64(1), s.Histograms.Latency.Count)
 }

@@ -1,8 +1,6 @@
 package otelprpc
 
 import (
-	"slices"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -116,16 +114,6 @@ type collection struct {
 	hists  [numMetrics][]metricdata.HistogramDataPoint[float64]
 	ints   [numMetrics][]metricdata.DataPoint[int64]
 	floats [numMetrics][]metricdata.DataPoint[float64]
-	// boundsSrc are the histogram bounds last copied, and bounds their copy.
-	boundsSrc, bounds []float64
-}
-
-// boundsOf returns a copy of b, made once per collection for each slice of bounds.
-func (c *collection) boundsOf(b []float64) []float64 {
-	if len(b) == 0 || len(c.boundsSrc) != len(b) || &c.boundsSrc[0] != &b[0] {
-		c.boundsSrc, c.bounds = b, slices.Clone(b)
-	}
-	return c.bounds
 }
 
 // metrics returns the metrics that have data points, in the order of metricID.

@@ -436,7 +436,8 @@ func sortedCodes(m map[codes.Code]uint64) []codes.Code {
 func (c *collection) histPoint(attrs attribute.Set, start, now time.Time, h *reactor.Histogram) metricdata.HistogramDataPoint[float64] {
 	return metricdata.HistogramDataPoint[float64]{
 		Attributes: attrs, StartTime: start, Time: now,
-		Count: h.Count, Bounds: c.boundsOf(h.Bounds), BucketCounts: h.Counts, Sum: h.Sum.Seconds(),
+		// Each reactor snapshot and TickDurations has bounds of its own: no copy is needed.
+		Count: h.Count, Bounds: h.Bounds, BucketCounts: h.Counts, Sum: h.Sum.Seconds(),
 	}
 }
 
