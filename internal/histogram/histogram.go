@@ -96,9 +96,9 @@ func (s *Snapshot) Cumulative(dst []uint64) []uint64 { return Cumulative(s.Count
 
 // Cumulative returns the running sums of counts, per-bucket counts, appended to dst[:0]:
 // Prometheus's "le" buckets, the last equal to their total. A caller who passes the slice of
-// its previous call allocates nothing.
+// its previous call allocates nothing, and one who passes nil allocates once.
 func Cumulative(counts, dst []uint64) []uint64 {
-	dst = dst[:0]
+	dst = slices.Grow(dst[:0], len(counts))
 	var sum uint64
 	for _, n := range counts {
 		sum += n

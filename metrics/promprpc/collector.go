@@ -94,6 +94,10 @@ type Collector struct {
 	backendCalls, backendFailed, backendHedgesLost *prometheus.Desc
 	// Per loop.
 	tickDuration, ticks, overruns, skipped, delivered *prometheus.Desc
+
+	// What scrapes share: each series' label pairs and the histograms' upper bounds.
+	labels labelCache
+	bounds boundsCache
 }
 
 // NewCollector returns a Collector that exports the metrics of the reactors and the loop the
@@ -240,36 +244,35 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Stats would copy and sort), and Stats and TickDurations of the loop, and sends their
 // metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	var cum []uint64 // reused by every histogram: Cumulative's running sums
 	for _, nr := range c.reactors {
 		st := nr.r.StatsWithoutPercentiles()
-		c.collectReactor(ch, nr.name, &st, &cum)
+		c.collectReactor(ch, nr.name, &st)
 	}
 	if c.loop != nil {
 		st := c.loop.Stats()
 		h := c.loop.TickDurations()
-		c.collectLoop(ch, &st, &h, &cum)
+		c.collectLoop(ch, &st, &h)
 	}
 }
 
 // collectLoop sends the metrics of a loop's snapshot st, with its tick durations h.
-func (c *Collector) collectLoop(ch chan<- prometheus.Metric, st *loop.Stats, h *reactor.Histogram, cum *[]uint64) {
-	ch <- histogram(c.tickDuration, h, cum)
-	ch <- prometheus.MustNewConstMetric(c.ticks, prometheus.CounterValue, float64(st.Ticks))
-	ch <- prometheus.MustNewConstMetric(c.overruns, prometheus.CounterValue, float64(st.Overruns))
-	ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.CounterValue, float64(st.Skipped))
-	ch <- prometheus.MustNewConstMetric(c.delivered, prometheus.CounterValue, float64(st.Delivered))
+func (c *Collector) collectLoop(ch chan<- prometheus.Metric, st *loop.Stats, h *reactor.Histogram) {
+	ch <- c.histogram(c.tickDuration, h, nil)
+	ch <- c.counter(c.ticks, st.Ticks, nil)
+	ch <- c.counter(c.overruns, st.Overruns, nil)
+	ch <- c.counter(c.skipped, st.Skipped, nil)
+	ch <- c.counter(c.delivered, st.Delivered, nil)
 }
 
 // collectReactor sends the metrics of the snapshot st of the reactor named name ("" if the
 // reactors are not named).
-func (c *Collector) collectReactor(ch chan<- prometheus.Metric, name string, st *reactor.Stats, cum *[]uint64) {
+func (c *Collector) collectReactor(ch chan<- prometheus.Metric, name string, st *reactor.Stats) {
 	var rl []string // the reactor's label values
 	if c.named {
 		rl = []string{name}
 	}
 	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, rl...)
+		ch <- &valueMetric{desc: d, labels: c.labels.get(d, rl), value: v, gauge: true}
 	}
 	gauge(c.pending, float64(st.Pending))
 	gauge(c.maxOutstanding, float64(st.MaxOutstanding))
@@ -278,58 +281,57 @@ func (c *Collector) collectReactor(ch chan<- prometheus.Metric, name string, st 
 	gauge(c.inFlightLimit, float64(st.InFlightLimit))
 	gauge(c.oldestWait, st.OldestUndelivered.Seconds())
 
+	var buf [maxLabelValues]string
 	for path, m := range st.Methods {
 		service, method := splitPath(path)
-		lv := append(rl[:len(rl):len(rl)], service, method)
-		counter := func(d *prometheus.Desc, v uint64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
-		}
-		ch <- histogram(c.duration, &m.Histograms.Latency, cum, lv...)
-		ch <- histogram(c.queueWait, &m.Histograms.QueueWait, cum, lv...)
-		ch <- histogram(c.transport, &m.Histograms.Transport, cum, lv...)
-		ch <- histogram(c.tickWait, &m.Histograms.TickWait, cum, lv...)
-		counter(c.submitted, m.Submitted)
+		lv := append(append(buf[:0], rl...), service, method)
+		withCode := func(code string) []string { return append(lv[:len(lv):len(lv)], code) }
+		ch <- c.histogram(c.duration, &m.Histograms.Latency, lv)
+		ch <- c.histogram(c.queueWait, &m.Histograms.QueueWait, lv)
+		ch <- c.histogram(c.transport, &m.Histograms.Transport, lv)
+		ch <- c.histogram(c.tickWait, &m.Histograms.TickWait, lv)
+		ch <- c.counter(c.submitted, m.Submitted, lv)
 		ok := m.Succeeded + m.Failed[codes.OK] // a failure never has code OK; were it counted so, it joins the successes rather than repeat their series
-		ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(ok), append(lv[:len(lv):len(lv)], "0")...)
+		ch <- c.counter(c.completed, ok, withCode("0"))
 		for code, n := range m.Failed {
 			if code != codes.OK {
-				ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(n), append(lv[:len(lv):len(lv)], codeLabel(code))...)
+				ch <- c.counter(c.completed, n, withCode(codeLabel(code)))
 			}
 		}
-		counter(c.timedOut, m.TimedOut)
-		counter(c.overloaded, m.Overloaded)
-		counter(c.cancelled, m.Cancelled)
-		counter(c.closed, m.Closed)
-		counter(c.shed, m.Shed)
-		counter(c.neverSent, m.NeverSent)
-		counter(c.coalesced, m.Coalesced)
-		counter(c.hedgeSent, m.Hedges)
-		counter(c.hedgeWon, m.HedgesWon)
-		counter(c.hedgeLost, m.HedgesLost)
+		ch <- c.counter(c.timedOut, m.TimedOut, lv)
+		ch <- c.counter(c.overloaded, m.Overloaded, lv)
+		ch <- c.counter(c.cancelled, m.Cancelled, lv)
+		ch <- c.counter(c.closed, m.Closed, lv)
+		ch <- c.counter(c.shed, m.Shed, lv)
+		ch <- c.counter(c.neverSent, m.NeverSent, lv)
+		ch <- c.counter(c.coalesced, m.Coalesced, lv)
+		ch <- c.counter(c.hedgeSent, m.Hedges, lv)
+		ch <- c.counter(c.hedgeWon, m.HedgesWon, lv)
+		ch <- c.counter(c.hedgeLost, m.HedgesLost, lv)
 	}
 
 	if c.backendCalls != nil {
 		for _, b := range st.Backends {
-			lv := append(rl[:len(rl):len(rl)], b.Addr)
-			ch <- prometheus.MustNewConstMetric(c.backendCalls, prometheus.CounterValue, float64(b.Calls), lv...)
-			ch <- prometheus.MustNewConstMetric(c.backendHedgesLost, prometheus.CounterValue, float64(b.HedgesLost), lv...)
+			lv := append(append(buf[:0], rl...), b.Addr)
+			ch <- c.counter(c.backendCalls, b.Calls, lv)
+			ch <- c.counter(c.backendHedgesLost, b.HedgesLost, lv)
 			for code, n := range b.Failed {
-				ch <- prometheus.MustNewConstMetric(c.backendFailed, prometheus.CounterValue, float64(n), append(lv[:len(lv):len(lv)], codeLabel(code))...)
+				ch <- c.counter(c.backendFailed, n, append(lv[:len(lv):len(lv)], codeLabel(code)))
 			}
 		}
 	}
 }
 
-// histogram returns h as a constant Prometheus histogram: le buckets at h.Bounds (in seconds)
-// with h's running sums, the +Inf bucket implied by the count, the sum in seconds. *cum is
-// scratch space for the running sums, kept for the next call.
-func histogram(d *prometheus.Desc, h *reactor.Histogram, cum *[]uint64, labelValues ...string) prometheus.Metric {
-	*cum = h.Cumulative(*cum)
-	buckets := make(map[float64]uint64, len(h.Bounds))
-	for i, le := range h.Bounds {
-		buckets[le] = (*cum)[i]
-	}
-	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum.Seconds(), buckets, labelValues...)
+// counter returns v as d's counter with the label values values.
+func (c *Collector) counter(d *prometheus.Desc, v uint64, values []string) prometheus.Metric {
+	return &valueMetric{desc: d, labels: c.labels.get(d, values), value: float64(v)}
+}
+
+// histogram returns h as d's histogram with the label values values: "le" buckets at
+// h.Bounds (in seconds) with h's running sums, the +Inf bucket implied by the count, the sum
+// in seconds.
+func (c *Collector) histogram(d *prometheus.Desc, h *reactor.Histogram, values []string) prometheus.Metric {
+	return newHistogramMetric(d, c.labels.get(d, values), h, &c.bounds)
 }
 
 // splitPath splits a gRPC method path, "/package.Service/Method", into the service's full

@@ -28,9 +28,8 @@ type fixedSnapshots struct {
 func (f *fixedSnapshots) Describe(ch chan<- *prometheus.Desc) { f.c.Describe(ch) }
 
 func (f *fixedSnapshots) Collect(ch chan<- prometheus.Metric) {
-	var cum []uint64
-	f.c.collectReactor(ch, f.name, &f.st, &cum)
-	f.c.collectLoop(ch, &f.loop, &f.ticks, &cum)
+	f.c.collectReactor(ch, f.name, &f.st)
+	f.c.collectLoop(ch, &f.loop, &f.ticks)
 }
 
 // Every field of the snapshots goes to its own metric: each has a distinct value here, so a
