@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -271,11 +272,58 @@ func BenchmarkScrape(b *testing.B) {
 	}
 }
 
+// A Collector keeps each series' label pairs from one scrape to the next and hands the same
+// slices to every registry: a registry that wraps it with a label of its own, gathered at the
+// same time as one that does not, must add its label to its own copy, never to the pairs the
+// other registry and later scrapes see.
+func TestScrapesShareNoLabels(t *testing.T) {
+	c := benchCollector(t)
+	plain := prometheus.NewRegistry()
+	plain.MustRegister(c)
+	wrapped := prometheus.NewRegistry()
+	prometheus.WrapRegistererWith(prometheus.Labels{"shard": "a"}, wrapped).MustRegister(c)
+
+	check := func(reg *prometheus.Registry, wantShard bool) error {
+		families, err := reg.Gather()
+		if err != nil {
+			return err
+		}
+		for _, mf := range families {
+			for _, m := range mf.GetMetric() {
+				has := false
+				for _, lp := range m.GetLabel() {
+					has = has || lp.GetName() == "shard"
+				}
+				if has != wantShard {
+					return fmt.Errorf("%s: shard label %v, want %v: %v", mf.GetName(), has, wantShard, m.GetLabel())
+				}
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Go(func() { errs <- check(map[bool]*prometheus.Registry{false: plain, true: wrapped}[i%2 == 1], i%2 == 1) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	before, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain)
+	require.NoError(t, err)
+	require.NoError(t, check(wrapped, true))
+	after, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after), "a wrapped scrape changed the series a later scrape sends")
+}
+
 var errNotFound = status.Error(codes.NotFound, "not found")
 
 // benchCollector returns a Collector over a reactor whose five methods have been called, and
 // a loop.
-func benchCollector(b *testing.B) *promprpc.Collector {
+func benchCollector(b testing.TB) *promprpc.Collector {
 	be := reactortest.NewBackend()
 	r, err := reactor.New(reactor.Config{Conn: be})
 	require.NoError(b, err)
