@@ -21,6 +21,119 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WatchRequest instructs the test server how to stream.
+type WatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// count is how many responses the server sends before it ends the stream.
+	Count int64 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	// forever makes the server send until the stream's context is done; count
+	// is then ignored.
+	Forever bool `protobuf:"varint,2,opt,name=forever,proto3" json:"forever,omitempty"`
+	// message prefixes each response's message, which ends with the response's
+	// index: start, start+1, ...
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// start is the index of the first response (a resume token).
+	Start int64 `protobuf:"varint,4,opt,name=start,proto3" json:"start,omitempty"`
+	// interval_ms makes the server wait this long (or until cancelled) before
+	// each response.
+	IntervalMs int64 `protobuf:"varint,5,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	// payload_bytes, when > 0, makes each response carry that many 'x' bytes.
+	PayloadBytes int64 `protobuf:"varint,6,opt,name=payload_bytes,json=payloadBytes,proto3" json:"payload_bytes,omitempty"`
+	// fail_code, when non-zero, ends the stream with this gRPC status code after
+	// the responses.
+	FailCode int32 `protobuf:"varint,7,opt,name=fail_code,json=failCode,proto3" json:"fail_code,omitempty"`
+	// fail_message is the status message used together with fail_code.
+	FailMessage   string `protobuf:"bytes,8,opt,name=fail_message,json=failMessage,proto3" json:"fail_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_internal_testpb_test_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_testpb_test_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_internal_testpb_test_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchRequest) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetForever() bool {
+	if x != nil {
+		return x.Forever
+	}
+	return false
+}
+
+func (x *WatchRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetStart() int64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetPayloadBytes() int64 {
+	if x != nil {
+		return x.PayloadBytes
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetFailCode() int32 {
+	if x != nil {
+		return x.FailCode
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetFailMessage() string {
+	if x != nil {
+		return x.FailMessage
+	}
+	return ""
+}
+
 // EchoRequest instructs the test server how to respond.
 type EchoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -44,7 +157,7 @@ type EchoRequest struct {
 
 func (x *EchoRequest) Reset() {
 	*x = EchoRequest{}
-	mi := &file_internal_testpb_test_proto_msgTypes[0]
+	mi := &file_internal_testpb_test_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -56,7 +169,7 @@ func (x *EchoRequest) String() string {
 func (*EchoRequest) ProtoMessage() {}
 
 func (x *EchoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_testpb_test_proto_msgTypes[0]
+	mi := &file_internal_testpb_test_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -69,7 +182,7 @@ func (x *EchoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EchoRequest.ProtoReflect.Descriptor instead.
 func (*EchoRequest) Descriptor() ([]byte, []int) {
-	return file_internal_testpb_test_proto_rawDescGZIP(), []int{0}
+	return file_internal_testpb_test_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *EchoRequest) GetMessage() string {
@@ -136,7 +249,7 @@ type EchoResponse struct {
 
 func (x *EchoResponse) Reset() {
 	*x = EchoResponse{}
-	mi := &file_internal_testpb_test_proto_msgTypes[1]
+	mi := &file_internal_testpb_test_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +261,7 @@ func (x *EchoResponse) String() string {
 func (*EchoResponse) ProtoMessage() {}
 
 func (x *EchoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_testpb_test_proto_msgTypes[1]
+	mi := &file_internal_testpb_test_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +274,7 @@ func (x *EchoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EchoResponse.ProtoReflect.Descriptor instead.
 func (*EchoResponse) Descriptor() ([]byte, []int) {
-	return file_internal_testpb_test_proto_rawDescGZIP(), []int{1}
+	return file_internal_testpb_test_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EchoResponse) GetMessage() string {
@@ -189,7 +302,17 @@ var File_internal_testpb_test_proto protoreflect.FileDescriptor
 
 const file_internal_testpb_test_proto_rawDesc = "" +
 	"\n" +
-	"\x1ainternal/testpb/test.proto\x12\bprpctest\"\xd9\x01\n" +
+	"\x1ainternal/testpb/test.proto\x12\bprpctest\"\xf4\x01\n" +
+	"\fWatchRequest\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\x12\x18\n" +
+	"\aforever\x18\x02 \x01(\bR\aforever\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x14\n" +
+	"\x05start\x18\x04 \x01(\x03R\x05start\x12\x1f\n" +
+	"\vinterval_ms\x18\x05 \x01(\x03R\n" +
+	"intervalMs\x12#\n" +
+	"\rpayload_bytes\x18\x06 \x01(\x03R\fpayloadBytes\x12\x1b\n" +
+	"\tfail_code\x18\a \x01(\x05R\bfailCode\x12!\n" +
+	"\ffail_message\x18\b \x01(\tR\vfailMessage\"\xd9\x01\n" +
 	"\vEchoRequest\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x19\n" +
@@ -204,9 +327,11 @@ const file_internal_testpb_test_proto_rawDesc = "" +
 	"\bmetadata\x18\x03 \x03(\v2$.prpctest.EchoResponse.MetadataEntryR\bmetadata\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012D\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xba\x01\n" +
 	"\vTestService\x125\n" +
-	"\x04Echo\x12\x15.prpctest.EchoRequest\x1a\x16.prpctest.EchoResponseB)Z'github.com/trixnew/prpc/internal/testpbb\x06proto3"
+	"\x04Echo\x12\x15.prpctest.EchoRequest\x1a\x16.prpctest.EchoResponse\x129\n" +
+	"\x05Watch\x12\x16.prpctest.WatchRequest\x1a\x16.prpctest.EchoResponse0\x01\x129\n" +
+	"\x04Chat\x12\x15.prpctest.EchoRequest\x1a\x16.prpctest.EchoResponse(\x010\x01B)Z'github.com/trixnew/prpc/internal/testpbb\x06proto3"
 
 var (
 	file_internal_testpb_test_proto_rawDescOnce sync.Once
@@ -220,18 +345,23 @@ func file_internal_testpb_test_proto_rawDescGZIP() []byte {
 	return file_internal_testpb_test_proto_rawDescData
 }
 
-var file_internal_testpb_test_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_internal_testpb_test_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_internal_testpb_test_proto_goTypes = []any{
-	(*EchoRequest)(nil),  // 0: prpctest.EchoRequest
-	(*EchoResponse)(nil), // 1: prpctest.EchoResponse
-	nil,                  // 2: prpctest.EchoResponse.MetadataEntry
+	(*WatchRequest)(nil), // 0: prpctest.WatchRequest
+	(*EchoRequest)(nil),  // 1: prpctest.EchoRequest
+	(*EchoResponse)(nil), // 2: prpctest.EchoResponse
+	nil,                  // 3: prpctest.EchoResponse.MetadataEntry
 }
 var file_internal_testpb_test_proto_depIdxs = []int32{
-	2, // 0: prpctest.EchoResponse.metadata:type_name -> prpctest.EchoResponse.MetadataEntry
-	0, // 1: prpctest.TestService.Echo:input_type -> prpctest.EchoRequest
-	1, // 2: prpctest.TestService.Echo:output_type -> prpctest.EchoResponse
-	2, // [2:3] is the sub-list for method output_type
-	1, // [1:2] is the sub-list for method input_type
+	3, // 0: prpctest.EchoResponse.metadata:type_name -> prpctest.EchoResponse.MetadataEntry
+	1, // 1: prpctest.TestService.Echo:input_type -> prpctest.EchoRequest
+	0, // 2: prpctest.TestService.Watch:input_type -> prpctest.WatchRequest
+	1, // 3: prpctest.TestService.Chat:input_type -> prpctest.EchoRequest
+	2, // 4: prpctest.TestService.Echo:output_type -> prpctest.EchoResponse
+	2, // 5: prpctest.TestService.Watch:output_type -> prpctest.EchoResponse
+	2, // 6: prpctest.TestService.Chat:output_type -> prpctest.EchoResponse
+	4, // [4:7] is the sub-list for method output_type
+	1, // [1:4] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
 	1, // [1:1] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
@@ -248,7 +378,7 @@ func file_internal_testpb_test_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_testpb_test_proto_rawDesc), len(file_internal_testpb_test_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

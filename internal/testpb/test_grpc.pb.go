@@ -19,7 +19,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TestService_Echo_FullMethodName = "/prpctest.TestService/Echo"
+	TestService_Echo_FullMethodName  = "/prpctest.TestService/Echo"
+	TestService_Watch_FullMethodName = "/prpctest.TestService/Watch"
+	TestService_Chat_FullMethodName  = "/prpctest.TestService/Chat"
 )
 
 // TestServiceClient is the client API for TestService service.
@@ -31,6 +33,11 @@ type TestServiceClient interface {
 	// Echo echoes the request, optionally delaying, blocking or failing as
 	// directed by the request fields.
 	Echo(ctx context.Context, in *EchoRequest, opts ...grpc.CallOption) (*EchoResponse, error)
+	// Watch streams responses as the request directs, then ends the stream.
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EchoResponse], error)
+	// Chat answers each request with its echo, as Echo would, and ends the
+	// stream once the client has closed its side.
+	Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[EchoRequest, EchoResponse], error)
 }
 
 type testServiceClient struct {
@@ -51,6 +58,38 @@ func (c *testServiceClient) Echo(ctx context.Context, in *EchoRequest, opts ...g
 	return out, nil
 }
 
+func (c *testServiceClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EchoResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TestService_ServiceDesc.Streams[0], TestService_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRequest, EchoResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TestService_WatchClient = grpc.ServerStreamingClient[EchoResponse]
+
+func (c *testServiceClient) Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[EchoRequest, EchoResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TestService_ServiceDesc.Streams[1], TestService_Chat_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[EchoRequest, EchoResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TestService_ChatClient = grpc.BidiStreamingClient[EchoRequest, EchoResponse]
+
 // TestServiceServer is the server API for TestService service.
 // All implementations must embed UnimplementedTestServiceServer
 // for forward compatibility.
@@ -60,6 +99,11 @@ type TestServiceServer interface {
 	// Echo echoes the request, optionally delaying, blocking or failing as
 	// directed by the request fields.
 	Echo(context.Context, *EchoRequest) (*EchoResponse, error)
+	// Watch streams responses as the request directs, then ends the stream.
+	Watch(*WatchRequest, grpc.ServerStreamingServer[EchoResponse]) error
+	// Chat answers each request with its echo, as Echo would, and ends the
+	// stream once the client has closed its side.
+	Chat(grpc.BidiStreamingServer[EchoRequest, EchoResponse]) error
 	mustEmbedUnimplementedTestServiceServer()
 }
 
@@ -72,6 +116,12 @@ type UnimplementedTestServiceServer struct{}
 
 func (UnimplementedTestServiceServer) Echo(context.Context, *EchoRequest) (*EchoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Echo not implemented")
+}
+func (UnimplementedTestServiceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[EchoResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedTestServiceServer) Chat(grpc.BidiStreamingServer[EchoRequest, EchoResponse]) error {
+	return status.Error(codes.Unimplemented, "method Chat not implemented")
 }
 func (UnimplementedTestServiceServer) mustEmbedUnimplementedTestServiceServer() {}
 func (UnimplementedTestServiceServer) testEmbeddedByValue()                     {}
@@ -112,6 +162,24 @@ func _TestService_Echo_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TestService_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TestServiceServer).Watch(m, &grpc.GenericServerStream[WatchRequest, EchoResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TestService_WatchServer = grpc.ServerStreamingServer[EchoResponse]
+
+func _TestService_Chat_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(TestServiceServer).Chat(&grpc.GenericServerStream[EchoRequest, EchoResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TestService_ChatServer = grpc.BidiStreamingServer[EchoRequest, EchoResponse]
+
 // TestService_ServiceDesc is the grpc.ServiceDesc for TestService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -124,6 +192,18 @@ var TestService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _TestService_Echo_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _TestService_Watch_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Chat",
+			Handler:       _TestService_Chat_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "internal/testpb/test.proto",
 }

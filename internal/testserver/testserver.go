@@ -64,6 +64,8 @@ type Server struct {
 	addr string
 
 	calls          atomic.Int64
+	streams        atomic.Int64 // Watch and Chat streams begun
+	streamSent     atomic.Int64 // responses their handlers sent
 	cancelledCount atomic.Int64
 	cancelled      chan struct{}
 	handler        atomic.Pointer[handlerFunc]
