@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 	defer cancel()
 	err = errors.Join(srv.Err(), srv.Shutdown(shutdownCtx))
 	stats := srv.Stats()
-	logger.Info("dataservice stopped", "gets", stats.Gets, "saves", stats.Saves, "leaderboard_calls", stats.LeaderboardCalls)
+	logger.Info("dataservice stopped", "gets", stats.Gets, "saves", stats.Saves, "leaderboard_calls", stats.LeaderboardCalls, "leaderboard_watches", stats.LeaderboardWatches)
 	return err
 }
 

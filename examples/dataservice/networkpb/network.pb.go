@@ -432,12 +432,13 @@ const file_network_proto_rawDesc = "" +
 	"\x15GetLeaderboardRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\"C\n" +
 	"\x16GetLeaderboardResponse\x12)\n" +
-	"\aplayers\x18\x01 \x03(\v2\x0f.network.PlayerR\aplayers2\xf5\x01\n" +
+	"\aplayers\x18\x01 \x03(\v2\x0f.network.PlayerR\aplayers2\xcc\x02\n" +
 	"\vDataService\x12G\n" +
 	"\tGetPlayer\x12\x19.network.GetPlayerRequest\x1a\x1a.network.GetPlayerResponse\"\x03\x90\x02\x01\x12E\n" +
 	"\n" +
 	"SavePlayer\x12\x1a.network.SavePlayerRequest\x1a\x1b.network.SavePlayerResponse\x12V\n" +
-	"\x0eGetLeaderboard\x12\x1e.network.GetLeaderboardRequest\x1a\x1f.network.GetLeaderboardResponse\"\x03\x90\x02\x01B8Z6github.com/trixnew/prpc/examples/dataservice/networkpbb\x06proto3"
+	"\x0eGetLeaderboard\x12\x1e.network.GetLeaderboardRequest\x1a\x1f.network.GetLeaderboardResponse\"\x03\x90\x02\x01\x12U\n" +
+	"\x10WatchLeaderboard\x12\x1e.network.GetLeaderboardRequest\x1a\x1f.network.GetLeaderboardResponse0\x01B8Z6github.com/trixnew/prpc/examples/dataservice/networkpbb\x06proto3"
 
 var (
 	file_network_proto_rawDescOnce sync.Once
@@ -470,11 +471,13 @@ var file_network_proto_depIdxs = []int32{
 	1, // 4: network.DataService.GetPlayer:input_type -> network.GetPlayerRequest
 	3, // 5: network.DataService.SavePlayer:input_type -> network.SavePlayerRequest
 	5, // 6: network.DataService.GetLeaderboard:input_type -> network.GetLeaderboardRequest
-	2, // 7: network.DataService.GetPlayer:output_type -> network.GetPlayerResponse
-	4, // 8: network.DataService.SavePlayer:output_type -> network.SavePlayerResponse
-	6, // 9: network.DataService.GetLeaderboard:output_type -> network.GetLeaderboardResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
+	5, // 7: network.DataService.WatchLeaderboard:input_type -> network.GetLeaderboardRequest
+	2, // 8: network.DataService.GetPlayer:output_type -> network.GetPlayerResponse
+	4, // 9: network.DataService.SavePlayer:output_type -> network.SavePlayerResponse
+	6, // 10: network.DataService.GetLeaderboard:output_type -> network.GetLeaderboardResponse
+	6, // 11: network.DataService.WatchLeaderboard:output_type -> network.GetLeaderboardResponse
+	8, // [8:12] is the sub-list for method output_type
+	4, // [4:8] is the sub-list for method input_type
 	4, // [4:4] is the sub-list for extension type_name
 	4, // [4:4] is the sub-list for extension extendee
 	0, // [0:4] is the sub-list for field type_name

@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DataService_GetPlayer_FullMethodName      = "/network.DataService/GetPlayer"
-	DataService_SavePlayer_FullMethodName     = "/network.DataService/SavePlayer"
-	DataService_GetLeaderboard_FullMethodName = "/network.DataService/GetLeaderboard"
+	DataService_GetPlayer_FullMethodName        = "/network.DataService/GetPlayer"
+	DataService_SavePlayer_FullMethodName       = "/network.DataService/SavePlayer"
+	DataService_GetLeaderboard_FullMethodName   = "/network.DataService/GetLeaderboard"
+	DataService_WatchLeaderboard_FullMethodName = "/network.DataService/WatchLeaderboard"
 )
 
 // DataServiceClient is the client API for DataService service.
@@ -39,6 +40,10 @@ type DataServiceClient interface {
 	// GetLeaderboard returns the top players ordered by coins descending, then
 	// level descending, then xuid ascending.
 	GetLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (*GetLeaderboardResponse, error)
+	// WatchLeaderboard streams the leaderboard GetLeaderboard returns: the
+	// current one at once, then each new one after saves change it. A watcher
+	// that reads slowly misses intermediate boards, never the newest.
+	WatchLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetLeaderboardResponse], error)
 }
 
 type dataServiceClient struct {
@@ -79,6 +84,25 @@ func (c *dataServiceClient) GetLeaderboard(ctx context.Context, in *GetLeaderboa
 	return out, nil
 }
 
+func (c *dataServiceClient) WatchLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetLeaderboardResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &DataService_ServiceDesc.Streams[0], DataService_WatchLeaderboard_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetLeaderboardRequest, GetLeaderboardResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type DataService_WatchLeaderboardClient = grpc.ServerStreamingClient[GetLeaderboardResponse]
+
 // DataServiceServer is the server API for DataService service.
 // All implementations must embed UnimplementedDataServiceServer
 // for forward compatibility.
@@ -94,6 +118,10 @@ type DataServiceServer interface {
 	// GetLeaderboard returns the top players ordered by coins descending, then
 	// level descending, then xuid ascending.
 	GetLeaderboard(context.Context, *GetLeaderboardRequest) (*GetLeaderboardResponse, error)
+	// WatchLeaderboard streams the leaderboard GetLeaderboard returns: the
+	// current one at once, then each new one after saves change it. A watcher
+	// that reads slowly misses intermediate boards, never the newest.
+	WatchLeaderboard(*GetLeaderboardRequest, grpc.ServerStreamingServer[GetLeaderboardResponse]) error
 	mustEmbedUnimplementedDataServiceServer()
 }
 
@@ -112,6 +140,9 @@ func (UnimplementedDataServiceServer) SavePlayer(context.Context, *SavePlayerReq
 }
 func (UnimplementedDataServiceServer) GetLeaderboard(context.Context, *GetLeaderboardRequest) (*GetLeaderboardResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetLeaderboard not implemented")
+}
+func (UnimplementedDataServiceServer) WatchLeaderboard(*GetLeaderboardRequest, grpc.ServerStreamingServer[GetLeaderboardResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchLeaderboard not implemented")
 }
 func (UnimplementedDataServiceServer) mustEmbedUnimplementedDataServiceServer() {}
 func (UnimplementedDataServiceServer) testEmbeddedByValue()                     {}
@@ -188,6 +219,17 @@ func _DataService_GetLeaderboard_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DataService_WatchLeaderboard_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetLeaderboardRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(DataServiceServer).WatchLeaderboard(m, &grpc.GenericServerStream[GetLeaderboardRequest, GetLeaderboardResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type DataService_WatchLeaderboardServer = grpc.ServerStreamingServer[GetLeaderboardResponse]
+
 // DataService_ServiceDesc is the grpc.ServiceDesc for DataService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -208,6 +250,12 @@ var DataService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _DataService_GetLeaderboard_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchLeaderboard",
+			Handler:       _DataService_WatchLeaderboard_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "network.proto",
 }

@@ -97,6 +97,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 	serverOpts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unaryInterceptor(logger)),
+		grpc.ChainStreamInterceptor(streamInterceptor(logger)),
 		// Stop and GracefulStop return only after every handler has
 		// returned, so the store is never closed under a running call.
 		grpc.WaitForHandlers(true),
@@ -179,7 +180,7 @@ func (s *Server) Stop() {
 
 // GracefulStop stops accepting connections, sets every health status to
 // NOT_SERVING, waits for calls in flight to finish and then closes the store.
-// Open streams, such as health Watch calls, keep it waiting; use Shutdown to
+// Open streams, such as health Watch calls and WatchLeaderboard, keep it waiting; use Shutdown to
 // bound the wait.
 func (s *Server) GracefulStop() {
 	_ = s.Shutdown(context.Background())

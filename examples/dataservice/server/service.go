@@ -21,7 +21,8 @@ type Service struct {
 	store  *store.Store
 	logger *slog.Logger
 
-	gets, saves, leaderboards atomic.Uint64
+	gets, saves, leaderboards, watches atomic.Uint64
+	saved                              savedSignal
 }
 
 // NewService returns a Service that keeps players in st and logs storage
@@ -57,6 +58,7 @@ func (s *Service) SavePlayer(ctx context.Context, req *networkpb.SavePlayerReque
 	if err != nil {
 		return nil, s.storeError(ctx, "SavePlayer", err)
 	}
+	s.saved.signal()
 	return &networkpb.SavePlayerResponse{Version: version}, nil
 }
 
@@ -77,9 +79,10 @@ func (s *Service) GetLeaderboard(ctx context.Context, req *networkpb.GetLeaderbo
 // Stats returns the number of calls received so far.
 func (s *Service) Stats() Stats {
 	return Stats{
-		Gets:             s.gets.Load(),
-		Saves:            s.saves.Load(),
-		LeaderboardCalls: s.leaderboards.Load(),
+		Gets:               s.gets.Load(),
+		Saves:              s.saves.Load(),
+		LeaderboardCalls:   s.leaderboards.Load(),
+		LeaderboardWatches: s.watches.Load(),
 	}
 }
 

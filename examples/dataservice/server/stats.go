@@ -9,4 +9,6 @@ type Stats struct {
 	Saves uint64
 	// LeaderboardCalls is the number of GetLeaderboard calls.
 	LeaderboardCalls uint64
+	// LeaderboardWatches is the number of WatchLeaderboard streams.
+	LeaderboardWatches uint64
 }

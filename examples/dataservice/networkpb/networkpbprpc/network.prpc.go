@@ -83,7 +83,8 @@ import (
 const _ = calls.SupportPackageIsVersion2
 
 // The descriptors of network.DataService's unary methods, for reactor.Call,
-// reactor.Config.Methods (DataServiceMethods lists them) and reactor.MethodPolicy.
+// reactor.Config.Methods (DataServiceMethods lists them) and reactor.MethodPolicy. Its
+// streaming methods (WatchLeaderboard) have none: prpc makes unary calls only.
 var (
 	// DataService_GetPlayer is the descriptor of /network.DataService/GetPlayer.
 	//
@@ -136,7 +137,8 @@ func DataServicePolicies() []reactor.MethodPolicy {
 // at once, without blocking, and its callbacks run on the goroutine that calls the reactor's
 // Tick. Each unary method has two forms: the method of its name returns the call's promise, and
 // the method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
-// DataServiceClient is safe for concurrent use; make one with NewDataServiceClient.
+// DataServiceClient is safe for concurrent use; make one with NewDataServiceClient. Its
+// streaming methods (WatchLeaderboard) have no client method: prpc makes unary calls only.
 //
 // It is a concrete type, not an interface: only package reactor can make a promise, so a fake
 // client could not return one. To test code that uses it, give it a reactor whose Config.Conn
