@@ -86,10 +86,14 @@ type Backend struct {
 	standIn // marks the Backend as a stand-in for reactor.New, which hands it the retry policy
 
 	mu       sync.Mutex
-	handlers map[string]handlerFunc // by Handle, by path
-	served   map[string]handlerFunc // by RegisterService, by path
-	services map[string]bool        // registered, by name
+	handlers map[string]route // by Handle, HandleStream and HandleBidi, by path
+	served   map[string]route // by RegisterService, by path
+	services map[string]bool  // registered, by name
 	calls    map[string]int
+	streams  map[string]int
+	stalls   map[string]int
+	changed  chan struct{} // closed, and replaced, at each stall
+	window   int           // of streams opened from now on
 }
 
 // handlerFunc serves one attempt of a call: it decodes the request from req and returns the
@@ -104,10 +108,14 @@ var _ grpc.ClientConnInterface = (*Backend)(nil)
 // NewBackend returns a Backend with no methods.
 func NewBackend() *Backend {
 	b := &Backend{
-		handlers: make(map[string]handlerFunc),
-		served:   make(map[string]handlerFunc),
+		handlers: make(map[string]route),
+		served:   make(map[string]route),
 		services: make(map[string]bool),
 		calls:    make(map[string]int),
+		streams:  make(map[string]int),
+		stalls:   make(map[string]int),
+		changed:  make(chan struct{}),
+		window:   DefaultStreamWindow,
 	}
 	b.standIn = standin.NewMark(b.forReactor)
 	return b
@@ -127,9 +135,7 @@ func (b *Backend) forReactor(retry standin.Retry) grpc.ClientConnInterface {
 func Handle[Req, Resp proto.Message](b *Backend, m *calls.Method[Req, Resp], fn func(ctx context.Context, req Req) (Resp, error)) {
 	var zero Req
 	reqType := zero.ProtoReflect().Type()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.handlers[m.Path()] = func(ctx context.Context, raw []byte) (proto.Message, error) {
+	b.setHandler(m.Path(), route{unary: func(ctx context.Context, raw []byte) (proto.Message, error) {
 		req := reqType.New().Interface().(Req)
 		if err := decodeRequest(raw, req); err != nil {
 			return nil, err
@@ -139,7 +145,24 @@ func Handle[Req, Resp proto.Message](b *Backend, m *calls.Method[Req, Resp], fn 
 			return nil, err
 		}
 		return resp, nil
+	}})
+}
+
+// setHandler makes rt the handler of the method at path, in place of any earlier one.
+func (b *Backend) setHandler(path string, rt route) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.handlers[path] = rt
+}
+
+// routeLocked returns what serves the method at path, and whether anything does; with mu
+// held. A handler registered by path wins over a registered service.
+func (b *Backend) routeLocked(path string) (route, bool) {
+	if rt, ok := b.handlers[path]; ok {
+		return rt, true
 	}
+	rt, ok := b.served[path]
+	return rt, ok
 }
 
 // Calls returns how many calls of the method at path reached b, handled or not; each
@@ -163,11 +186,6 @@ func (b *Backend) Invoke(ctx context.Context, method string, args, reply any, op
 	a := b.attempt(ctx, method, req, out, opts)
 	a.fill(opts)
 	return a.err
-}
-
-// NewStream implements grpc.ClientConnInterface; streams are not supported.
-func (b *Backend) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	return nil, status.Error(codes.Unimplemented, "reactortest: streams are not supported")
 }
 
 // callArgs encodes the request a reactor passes to Invoke as gRPC would before sending it
@@ -195,15 +213,16 @@ type attempt struct {
 // server stream of its own (grpc.ServerTransportStream), then the response into out.
 func (b *Backend) attempt(ctx context.Context, method string, req []byte, out proto.Message, opts []grpc.CallOption) attempt {
 	b.mu.Lock()
-	h := b.handlers[method]
-	if h == nil {
-		h = b.served[method]
-	}
+	rt, ok := b.routeLocked(method)
 	b.calls[method]++
 	b.mu.Unlock()
-	if h == nil {
+	if !ok {
 		return attempt{err: status.Errorf(codes.Unimplemented, "unknown method %s", method)}
 	}
+	if rt.stream != nil {
+		return b.invokeStream(ctx, method, rt.stream, req, out, opts)
+	}
+	h := rt.unary
 	if err := ctx.Err(); err != nil {
 		return attempt{err: status.FromContextError(err).Err()}
 	}

@@ -41,12 +41,12 @@ func (b *Backend) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	if err := checkService(desc, impl); err != nil {
 		panic("reactortest: RegisterService: " + err.Error())
 	}
-	served := make(map[string]handlerFunc, len(desc.Methods)+len(desc.Streams))
+	served := make(map[string]route, len(desc.Methods)+len(desc.Streams))
 	for _, m := range desc.Methods {
-		served["/"+desc.ServiceName+"/"+m.MethodName] = unaryHandler(impl, m.Handler)
+		served["/"+desc.ServiceName+"/"+m.MethodName] = route{unary: unaryHandler(impl, m.Handler)}
 	}
 	for _, s := range desc.Streams {
-		served["/"+desc.ServiceName+"/"+s.StreamName] = streamingHandler
+		served["/"+desc.ServiceName+"/"+s.StreamName] = route{stream: streamHandler(impl, s)}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -100,7 +100,10 @@ func unaryHandler(impl any, h grpc.MethodHandler) handlerFunc {
 	}
 }
 
-// streamingHandler serves the streaming methods of registered services: it refuses them.
-func streamingHandler(ctx context.Context, _ []byte) (proto.Message, error) {
-	return nil, status.Errorf(codes.Unimplemented, "reactortest: %s is a streaming method; a Backend serves unary methods only", grpc.ServerTransportStreamFromContext(ctx).Method())
+// streamHandler returns the streamRoute that serves a streaming method of impl, desc, through
+// its stream handler, as grpc.Server does with no interceptor.
+func streamHandler(impl any, desc grpc.StreamDesc) *streamRoute {
+	return &streamRoute{clientStreams: desc.ClientStreams, run: func(ss *handlerStream) error {
+		return desc.Handler(impl, ss)
+	}}
 }
