@@ -302,7 +302,7 @@ func (s *stream) end(err error, p any, late bool) {
 	}
 	s.status, s.panicValue, s.cutOff = handlerStatus(err), p, late
 	close(s.ended)
-	s.resps.close()    // the client reads the end after the messages
+	s.resps.close()   // the client reads the end after the messages
 	s.reqs.breakOff() // the client's sends fail from now on
 }
 
