@@ -125,7 +125,9 @@ func TestStreamServerStreaming(t *testing.T) {
 			cs, err := b.NewStream(context.Background(), &testpb.TestService_ServiceDesc.Streams[0], tc.path)
 			require.NoError(t, err)
 			s := &grpc.GenericClientStream[testpb.WatchRequest, testpb.EchoResponse]{ClientStream: cs}
-			require.NoError(t, s.SendMsg(tc.req))
+			if err := s.SendMsg(tc.req); err != nil {
+				require.Equal(t, io.EOF, err, "a stream that has ended already")
+			}
 			require.NoError(t, s.CloseSend())
 			got, err := recvAll(s)
 			require.Equal(t, tc.want, messages(got))
