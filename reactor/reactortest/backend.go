@@ -18,7 +18,8 @@ import (
 )
 
 // Backend is an in-memory gRPC backend: a grpc.ClientConnInterface to pass as
-// reactor.Config.Conn, whose unary methods are Go funcs registered with Handle, or the
+// reactor.Config.Conn, whose methods are Go funcs registered with Handle (unary),
+// HandleStream (server-streaming) or HandleBidi (bidirectional and client-streaming), or the
 // methods of a service implementation registered as on a grpc.Server (RegisterService, which
 // makes a Backend a grpc.ServiceRegistrar for the generated pb.RegisterXServer functions).
 // Calls go through the same codec, limits and reactor machinery as on a network, without one.
@@ -82,6 +83,46 @@ import (
 // options that change retries among them), ServiceConfig and ServiceConfigLookup (retries a
 // ServiceConfig sets are not honoured), Backoff, Keepalive, LoadBalancing, HealthCheck and
 // HealthCheckService. A Backend is always ready, so WaitForReady changes nothing.
+//
+// # Streams
+//
+// NewStream serves the streaming methods: each stream runs its handler on a goroutine of its
+// own, as a unary handler runs, in the context a unary handler gets (the stream's deadline,
+// on a ManualClock too, its cancellation, its metadata as incoming metadata, grpc.SetHeader,
+// grpc.SendHeader, grpc.SetTrailer and grpc.Method), with the requests the client sends
+// decoded as a server decodes them and the responses it sends encoded as a server encodes
+// them, the client decoding them with the stream's codec (grpc.ForceCodecV2) and within its
+// receive limit (grpc.MaxCallRecvMsgSize). The client's end has grpc-go's semantics: RecvMsg
+// returns the responses in order, then io.EOF for an OK end or the status error otherwise;
+// SendMsg returns io.EOF once the stream has ended, RecvMsg then telling why; CloseSend
+// closes the client's side, and the handler receives io.EOF after the requests sent before;
+// Header waits until the handler sends the header (grpc.SendHeader, its first message, or
+// its status if it set one) or the stream ends; Trailer is the handler's once the stream has
+// ended; the client's context ending, or its RecvMsg failing (a response above the limit),
+// cancels the handler's context, and a send or receive the handler waits in fails with
+// Canceled. A handler's status is its error, as for a unary handler. A method b does not
+// serve ends its streams with Unimplemented. A unary method's handler serves a stream of it
+// with its one response, and a unary call of a streaming method gets the stream's one
+// response, as a gRPC server serves them (a second response, or none, fails the call with
+// Internal, as in grpc-go).
+//
+// Each direction of a stream is a window of encoded messages (DefaultStreamWindow bytes,
+// HTTP/2's initial window, unless SetStreamWindow sets another), each message counting its
+// length plus gRPC's 5-byte prefix: a send waits while the messages the other side has not
+// read leave no room for its message, unless none waits, so that a message larger than the
+// window passes alone. A handler's send so waits while the client does not read, as a
+// server's does once its client stops reading; Stalls counts those waits, and WaitStalls
+// waits for them. Streams counts the streams opened.
+//
+// With a ManualClock, a stream handler's context ends at the stream's deadline as a unary
+// handler's does; the end of a handler that returns after its deadline does not reach the
+// client, whose stream ends when its own context does (the reactor times it out on the same
+// clock), after the messages sent before; a stream whose deadline has passed when it opens
+// does not run its handler. A stream handler that panics ends its stream alone: the panic is
+// raised again on the goroutine of the client's RecvMsg that reaches the stream's end, after
+// the messages sent before the panic (a reactor's stream receiver recovers it, as an invoker
+// recovers a unary handler's), and the stream is finished with Internal. Streams are not
+// retried.
 type Backend struct {
 	standIn // marks the Backend as a stand-in for reactor.New, which hands it the retry policy
 
@@ -165,8 +206,8 @@ func (b *Backend) routeLocked(path string) (route, bool) {
 	return rt, ok
 }
 
-// Calls returns how many calls of the method at path reached b, handled or not; each
-// attempt of a retried call counts.
+// Calls returns how many calls of the method at path reached b (Invoke), handled or not;
+// each attempt of a retried call counts. Streams count in Streams.
 func (b *Backend) Calls(path string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()

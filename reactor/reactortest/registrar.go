@@ -18,19 +18,20 @@ var _ grpc.ServiceRegistrar = (*Backend)(nil)
 //
 //	pb.RegisterDataServiceServer(b, &fakeDataService{})
 //
-// The unary methods of desc are then served by impl, through desc's method handlers, as a
-// grpc.Server without interceptors serves them: in the handler context Backend describes
+// The methods of desc are then served by impl, through desc's method and stream handlers, as
+// a grpc.Server without interceptors serves them: in the handler context Backend describes
 // (the call's deadline and cancellation, its metadata as incoming metadata, grpc.SetHeader,
 // grpc.SendHeader, grpc.SetTrailer and grpc.Method), with the request decoded from the bytes
-// the reactor sent. A method that impl leaves to the embedded Unimplemented…Server fails with
-// Unimplemented, as on a server. Server interceptors (grpc.UnaryInterceptor and
-// grpc.ChainUnaryInterceptor) are not supported: the handlers get a nil interceptor. The
-// streaming methods of desc fail with Unimplemented, since a Backend serves unary calls only.
-// Calls of registered methods count in Calls, and are retried as Backend describes.
+// the reactor sent; a streaming method (desc.Streams: server-streaming, client-streaming or
+// bidirectional) on a stream that NewStream opens, as Backend describes. A method that impl
+// leaves to the embedded Unimplemented…Server fails with Unimplemented, as on a server.
+// Server interceptors (grpc.UnaryInterceptor, grpc.StreamInterceptor and their chains) are
+// not supported: the handlers get a nil interceptor. Calls of registered methods count in
+// Calls, and are retried as Backend describes; streams count in Streams.
 //
-// A func registered with Handle for a method of a registered service takes precedence over
-// the service, whichever was registered first, so that a test can override one method of a
-// fake server. Services may be registered at any time, concurrently with calls.
+// A func registered with Handle, HandleStream or HandleBidi for a method of a registered
+// service takes precedence over the service, whichever was registered first, so that a test
+// can override one method of a fake server. Services may be registered at any time, concurrently with calls.
 //
 // RegisterService panics, with a message that begins "reactortest: RegisterService:", where
 // grpc.Server would end the process (grpc-go's logger.Fatalf): if impl does not implement

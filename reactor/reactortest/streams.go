@@ -274,7 +274,7 @@ func (b *Backend) open(ctx context.Context, desc *grpc.StreamDesc, method string
 	s.hcancel = hcancel
 	ss := &handlerStream{s: s, ctx: hctx, clientStreams: sr.clientStreams}
 	go func() {
-		err, p := runStream(sr, ss)
+		p, err := runStream(sr, ss)
 		s.end(err, p, deadline != nil && errors.Is(deadline.Err(), context.DeadlineExceeded))
 		hcancel()
 		release()
@@ -282,14 +282,14 @@ func (b *Backend) open(ctx context.Context, desc *grpc.StreamDesc, method string
 	return cs
 }
 
-// runStream runs sr's handler, and returns its error, or the value it panicked with.
-func runStream(sr *streamRoute, ss *handlerStream) (err error, panicValue any) {
+// runStream runs sr's handler, and returns the value it panicked with, or its error.
+func runStream(sr *streamRoute, ss *handlerStream) (panicValue any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err, panicValue = nil, p
+			panicValue, err = p, nil
 		}
 	}()
-	return sr.run(ss), nil
+	return nil, sr.run(ss)
 }
 
 // end records the end of s's handler, which returned err or panicked with p, after its
