@@ -465,7 +465,10 @@ func (cs *clientStream) recv(m any) error {
 			return err
 		}
 		return cs.finish(status.FromContextError(cs.parent.Err()).Err())
-	case err != nil: // io.EOF: the handler's end
+	case err != nil: // io.EOF: the handler's end, or a failed send's breaking the pipe
+		if err := cs.finished(); err != nil {
+			return err
+		}
 		switch {
 		case s.panicValue != nil:
 			cs.finish(status.Errorf(codes.Internal, "reactortest: the handler of %s panicked: %v", s.transport.method, s.panicValue))
