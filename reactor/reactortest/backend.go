@@ -18,7 +18,8 @@ import (
 )
 
 // Backend is an in-memory gRPC backend: a grpc.ClientConnInterface to pass as
-// reactor.Config.Conn, whose unary methods are Go funcs registered with Handle, or the
+// reactor.Config.Conn, whose methods are Go funcs registered with Handle (unary),
+// HandleStream (server-streaming) or HandleBidi (bidirectional and client-streaming), or the
 // methods of a service implementation registered as on a grpc.Server (RegisterService, which
 // makes a Backend a grpc.ServiceRegistrar for the generated pb.RegisterXServer functions).
 // Calls go through the same codec, limits and reactor machinery as on a network, without one.
@@ -82,14 +83,58 @@ import (
 // options that change retries among them), ServiceConfig and ServiceConfigLookup (retries a
 // ServiceConfig sets are not honoured), Backoff, Keepalive, LoadBalancing, HealthCheck and
 // HealthCheckService. A Backend is always ready, so WaitForReady changes nothing.
+//
+// # Streams
+//
+// NewStream serves the streaming methods: each stream runs its handler on a goroutine of its
+// own, as a unary handler runs, in the context a unary handler gets (the stream's deadline,
+// on a ManualClock too, its cancellation, its metadata as incoming metadata, grpc.SetHeader,
+// grpc.SendHeader, grpc.SetTrailer and grpc.Method), with the requests the client sends
+// decoded as a server decodes them and the responses it sends encoded as a server encodes
+// them, the client decoding them with the stream's codec (grpc.ForceCodecV2) and within its
+// receive limit (grpc.MaxCallRecvMsgSize). The client's end has grpc-go's semantics: RecvMsg
+// returns the responses in order, then io.EOF for an OK end or the status error otherwise;
+// SendMsg returns io.EOF once the stream has ended, RecvMsg then telling why; CloseSend
+// closes the client's side, and the handler receives io.EOF after the requests sent before;
+// Header waits until the handler sends the header (grpc.SendHeader, its first message, or
+// its status if it set one) or the stream ends; Trailer is the handler's once the stream has
+// ended; the client's context ending, or its RecvMsg failing (a response above the limit),
+// cancels the handler's context, and a send or receive the handler waits in fails with
+// Canceled. A handler's status is its error, as for a unary handler. A method b does not
+// serve ends its streams with Unimplemented. A unary method's handler serves a stream of it
+// with its one response, and a unary call of a streaming method gets the stream's one
+// response, as a gRPC server serves them (a second response, or none, fails the call with
+// Internal, as in grpc-go).
+//
+// Each direction of a stream is a window of encoded messages (DefaultStreamWindow bytes,
+// HTTP/2's initial window, unless SetStreamWindow sets another), each message counting its
+// length plus gRPC's 5-byte prefix: a send waits while the messages the other side has not
+// read leave no room for its message, unless none waits, so that a message larger than the
+// window passes alone. A handler's send so waits while the client does not read, as a
+// server's does once its client stops reading; Stalls counts those waits, and WaitStalls
+// waits for them. Streams counts the streams opened.
+//
+// With a ManualClock, a stream handler's context ends at the stream's deadline as a unary
+// handler's does; the end of a handler that returns after its deadline does not reach the
+// client, whose stream ends when its own context does (the reactor times it out on the same
+// clock), after the messages sent before; a stream whose deadline has passed when it opens
+// does not run its handler. A stream handler that panics ends its stream alone: the panic is
+// raised again on the goroutine of the client's RecvMsg that reaches the stream's end, after
+// the messages sent before the panic (a reactor's stream receiver recovers it, as an invoker
+// recovers a unary handler's), and the stream is finished with Internal. Streams are not
+// retried.
 type Backend struct {
 	standIn // marks the Backend as a stand-in for reactor.New, which hands it the retry policy
 
 	mu       sync.Mutex
-	handlers map[string]handlerFunc // by Handle, by path
-	served   map[string]handlerFunc // by RegisterService, by path
-	services map[string]bool        // registered, by name
+	handlers map[string]route // by Handle, HandleStream and HandleBidi, by path
+	served   map[string]route // by RegisterService, by path
+	services map[string]bool  // registered, by name
 	calls    map[string]int
+	streams  map[string]int
+	stalls   map[string]int
+	changed  chan struct{} // closed, and replaced, at each stall
+	window   int           // of streams opened from now on
 }
 
 // handlerFunc serves one attempt of a call: it decodes the request from req and returns the
@@ -104,10 +149,14 @@ var _ grpc.ClientConnInterface = (*Backend)(nil)
 // NewBackend returns a Backend with no methods.
 func NewBackend() *Backend {
 	b := &Backend{
-		handlers: make(map[string]handlerFunc),
-		served:   make(map[string]handlerFunc),
+		handlers: make(map[string]route),
+		served:   make(map[string]route),
 		services: make(map[string]bool),
 		calls:    make(map[string]int),
+		streams:  make(map[string]int),
+		stalls:   make(map[string]int),
+		changed:  make(chan struct{}),
+		window:   DefaultStreamWindow,
 	}
 	b.standIn = standin.NewMark(b.forReactor)
 	return b
@@ -127,9 +176,7 @@ func (b *Backend) forReactor(retry standin.Retry) grpc.ClientConnInterface {
 func Handle[Req, Resp proto.Message](b *Backend, m *calls.Method[Req, Resp], fn func(ctx context.Context, req Req) (Resp, error)) {
 	var zero Req
 	reqType := zero.ProtoReflect().Type()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.handlers[m.Path()] = func(ctx context.Context, raw []byte) (proto.Message, error) {
+	b.setHandler(m.Path(), route{unary: func(ctx context.Context, raw []byte) (proto.Message, error) {
 		req := reqType.New().Interface().(Req)
 		if err := decodeRequest(raw, req); err != nil {
 			return nil, err
@@ -139,11 +186,28 @@ func Handle[Req, Resp proto.Message](b *Backend, m *calls.Method[Req, Resp], fn 
 			return nil, err
 		}
 		return resp, nil
-	}
+	}})
 }
 
-// Calls returns how many calls of the method at path reached b, handled or not; each
-// attempt of a retried call counts.
+// setHandler makes rt the handler of the method at path, in place of any earlier one.
+func (b *Backend) setHandler(path string, rt route) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.handlers[path] = rt
+}
+
+// routeLocked returns what serves the method at path, and whether anything does; with mu
+// held. A handler registered by path wins over a registered service.
+func (b *Backend) routeLocked(path string) (route, bool) {
+	if rt, ok := b.handlers[path]; ok {
+		return rt, true
+	}
+	rt, ok := b.served[path]
+	return rt, ok
+}
+
+// Calls returns how many calls of the method at path reached b (Invoke), handled or not;
+// each attempt of a retried call counts. Streams count in Streams.
 func (b *Backend) Calls(path string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -163,11 +227,6 @@ func (b *Backend) Invoke(ctx context.Context, method string, args, reply any, op
 	a := b.attempt(ctx, method, req, out, opts)
 	a.fill(opts)
 	return a.err
-}
-
-// NewStream implements grpc.ClientConnInterface; streams are not supported.
-func (b *Backend) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	return nil, status.Error(codes.Unimplemented, "reactortest: streams are not supported")
 }
 
 // callArgs encodes the request a reactor passes to Invoke as gRPC would before sending it
@@ -195,15 +254,16 @@ type attempt struct {
 // server stream of its own (grpc.ServerTransportStream), then the response into out.
 func (b *Backend) attempt(ctx context.Context, method string, req []byte, out proto.Message, opts []grpc.CallOption) attempt {
 	b.mu.Lock()
-	h := b.handlers[method]
-	if h == nil {
-		h = b.served[method]
-	}
+	rt, ok := b.routeLocked(method)
 	b.calls[method]++
 	b.mu.Unlock()
-	if h == nil {
+	if !ok {
 		return attempt{err: status.Errorf(codes.Unimplemented, "unknown method %s", method)}
 	}
+	if rt.stream != nil {
+		return b.invokeStream(ctx, method, rt.stream, req, out, opts)
+	}
+	h := rt.unary
 	if err := ctx.Err(); err != nil {
 		return attempt{err: status.FromContextError(err).Err()}
 	}

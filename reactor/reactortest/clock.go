@@ -47,8 +47,8 @@ import (
 // other users of the clock (a second reactor, a loop.Loop) count too: give each reactor under
 // test a clock of its own.
 //
-// A Backend handler's context keeps its call's deadline on the clock, as a server's does on
-// the server's: Advance and Set end it, with context.DeadlineExceeded, as soon as they reach
+// A Backend handler's context, a unary call's or a stream's, keeps its call's deadline on the
+// clock, as a server's does on the server's: Advance and Set end it, with context.DeadlineExceeded, as soon as they reach
 // that deadline, before they fire any timer. Its Deadline method reports that deadline on the
 // system clock, as the code the handler passes the context to reads it: the system clock's
 // time when the handler started plus the time the call had left on this clock then, so a

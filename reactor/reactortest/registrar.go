@@ -18,19 +18,20 @@ var _ grpc.ServiceRegistrar = (*Backend)(nil)
 //
 //	pb.RegisterDataServiceServer(b, &fakeDataService{})
 //
-// The unary methods of desc are then served by impl, through desc's method handlers, as a
-// grpc.Server without interceptors serves them: in the handler context Backend describes
+// The methods of desc are then served by impl, through desc's method and stream handlers, as
+// a grpc.Server without interceptors serves them: in the handler context Backend describes
 // (the call's deadline and cancellation, its metadata as incoming metadata, grpc.SetHeader,
 // grpc.SendHeader, grpc.SetTrailer and grpc.Method), with the request decoded from the bytes
-// the reactor sent. A method that impl leaves to the embedded Unimplemented…Server fails with
-// Unimplemented, as on a server. Server interceptors (grpc.UnaryInterceptor and
-// grpc.ChainUnaryInterceptor) are not supported: the handlers get a nil interceptor. The
-// streaming methods of desc fail with Unimplemented, since a Backend serves unary calls only.
-// Calls of registered methods count in Calls, and are retried as Backend describes.
+// the reactor sent; a streaming method (desc.Streams: server-streaming, client-streaming or
+// bidirectional) on a stream that NewStream opens, as Backend describes. A method that impl
+// leaves to the embedded Unimplemented…Server fails with Unimplemented, as on a server.
+// Server interceptors (grpc.UnaryInterceptor, grpc.StreamInterceptor and their chains) are
+// not supported: the handlers get a nil interceptor. Calls of registered methods count in
+// Calls, and are retried as Backend describes; streams count in Streams.
 //
-// A func registered with Handle for a method of a registered service takes precedence over
-// the service, whichever was registered first, so that a test can override one method of a
-// fake server. Services may be registered at any time, concurrently with calls.
+// A func registered with Handle, HandleStream or HandleBidi for a method of a registered
+// service takes precedence over the service, whichever was registered first, so that a test
+// can override one method of a fake server. Services may be registered at any time, concurrently with calls.
 //
 // RegisterService panics, with a message that begins "reactortest: RegisterService:", where
 // grpc.Server would end the process (grpc-go's logger.Fatalf): if impl does not implement
@@ -41,12 +42,12 @@ func (b *Backend) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	if err := checkService(desc, impl); err != nil {
 		panic("reactortest: RegisterService: " + err.Error())
 	}
-	served := make(map[string]handlerFunc, len(desc.Methods)+len(desc.Streams))
+	served := make(map[string]route, len(desc.Methods)+len(desc.Streams))
 	for _, m := range desc.Methods {
-		served["/"+desc.ServiceName+"/"+m.MethodName] = unaryHandler(impl, m.Handler)
+		served["/"+desc.ServiceName+"/"+m.MethodName] = route{unary: unaryHandler(impl, m.Handler)}
 	}
 	for _, s := range desc.Streams {
-		served["/"+desc.ServiceName+"/"+s.StreamName] = streamingHandler
+		served["/"+desc.ServiceName+"/"+s.StreamName] = route{stream: streamHandler(impl, s)}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -100,7 +101,10 @@ func unaryHandler(impl any, h grpc.MethodHandler) handlerFunc {
 	}
 }
 
-// streamingHandler serves the streaming methods of registered services: it refuses them.
-func streamingHandler(ctx context.Context, _ []byte) (proto.Message, error) {
-	return nil, status.Errorf(codes.Unimplemented, "reactortest: %s is a streaming method; a Backend serves unary methods only", grpc.ServerTransportStreamFromContext(ctx).Method())
+// streamHandler returns the streamRoute that serves a streaming method of impl, desc, through
+// its stream handler, as grpc.Server does with no interceptor.
+func streamHandler(impl any, desc grpc.StreamDesc) *streamRoute {
+	return &streamRoute{clientStreams: desc.ClientStreams, run: func(ss *handlerStream) error {
+		return desc.Handler(impl, ss)
+	}}
 }

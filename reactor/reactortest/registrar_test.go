@@ -3,6 +3,7 @@ package reactortest_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -157,11 +158,13 @@ func TestBackendRegisterService(t *testing.T) {
 	}
 }
 
-// watch is a server-streaming method of a service that also has a unary one.
+// watch is a server-streaming method of a service that also has a unary one, called as a
+// unary method.
 var watch = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Streams/Watch")
 
 // streamsDesc describes a service, as protoc-gen-go-grpc would, with a unary method (Echo,
-// served by a TestServiceServer) and a server-streaming one (Watch).
+// served by a TestServiceServer) and a server-streaming one (Watch), which sends the
+// request's message back once for each of its bytes.
 var streamsDesc = grpc.ServiceDesc{
 	ServiceName: "prpctest.Streams",
 	HandlerType: (*testpb.TestServiceServer)(nil),
@@ -169,30 +172,82 @@ var streamsDesc = grpc.ServiceDesc{
 	Streams: []grpc.StreamDesc{{
 		StreamName:    "Watch",
 		ServerStreams: true,
-		Handler: func(any, grpc.ServerStream) error {
-			panic("a Backend must not run a stream handler")
+		Handler: func(_ any, ss grpc.ServerStream) error {
+			req := new(testpb.EchoRequest)
+			if err := ss.RecvMsg(req); err != nil {
+				return err
+			}
+			for range len(req.GetMessage()) {
+				if err := ss.SendMsg(&testpb.EchoResponse{Message: req.GetMessage()}); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}},
 }
 
-// TestBackendRegisteredStream checks that a streaming method of a registered service fails
-// with Unimplemented, and counts in Calls, while its unary methods are served.
+// TestBackendRegisteredStream checks that a streaming method of a registered service is
+// served on a stream and counts in Streams, while its unary methods are served; that a call
+// of the streaming method as a unary one gets its one response, or fails with Internal as in
+// grpc-go if the handler sends none or two, and counts in Calls; and that a stream of the
+// unary method gets its response.
 func TestBackendRegisteredStream(t *testing.T) {
 	b := reactortest.NewBackend()
-	b.RegisterService(&streamsDesc, &fakeEcho{echo: func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		return &testpb.EchoResponse{Message: "unary"}, nil
+	b.RegisterService(&streamsDesc, &fakeEcho{echo: func(_ context.Context, req *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		return &testpb.EchoResponse{Message: "unary " + req.GetMessage()}, nil
 	}})
 	r := reactortest.NewReactor(t, b, reactor.Config{})
-	resp, unary := callEcho(t, r, calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Streams/Echo"), &testpb.EchoRequest{}, nil)
+	echoPath := "/prpctest.Streams/Echo"
+	resp, unary := callEcho(t, r, calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse](echoPath), &testpb.EchoRequest{}, nil)
 	require.NoError(t, unary.Err())
-	require.Equal(t, "unary", resp.GetMessage())
-	_, stream := callEcho(t, r, watch, &testpb.EchoRequest{}, nil)
-	require.Equal(t, codes.Unimplemented, status.Code(stream.Err()))
-	require.Equal(t, "reactortest: /prpctest.Streams/Watch is a streaming method; a Backend serves unary methods only", status.Convert(stream.Err()).Message())
-	require.Equal(t, 1, b.Calls(watch.Path()))
+	require.Equal(t, "unary ", resp.GetMessage())
 
-	_, err := b.NewStream(context.Background(), &streamsDesc.Streams[0], watch.Path())
-	require.Equal(t, codes.Unimplemented, status.Code(err))
+	cs, err := b.NewStream(context.Background(), &streamsDesc.Streams[0], watch.Path())
+	require.NoError(t, err)
+	s := &grpc.GenericClientStream[testpb.EchoRequest, testpb.EchoResponse]{ClientStream: cs}
+	require.NoError(t, s.SendMsg(&testpb.EchoRequest{Message: "abc"}))
+	var got []string
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			require.Equal(t, io.EOF, err)
+			break
+		}
+		got = append(got, m.GetMessage())
+	}
+	require.Equal(t, []string{"abc", "abc", "abc"}, got)
+	require.Equal(t, 1, b.Streams(watch.Path()))
+	require.Zero(t, b.Calls(watch.Path()))
+
+	for _, tc := range []struct {
+		msg  string
+		want string // the error's message; "": none
+	}{
+		{"a", ""},
+		{"", "cardinality violation: received no response message from non-server-streaming RPC"},
+		{"ab", "cardinality violation: expected <EOF> for non server-streaming RPCs, but received another message"},
+	} {
+		resp, p := callEcho(t, r, watch, &testpb.EchoRequest{Message: tc.msg}, nil)
+		if tc.want == "" {
+			require.NoError(t, p.Err())
+			require.Equal(t, tc.msg, resp.GetMessage())
+			continue
+		}
+		require.Equal(t, codes.Internal, status.Code(p.Err()), "%v", p.Err())
+		require.Equal(t, tc.want, status.Convert(p.Err()).Message())
+	}
+	require.Equal(t, 3, b.Calls(watch.Path()))
+	require.Equal(t, 1, b.Streams(watch.Path()))
+
+	cs, err = b.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true}, echoPath)
+	require.NoError(t, err)
+	require.NoError(t, cs.SendMsg(&testpb.EchoRequest{Message: "x"}))
+	var out testpb.EchoResponse
+	require.NoError(t, cs.RecvMsg(&out))
+	require.Equal(t, "unary x", out.GetMessage())
+	require.Equal(t, io.EOF, cs.RecvMsg(&out))
+	require.Equal(t, 1, b.Streams(echoPath))
 }
 
 // wrongServer implements no TestServiceServer: its Echo has another signature.

@@ -62,7 +62,7 @@ func (v *retrying) Invoke(ctx context.Context, method string, args, reply any, o
 	}
 }
 
-// NewStream implements grpc.ClientConnInterface; streams are not supported.
+// NewStream implements grpc.ClientConnInterface: Backend.NewStream, without retries.
 func (v *retrying) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	return v.b.NewStream(ctx, desc, method, opts...)
 }
