@@ -68,6 +68,7 @@ type Reactor struct {
 	freed      callqueue.FreedRecords // delivered calls' records, from Tick back to the reactor goroutine
 	backends   backendTable           // per-backend counters: lanes and gRPC's balancer (backends.go)
 	handshakes dial.HandshakeLog      // the last failed security handshake, for Stats and failed calls
+	streams    streamTable            // the streams whose end is not delivered yet (streamopen.go)
 }
 
 // fixed is what New fixes: set before the reactor's goroutines start and only read afterwards,
@@ -165,6 +166,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.owner.r = r
 	r.ownerRef.Owner = &r.owner
 	r.host.r = r
+	r.streams.r = r
 	r.subs = callqueue.NewSubmissionRing(cfg.MaxOutstanding, r.in.Wake())
 	r.overloaded = [2]string{r.overloadMessage(false), r.overloadMessage(true)}
 	r.hostq.Init()

@@ -1,9 +1,6 @@
 package reactor
 
 import (
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/trixnew/prpc/calls"
@@ -52,7 +49,7 @@ func Watch[Req, Resp proto.Message](r *Reactor, m *calls.StreamMethod[Req, Resp]
 	if any(req) != nil {
 		msg = req
 	}
-	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), msg, false, opts)
+	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), sm.Desc(), msg, opts)
 	return (*calls.Stream[Req, Resp])(s)
 }
 
@@ -77,37 +74,13 @@ func Bidi[Req, Resp proto.Message](r *Reactor, m *calls.BidiMethod[Req, Resp],
 	}
 	sm := (*callcore.StreamMethod[Req, Resp])(m)
 	s := callcore.NewStream[Req, Resp](sm.Ops().Path, callcore.StreamHandler[Resp]{OnMessage: h.OnMessage, OnEnd: h.OnEnd})
-	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), nil, true, opts)
+	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), sm.Desc(), nil, opts)
 	return (*calls.BidiStream[Req, Resp])(s)
 }
 
 // CloseStreams ends every open stream as Close does: no OnMessage runs for them any more,
 // and each one's OnEnd runs, with ErrClosed, at a later Tick. r stays open: calls and
 // streams opened afterwards are served. Safe from any goroutine; it never blocks.
-func (r *Reactor) CloseStreams() {}
-
-// handleSetter is what openStream asks of a typed handle.
-type handleSetter interface {
-	SetOwner(callcore.StreamOwner)
+func (r *Reactor) CloseStreams() {
+	r.streams.stopAll(false)
 }
-
-// openStream opens a stream whose typed handle is h, with the targets of its messages and
-// end; req is Watch's request (nil for Bidi). Not served yet: every stream ends with
-// Unimplemented at the next Tick.
-func (r *Reactor) openStream(h handleSetter, msgs, end callcore.Target, ops *callcore.Ops, req proto.Message, bidi bool, opts *calls.StreamOptions) {
-	_, _, _, _ = msgs, req, bidi, opts
-	err := statusError(ops.Path, status.Error(codes.Unimplemented, "prpc: streams are not served yet"), nil, 0, 0)
-	h.SetOwner(&refusedStream{err: markNotSent(err)})
-	r.deliverNext(end)
-}
-
-// refusedStream is the owner of a stream refused at open.
-type refusedStream struct{ err error }
-
-func (s *refusedStream) Cancel()                                   {}
-func (s *refusedStream) Send(proto.Message) error                  { return calls.ErrStreamDone }
-func (s *refusedStream) CloseSend() error                          { return calls.ErrStreamDone }
-func (s *refusedStream) Header() metadata.MD                       { return nil }
-func (s *refusedStream) Trailer() metadata.MD                      { return nil }
-func (s *refusedStream) Take(*callcore.Call) (proto.Message, bool) { return nil, false }
-func (s *refusedStream) End() ([]proto.Message, error)             { return nil, s.err }
