@@ -23,7 +23,9 @@ var (
 	ErrClosed error = &sentinel{codes.Canceled, "reactor closed"}
 	// ErrOverloaded: as many calls as the reactor admits were already admitted and not yet
 	// delivered: MaxOutstanding, or for a call that is not critical, MaxOutstanding less
-	// CriticalReserve. Code ResourceExhausted.
+	// CriticalReserve. For a stream: reactor.Config.MaxStreams streams were open when it was
+	// opened, or, from BidiStream.Send, MaxSendQueue messages were waiting to be sent. Code
+	// ResourceExhausted.
 	ErrOverloaded error = &sentinel{codes.ResourceExhausted, "too many outstanding calls"}
 	// ErrTimeout: the call's deadline passed, whether the reactor, gRPC or the server noticed
 	// first. Code DeadlineExceeded.
@@ -142,6 +144,10 @@ func (e *Error) Kind() error { return kinds[e.core().Kind()] }
 // failed on a connection prpc did not dial or configure (Config.Conn, Config.ServiceConfig,
 // Config.ServiceConfigLookup), a call of a method gRPC retries, and every call that failed
 // with a status from the server may have been sent.
+//
+// For a stream's end, NotSent says the same of its request: the stream was refused when it
+// was opened, was cancelled or closed before gRPC gave it a stream to a backend, or gRPC failed
+// to open it without one (on a connection prpc dialled, as above).
 func (e *Error) NotSent() bool { return e.core().NotSent() }
 
 // HandshakeError is the cause of a call that failed with Unavailable because the security

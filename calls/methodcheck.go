@@ -18,6 +18,35 @@ import (
 // until its package's init runs. Its errors name the path, and for a type mismatch the type
 // the service declares and the type given.
 func checkRegistered[Req, Resp proto.Message](path string) error {
+	return checkRegisteredKind[Req, Resp](path, kindUnary)
+}
+
+// methodKind is what a descriptor declares its method to be.
+type methodKind uint8
+
+const (
+	kindUnary        methodKind = iota // Method
+	kindServerStream                   // StreamMethod
+	kindClientStream                   // BidiMethod: bidirectional or client-streaming
+)
+
+// kindName names a method by whether its client and server stream.
+func kindName(client, server bool) string {
+	switch {
+	case client && server:
+		return "bidirectional-streaming"
+	case client:
+		return "client-streaming"
+	case server:
+		return "server-streaming"
+	}
+	return "unary"
+}
+
+// checkRegisteredKind is checkRegistered for a descriptor of the given kind: the method must
+// be unary for a Method, server-streaming only for a StreamMethod, client-streaming
+// (bidirectional or not) for a BidiMethod.
+func checkRegisteredKind[Req, Resp proto.Message](path string, kind methodKind) error {
 	rest := path[1:]
 	slash := strings.IndexByte(rest, '/')
 	service, method := protoreflect.FullName(rest[:slash]), protoreflect.Name(rest[slash+1:])
@@ -38,13 +67,21 @@ func checkRegistered[Req, Resp proto.Message](path string) error {
 		}
 		return fmt.Errorf("prpc: method %s: service %s has no method %s (its methods: %s)", path, service, method, strings.Join(names, ", "))
 	}
-	switch client, server := md.IsStreamingClient(), md.IsStreamingServer(); {
-	case client && server:
-		return fmt.Errorf("prpc: method %s is bidirectional-streaming; prpc calls unary methods only", path)
-	case client:
-		return fmt.Errorf("prpc: method %s is client-streaming; prpc calls unary methods only", path)
-	case server:
-		return fmt.Errorf("prpc: method %s is server-streaming; prpc calls unary methods only", path)
+	client, server := md.IsStreamingClient(), md.IsStreamingServer()
+	switch kind {
+	case kindUnary:
+		if client || server {
+			return fmt.Errorf("prpc: method %s is %s; calls.Method describes unary methods only "+
+				"(calls.StreamMethod a server-streaming one, calls.BidiMethod a bidirectional or client-streaming one)", path, kindName(client, server))
+		}
+	case kindServerStream:
+		if client || !server {
+			return fmt.Errorf("prpc: method %s is %s; calls.StreamMethod describes server-streaming methods only", path, kindName(client, server))
+		}
+	case kindClientStream:
+		if !client {
+			return fmt.Errorf("prpc: method %s is %s; calls.BidiMethod describes bidirectional and client-streaming methods only", path, kindName(client, server))
+		}
 	}
 	req, resp := messageName[Req](), messageName[Resp]()
 	var errs []error

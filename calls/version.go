@@ -14,3 +14,7 @@ const SupportPackageIsVersion1 = true
 // SupportPackageIsVersion2 is SupportPackageIsVersion1 for code whose clients also offer the
 // callback form, reactor.Go.
 const SupportPackageIsVersion2 = true
+
+// SupportPackageIsVersion3 is SupportPackageIsVersion2 for code that also declares stream
+// methods (StreamMethod, BidiMethod) and opens them with reactor.Watch and reactor.Bidi.
+const SupportPackageIsVersion3 = true

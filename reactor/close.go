@@ -28,6 +28,9 @@ type closeState struct {
 	// tests.
 	stuckLanes  int
 	recordsMade int
+	// stuckStreams is how many streams' receiving goroutines Close left inside a hook of the
+	// host, whose ends it delivered itself; written by Close.
+	stuckStreams int
 	// Shutdown's counters, for Stats: calls whose callbacks the drain ran (written by Shutdown,
 	// on the host goroutine), and calls Close cut off (written by the reactor goroutine).
 	drained atomic.Uint64
@@ -100,26 +103,25 @@ func (r *Reactor) Close(ctx context.Context) error {
 
 func (r *Reactor) shutdown(ctx context.Context) error {
 	r.beginClose()
+	streamsExited := r.streams.stopAll(true)
+	reactorDone := r.done
 	ctxDone := ctx.Done()
 	var ctxErr error
-	// giveUp fires when Close stops waiting for lanes a hook of the host holds: laneGrace
-	// after ctx is done, or, for a context without deadline, after MaxTimeout (by then every
-	// call has timed out) and laneGrace.
+	// giveUp fires when Close stops waiting for lanes and stream goroutines a hook of the
+	// host holds: laneGrace after ctx is done, or, for a context without deadline, after
+	// MaxTimeout (by then every call has timed out) and laneGrace.
 	var giveUp <-chan time.Time
 	if _, ok := ctx.Deadline(); !ok {
 		t := time.NewTimer(r.cfg.MaxTimeout + laneGrace)
 		defer t.Stop()
 		giveUp = t.C
 	}
-	for {
+	for reactorDone != nil || streamsExited != nil {
 		select {
-		case <-r.done:
-			r.drainAll()
-			blocked := r.notify != nil && !r.notify.join(ctx)
-			if (blocked || r.stuckLanes > 0) && ctxErr == nil {
-				ctxErr = ctx.Err()
-			}
-			return r.closeResult(ctxErr, blocked, r.stuckLanes)
+		case <-reactorDone:
+			reactorDone = nil
+		case <-streamsExited:
+			streamsExited = nil
 		case <-ctxDone:
 			ctxErr = ctx.Err()
 			ctxDone = nil
@@ -130,10 +132,20 @@ func (r *Reactor) shutdown(ctx context.Context) error {
 		case <-giveUp:
 			giveUp = nil
 			close(r.abandon)
+			if streamsExited != nil {
+				r.stuckStreams = r.streams.abandon()
+				streamsExited = nil
+			}
 		case <-r.ready:
 			r.tick(0, true)
 		}
 	}
+	r.drainAll()
+	blocked := r.notify != nil && !r.notify.join(ctx)
+	if (blocked || r.stuckLanes > 0 || r.stuckStreams > 0) && ctxErr == nil {
+		ctxErr = ctx.Err()
+	}
+	return r.closeResult(ctxErr, blocked, r.stuckLanes)
 }
 
 // laneGrace is how long Close waits for the invoker lanes once every call has settled and its
@@ -166,11 +178,13 @@ func (r *Reactor) silenceHost() {
 }
 
 // closeResult is Close's result once the reactor goroutine is done: nil, or, if it cut calls
-// off, OnReady was still running (onReadyBlocked) or lanes were left inside a hook of the host
-// (stuckLanes), an error that wraps ctxErr, the error of the context Close gave up on.
+// off, OnReady was still running (onReadyBlocked) or lanes or streams' goroutines were left
+// inside a hook of the host (stuckLanes, and r.stuckStreams), an error that wraps ctxErr, the
+// error of the context Close gave up on.
 func (r *Reactor) closeResult(ctxErr error, onReadyBlocked bool, stuckLanes int) error {
-	if n := r.cutOff.Load(); n > 0 || onReadyBlocked || stuckLanes > 0 {
-		return &closeError{cutOff: n, onReadyBlocked: onReadyBlocked, stuckLanes: stuckLanes, ctxErr: ctxErr}
+	stuckStreams := r.stuckStreams
+	if n := r.cutOff.Load(); n > 0 || onReadyBlocked || stuckLanes > 0 || stuckStreams > 0 {
+		return &closeError{cutOff: n, onReadyBlocked: onReadyBlocked, stuckLanes: stuckLanes, stuckStreams: stuckStreams, ctxErr: ctxErr}
 	}
 	return nil
 }
@@ -192,6 +206,7 @@ type closeError struct {
 	cutOff         uint64
 	onReadyBlocked bool
 	stuckLanes     int
+	stuckStreams   int
 	ctxErr         error
 }
 
@@ -217,6 +232,11 @@ func (e *closeError) Error() string {
 			"(an interceptor, stats handler or per-RPC credentials in Config.DialOptions, or Config.Conn, "+
 			"ignores the call's context); %s", e.stuckLanes, lanes, rest))
 	}
+	if e.stuckStreams > 0 {
+		parts = append(parts, fmt.Sprintf("%d streams' goroutines had not returned from gRPC when Close did "+
+			"(a stream interceptor or stats handler in Config.DialOptions, or Config.Conn, ignores the stream's context); "+
+			"their ends were delivered, and each goroutine exits once its hook returns", e.stuckStreams))
+	}
 	msg := "prpc: " + strings.Join(parts, "; ")
 	if e.ctxErr != nil {
 		msg += ": " + e.ctxErr.Error()
@@ -228,5 +248,5 @@ func (e *closeError) Unwrap() error { return e.ctxErr }
 
 // Is matches ErrHookBlocked if a hook of the host was still running.
 func (e *closeError) Is(target error) bool {
-	return target == ErrHookBlocked && (e.onReadyBlocked || e.stuckLanes > 0)
+	return target == ErrHookBlocked && (e.onReadyBlocked || e.stuckLanes > 0 || e.stuckStreams > 0)
 }

@@ -24,6 +24,7 @@ const (
 	DefaultTimeout        = 1500 * time.Millisecond
 	DefaultMaxTimeout     = 5 * time.Second
 	DefaultMaxOutstanding = 4096
+	DefaultMaxStreams     = 64
 )
 
 // Upper bounds of Config's fields, for programs that check their own configuration before
@@ -33,6 +34,7 @@ const (
 	MaxBatchSize      = 1024
 	MaxMaxTimeout     = time.Hour
 	MaxMaxOutstanding = 1 << 20
+	MaxMaxStreams     = 10000
 )
 
 // None, in a field whose documentation says so, asks explicitly for none of what the field
@@ -146,6 +148,13 @@ type Config struct {
 	// ErrOverloaded, so memory stays bounded when the backend is slow or down or the host
 	// stops ticking. Default 4096, from 1 to 1,048,576.
 	MaxOutstanding int
+
+	// MaxStreams bounds the streams (Watch, Bidi) opened and whose end Tick has not yet
+	// delivered: beyond it a stream ends at once with ErrOverloaded, NotSent. Each open stream
+	// holds a goroutine of prpc's (two for Bidi) and gRPC's, and one of the server's
+	// concurrent streams (MAX_CONCURRENT_STREAMS, often 100), which the unary calls share.
+	// Default 64, from 1 to 10,000.
+	MaxStreams int
 
 	// Limits bounds the bytes of each call; zero fields mean their defaults.
 	Limits limits.Limits

@@ -327,6 +327,11 @@ func (r *Reactor) invokeWith(callCtx *callCtx, ops *callcore.Ops, req any, userO
 // returns an empty MD and logs a warning naming the method, the block and the sizes, never the
 // values. A nil md stays nil. It costs one pass over md's keys and values.
 func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) metadata.MD {
+	return r.keepMetadataOf(c.Ops.Path, what, md)
+}
+
+// keepMetadataOf is keepMetadata for a call or stream of the method at path.
+func (r *Reactor) keepMetadataOf(path, what string, md metadata.MD) metadata.MD {
 	if len(md) == 0 {
 		return md
 	}
@@ -335,7 +340,7 @@ func (r *Reactor) keepMetadata(c *callcore.Call, what string, md metadata.MD) me
 		return md
 	}
 	r.cfg.Logger.Warn("prpc: response metadata over Limits.MaxMetadataBytes dropped",
-		"method", c.Ops.Path, "block", what, "bytes", size, "limit", limit)
+		"method", path, "block", what, "bytes", size, "limit", limit)
 	return metadata.MD{}
 }
 

@@ -30,8 +30,10 @@
 // Per-method policies (MethodPolicy) set timeouts, wait-for-ready, retries of idempotent
 // methods, a reserve for critical calls, and coalesced or hedged reads. Package loop drives
 // Tick for hosts without a game loop; package reactortest has an in-memory backend and a
-// manual clock for tests. For the RPCs prpc does not make, streaming methods among them,
-// Reactor.Conn hands the reactor's connection to grpc-go's generated stubs.
+// manual clock for tests. Watch and Bidi open server and bidirectional streams whose messages
+// and end Tick delivers like calls' outcomes, under the same budget, with a bound per stream
+// on the messages waiting. For the RPCs prpc does not make, Reactor.Conn hands the reactor's
+// connection to grpc-go's generated stubs.
 package reactor
 
 import (
@@ -68,6 +70,7 @@ type Reactor struct {
 	freed      callqueue.FreedRecords // delivered calls' records, from Tick back to the reactor goroutine
 	backends   backendTable           // per-backend counters: lanes and gRPC's balancer (backends.go)
 	handshakes dial.HandshakeLog      // the last failed security handshake, for Stats and failed calls
+	streams    streamTable            // the streams whose end is not delivered yet (streamopen.go)
 }
 
 // fixed is what New fixes: set before the reactor's goroutines start and only read afterwards,
@@ -165,6 +168,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.owner.r = r
 	r.ownerRef.Owner = &r.owner
 	r.host.r = r
+	r.streams.r = r
 	r.subs = callqueue.NewSubmissionRing(cfg.MaxOutstanding, r.in.Wake())
 	r.overloaded = [2]string{r.overloadMessage(false), r.overloadMessage(true)}
 	r.hostq.Init()
@@ -201,8 +205,8 @@ func newReactor(cfg Config) (*Reactor, error) {
 	return r, nil
 }
 
-// Conn returns the connection r calls with, for the RPCs prpc does not make: streaming
-// methods, grpc.health.v1, reflection, or any unary call a program wants to make with
+// Conn returns the connection r calls with, for the RPCs prpc does not make: a stream a
+// program reads on a goroutine of its own rather than in Tick (Watch, Bidi), grpc.health.v1, reflection, or any unary call a program wants to make with
 // grpc-go's generated stubs (pb.NewLobbyClient(r.Conn())). It is the connection New dialled
 // for Target or Targets, with its credentials, limits and service config (balancing and
 // retries included), or Config.Conn as given. Safe from any goroutine; it costs nothing.

@@ -53,8 +53,8 @@ func (c Config) resolveSettings() (Config, error) {
 	return c, nil
 }
 
-// resolveCapacity checks Workers, BatchSize and MaxOutstanding and fills in their defaults,
-// then checks AdaptiveLimit, which Workers × BatchSize bounds.
+// resolveCapacity checks Workers, BatchSize, MaxOutstanding and MaxStreams and fills in
+// their defaults, then checks AdaptiveLimit, which Workers × BatchSize bounds.
 func (c *Config) resolveCapacity() error {
 	intRange := []struct {
 		name       string
@@ -64,6 +64,7 @@ func (c *Config) resolveCapacity() error {
 		{"Workers", &c.Workers, MaxWorkers, DefaultWorkers},
 		{"BatchSize", &c.BatchSize, MaxBatchSize, DefaultBatchSize},
 		{"MaxOutstanding", &c.MaxOutstanding, MaxMaxOutstanding, DefaultMaxOutstanding},
+		{"MaxStreams", &c.MaxStreams, MaxMaxStreams, DefaultMaxStreams},
 	}
 	for _, f := range intRange {
 		if *f.p < 0 || *f.p > f.max {

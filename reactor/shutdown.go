@@ -7,7 +7,8 @@ import "context"
 // it has submitted its last calls (final saves, say). Called from inside a promise callback,
 // it panics, as Close does, and the reactor stays open.
 //
-// While it drains, r keeps admitting calls: calls submitted from callbacks, and the callbacks
+// Shutdown first ends every open stream, as CloseStreams does; their ends are delivered while
+// it drains. While it drains, r keeps admitting calls: calls submitted from callbacks, and the callbacks
 // of those calls, are served like any other. Shutdown runs callbacks on the calling goroutine
 // as calls settle, without a budget, until r is idle (see Idle) or ctx is done. Then it closes
 // r as Close(ctx) does: if r went idle, nothing is left to cut off; if ctx is done first, the
@@ -40,6 +41,7 @@ func (r *Reactor) Shutdown(ctx context.Context) error {
 	r.enterHost("Shutdown")
 	defer r.ticking.Store(false)
 	r.silenceHost()
+	r.streams.stopAll(false)
 	ctxDone := ctx.Done()
 	for !r.closing.Load() {
 		r.drained.Add(uint64(r.tick(0, true).Delivered))
@@ -59,11 +61,13 @@ func (r *Reactor) Shutdown(ctx context.Context) error {
 }
 
 // Idle reports whether r has nothing left to do for its host: no admitted call is waiting for
-// a response, a lane or a Tick, and no callback is waiting for a Tick (of a rejected call, or
-// registered on a delivered promise). A call submitted by another goroutine may make r busy
+// a response, a lane or a Tick, no callback is waiting for a Tick (of a rejected call, or
+// registered on a delivered promise), and no stream that was stopped (Cancel, CloseStreams) or
+// has ended is waiting for its end's delivery. Open streams do not count: they never end by
+// themselves. A call submitted by another goroutine may make r busy
 // again at any moment; on the goroutine that calls Tick, in a host that submits calls only
 // there, Idle stays true until the host submits again. Call it on the goroutine that calls
-// Tick (it may be called from inside a callback). It costs two atomic loads.
+// Tick (it may be called from inside a callback). It costs three atomic loads.
 //
 // Idle is what a host that keeps ticking while it shuts down waits for before it calls Close:
 //
@@ -75,5 +79,5 @@ func (r *Reactor) Shutdown(ctx context.Context) error {
 //	}
 //	r.Close(ctx) // cuts off what is still running, if the deadline passed
 func (r *Reactor) Idle() bool {
-	return r.admitted.Load() == 0 && r.hostq.Idle()
+	return r.admitted.Load() == 0 && r.hostq.Idle() && r.streams.winding.Load() == 0
 }
