@@ -1,0 +1,154 @@
+package benchmarks
+
+import (
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/testpb"
+	"github.com/trixnew/prpc/internal/testserver"
+	"github.com/trixnew/prpc/internal/threadcpu"
+	"github.com/trixnew/prpc/reactor"
+)
+
+var watch = calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse](testpb.TestService_Watch_FullMethodName)
+
+// streamWindow is how many messages wait for the host at most, in both clients: prpc's
+// default MaxWaiting and the hand-written channel's capacity.
+const streamWindow = calls.DefaultMaxWaiting
+
+// streamWarmUp is how many messages each client receives, on a stream of their own, before
+// the measured one.
+const streamWarmUp = 1000
+
+// BenchmarkStreamDelivery measures what a server stream's messages cost the host goroutine:
+// a loopback grpc-go server in this process (internal/testserver's TestService.Watch) sends
+// b.N messages as fast as flow control lets it, and the host receives each one on its own
+// goroutine, locked to its OS thread, waiting between wake-ups as a game loop waits between
+// ticks:
+//
+//   - prpc-watch: reactor.Watch with an OnMessage that counts the message; the host waits
+//     for Ready and runs Tick(2ms), until OnEnd;
+//   - handwritten: what a Go developer writes without prpc: the generated stub's Watch, a
+//     goroutine calling Recv and sending each message on a channel of streamWindow
+//     messages, which the host drains each time it wakes: it waits for one message, then
+//     takes those already there.
+//
+// ns/op is the wall time per message, from opening the stream to its end; host-ns/msg is the
+// host goroutine's thread CPU time per message (where the OS reports it), what a game loop
+// pays; msgs/s the throughput. B/msg and allocs/msg are the process's allocations per message,
+// the server's included.
+func BenchmarkStreamDelivery(b *testing.B) {
+	srv := testserver.Start(b)
+	b.Run("prpc-watch", func(b *testing.B) {
+		r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := r.Close(context.Background()); err != nil {
+				b.Error(err)
+			}
+		}()
+		streamBench(b, func(n int) (int, error) {
+			var got int
+			var end error
+			done := false
+			reactor.Watch(r, watch, &testpb.WatchRequest{Count: int64(n), Message: "m"}, nil,
+				calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
+					OnMessage: func(*testpb.EchoResponse) { got++ },
+					OnEnd:     func(err error) { end, done = err, true },
+				})
+			for !done {
+				<-r.Ready()
+				r.Tick(hostBudget)
+			}
+			return got, end
+		})
+	})
+	b.Run("handwritten", func(b *testing.B) {
+		cc, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cc.Close()
+		client := testpb.NewTestServiceClient(cc)
+		streamBench(b, func(n int) (int, error) {
+			ch := make(chan *testpb.EchoResponse, streamWindow)
+			end := make(chan error, 1)
+			go func() {
+				defer close(ch)
+				stream, err := client.Watch(context.Background(), &testpb.WatchRequest{Count: int64(n), Message: "m"})
+				for err == nil {
+					var m *testpb.EchoResponse
+					if m, err = stream.Recv(); err == nil {
+						ch <- m
+					}
+				}
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				end <- err
+			}()
+			got := 0
+			for m := range ch { // wait for the next message, then take those already there
+				_ = m
+				got++
+				for drained := false; !drained; {
+					select {
+					case m, ok := <-ch:
+						if !ok {
+							return got, <-end
+						}
+						_ = m
+						got++
+					default:
+						drained = true
+					}
+				}
+			}
+			return got, <-end
+		})
+	})
+}
+
+// streamBench runs one stream of streamWarmUp messages through receive, then one of b.N
+// messages, measured, and reports its figures. receive opens a stream of n messages on the
+// calling goroutine, receives them all and returns how many it received and the stream's
+// end.
+func streamBench(b *testing.B, receive func(n int) (int, error)) {
+	if got, err := receive(streamWarmUp); err != nil || got != streamWarmUp {
+		b.Fatalf("warm-up: %d of %d messages, end %v", got, streamWarmUp, err)
+	}
+	runtime.GC()
+	runtime.LockOSThread() // for threadcpu.Now
+	defer runtime.UnlockOSThread()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	c0, ok0 := threadcpu.Now()
+	b.ResetTimer()
+	start := time.Now()
+	got, err := receive(b.N)
+	wall := time.Since(start)
+	b.StopTimer()
+	c1, ok1 := threadcpu.Now()
+	runtime.ReadMemStats(&m1)
+	if err != nil || got != b.N {
+		b.Fatalf("%d of %d messages, end %v", got, b.N, err)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(wall.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(n/wall.Seconds(), "msgs/s")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/msg")
+	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/msg")
+	if ok0 && ok1 {
+		b.ReportMetric(float64((c1-c0).Nanoseconds())/n, "host-ns/msg")
+	}
+}
