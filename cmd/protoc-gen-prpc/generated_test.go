@@ -17,6 +17,7 @@ import (
 	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/editions/editionsprpc"
 	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi"
 	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi/multiprpc"
+	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/streaming/streamingprpc"
 	"github.com/trixnew/prpc/reactor"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -31,8 +32,8 @@ func paths(ds []calls.Descriptor) []string {
 	return out
 }
 
-// TestGeneratedMethods checks that each service's method list holds its unary methods, in
-// the order of the .proto, and is a new slice on each call.
+// TestGeneratedMethods checks that each service's method list holds its methods, unary and
+// streaming, in the order of the .proto, and is a new slice on each call.
 func TestGeneratedMethods(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -41,7 +42,8 @@ func TestGeneratedMethods(t *testing.T) {
 	}{
 		{"Lobby", multiprpc.LobbyMethods, []string{
 			"/golden.multi.Lobby/Join", "/golden.multi.Lobby/Ping", "/golden.multi.Lobby/Leave",
-			"/golden.multi.Lobby/Kick", "/golden.multi.Lobby/OldJoin", "/golden.multi.Lobby/Uncommented",
+			"/golden.multi.Lobby/Kick", "/golden.multi.Lobby/Watch", "/golden.multi.Lobby/Upload",
+			"/golden.multi.Lobby/Chat", "/golden.multi.Lobby/OldJoin", "/golden.multi.Lobby/Uncommented",
 		}},
 		//lint:ignore SA1019 the deprecated service is part of the golden set
 		{"Legacy", multiprpc.LegacyMethods, []string{"/golden.multi.Legacy/Join", "/golden.multi.Legacy/Rejoin"}},
@@ -50,6 +52,7 @@ func TestGeneratedMethods(t *testing.T) {
 		{"select", multiprpc.SelectMethods, []string{"/golden.multi.select/func", "/golden.multi.select/go", "/golden.multi.select/type"}},
 		{"Matchmaker", multiprpc.MatchmakerMethods, []string{"/golden.multi.second.Matchmaker/Match"}},
 		{"Scores", editionsprpc.ScoresMethods, []string{"/golden.editions.Scores/Top", "/golden.editions.Scores/Submit"}},
+		{"Feed", streamingprpc.FeedMethods, []string{"/golden.streaming.Feed/Subscribe", "/golden.streaming.Feed/Chat", "/golden.streaming.Feed/Publish"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.methods()
@@ -192,4 +195,5 @@ func TestGeneratedClients(t *testing.T) {
 func TestGeneratedNewClientNil(t *testing.T) {
 	require.PanicsWithValue(t, "prpc: NewLobbyClient with a nil *reactor.Reactor", func() { multiprpc.NewLobbyClient(nil) })
 	require.PanicsWithValue(t, "prpc: NewScoresClient with a nil *reactor.Reactor", func() { editionsprpc.NewScoresClient(nil) })
+	require.PanicsWithValue(t, "prpc: NewFeedClient with a nil *reactor.Reactor", func() { streamingprpc.NewFeedClient(nil) })
 }

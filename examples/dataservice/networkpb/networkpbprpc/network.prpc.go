@@ -32,8 +32,7 @@
 // it until it settles, and a request changed meanwhile may be sent with its new values. The
 // last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
 // means the defaults. Each unary method also has a descriptor, such as DataService_GetPlayer,
-// for reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have
-// neither: prpc makes unary calls only.
+// for reactor.Call, reactor.Config.Methods and package reactortest.
 //
 // # Policies
 //
@@ -82,8 +81,8 @@ import (
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
 const _ = calls.SupportPackageIsVersion2
 
-// The descriptors of network.DataService's unary methods, for reactor.Call,
-// reactor.Config.Methods (DataServiceMethods lists them) and reactor.MethodPolicy.
+// The descriptors of network.DataService's methods, for reactor.Call, reactor.Config.Methods
+// (DataServiceMethods lists them) and reactor.MethodPolicy.
 var (
 	// DataService_GetPlayer is the descriptor of /network.DataService/GetPlayer.
 	//
@@ -104,8 +103,8 @@ var (
 	DataService_GetLeaderboard = calls.MustMethod[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse]("/network.DataService/GetLeaderboard")
 )
 
-// DataServiceMethods returns the descriptors of network.DataService's unary methods, in the
-// order of network.proto, as a new slice, for reactor.Config.Methods.
+// DataServiceMethods returns the descriptors of network.DataService's methods, in the order of
+// network.proto, as a new slice, for reactor.Config.Methods.
 func DataServiceMethods() []calls.Descriptor {
 	return []calls.Descriptor{
 		DataService_GetPlayer,
@@ -116,9 +115,9 @@ func DataServiceMethods() []calls.Descriptor {
 
 // DataServicePolicies returns the method policies that network.proto declares for
 // network.DataService, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. It lists GetPlayer and
-// GetLeaderboard.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. It lists GetPlayer
+// and GetLeaderboard.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
