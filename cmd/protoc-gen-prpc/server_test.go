@@ -152,21 +152,7 @@ func TestGeneratedStreamsAgainstServer(t *testing.T) {
 					endErr = err
 				},
 			})
-			deadline := time.NewTimer(reactortest.FlushTimeout)
-			defer deadline.Stop()
-			for ends == 0 {
-				inTick = true
-				r.Tick(time.Hour)
-				inTick = false
-				if ends > 0 {
-					break
-				}
-				select {
-				case <-r.Ready():
-				case <-deadline.C:
-					t.Fatalf("no end after %v; messages %v", reactortest.FlushTimeout, got)
-				}
-			}
+			tickUntil(t, r, &inTick, func() bool { return ends > 0 })
 			require.Equal(t, tc.want, got)
 			require.Equal(t, 1, ends)
 			require.Equal(t, tc.code, status.Code(endErr), "end: %v", endErr)
@@ -174,5 +160,27 @@ func TestGeneratedStreamsAgainstServer(t *testing.T) {
 				require.ErrorIs(t, endErr, tc.wantErr)
 			}
 		})
+	}
+}
+
+// tickUntil ticks r on the calling goroutine, with *inTick true during each Tick and woken by
+// Ready between them, until done, which it asks after each Tick, reports true; it fails the
+// test after reactortest.FlushTimeout.
+func tickUntil(t *testing.T, r *reactor.Reactor, inTick *bool, done func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(reactortest.FlushTimeout)
+	defer deadline.Stop()
+	for {
+		*inTick = true
+		r.Tick(time.Hour)
+		*inTick = false
+		if done() {
+			return
+		}
+		select {
+		case <-r.Ready():
+		case <-deadline.C:
+			t.Fatalf("not done after %v", reactortest.FlushTimeout)
+		}
 	}
 }
