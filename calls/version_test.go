@@ -6,3 +6,4 @@ import "github.com/trixnew/prpc/calls"
 // every generated package, so this file stops compiling first.
 const _ = calls.SupportPackageIsVersion1
 const _ = calls.SupportPackageIsVersion2
+const _ = calls.SupportPackageIsVersion3

@@ -1,7 +1,8 @@
 // Command protoc-gen-prpc generates, from a .proto file, what a Go program needs to call the
 // file's gRPC services with prpc (github.com/trixnew/prpc): a typed method descriptor per
-// unary method, each service's method list and default method policies, and a client with one
-// Go method per unary RPC. It is a protoc plugin, built on
+// method, each service's method list and default method policies, and a client with Go methods
+// that make its unary calls and open its streams, server-streaming, bidirectional and
+// client-streaming. It is a protoc plugin, built on
 // google.golang.org/protobuf/compiler/protogen like protoc-gen-go, and it lives in the prpc
 // module, so the generator and the runtime it generates for always share a version.
 //
@@ -42,8 +43,7 @@
 // For game/v1/lobby.proto whose go_package is example.com/game/v1;gamev1, the generated file is
 // lobby.prpc.go in package gamev1prpc, a subdirectory of the messages' package
 // (example.com/game/v1/gamev1prpc). The messages' package, which servers share, thus never
-// imports prpc. Files without a service, or whose services have only streaming methods,
-// produce nothing. The first file of a package in a run carries the package comment, a manual
+// imports prpc. Files without a method produce nothing, and so does a service without one. The first file of a package in a run carries the package comment, a manual
 // for its services: give protoc all the files of one Go package in one run, as buf does, so
 // that the package has one. The header names the generator and the source file and nothing that
 // differs between machines or versions, so regenerating is byte-stable.
@@ -61,11 +61,14 @@
 //
 // # What is generated
 //
-// For each service Lobby with unary methods Join and Leave (from package game.v1):
+// For each service Lobby with unary methods Join and Leave and streaming methods Watch (a server
+// stream) and Chat (bidirectional), from package game.v1:
 //
 //	var (
 //		Lobby_Join  = calls.MustMethod[*gamev1.JoinRequest, *gamev1.JoinResponse]("/game.v1.Lobby/Join")
 //		Lobby_Leave = calls.MustMethod[*gamev1.LeaveRequest, *emptypb.Empty]("/game.v1.Lobby/Leave")
+//		Lobby_Watch = calls.MustStreamMethod[*gamev1.WatchRequest, *gamev1.LobbyState]("/game.v1.Lobby/Watch")
+//		Lobby_Chat  = calls.MustBidiMethod[*gamev1.ChatMessage, *gamev1.ChatMessage]("/game.v1.Lobby/Chat")
 //	)
 //	func LobbyMethods() []calls.Descriptor        // for reactor.Config.Methods
 //	func LobbyPolicies() []reactor.MethodPolicy   // for reactor.Config.Policies
@@ -75,10 +78,15 @@
 //	func (c *LobbyClient) GoJoin(req *gamev1.JoinRequest, opts *calls.Options, fn func(*gamev1.JoinResponse, error)) error
 //	func (c *LobbyClient) Leave(req *gamev1.LeaveRequest, opts *calls.Options) *calls.Promise[*emptypb.Empty]
 //	func (c *LobbyClient) GoLeave(req *gamev1.LeaveRequest, opts *calls.Options, fn func(*emptypb.Empty, error)) error
+//	func (c *LobbyClient) Watch(req *gamev1.WatchRequest, opts *calls.StreamOptions,
+//		h calls.StreamHandler[*gamev1.WatchRequest, *gamev1.LobbyState]) *calls.Stream[*gamev1.WatchRequest, *gamev1.LobbyState]
+//	func (c *LobbyClient) Chat(opts *calls.StreamOptions,
+//		h calls.StreamHandler[*gamev1.ChatMessage, *gamev1.ChatMessage]) *calls.BidiStream[*gamev1.ChatMessage, *gamev1.ChatMessage]
 //
 // so that game code reads client.Join(req, nil).Then(…), or client.GoJoin(req, nil, func(resp,
-// err) { … }) where it needs no promise. A client method is reactor.Call with the method's
-// descriptor; its Go form is reactor.Go. The descriptors carry the methods' comments from the .proto, and a
+// err) { … }) where it needs no promise. A unary client method is reactor.Call with the
+// method's descriptor; its Go form is reactor.Go. The descriptors carry the methods' comments
+// from the .proto, and a
 // Deprecated: paragraph where the method or its service is deprecated; so do the client's
 // methods. Every declaration checks at program start, as calls.MustMethod does, that the
 // method exists and takes and returns those types.
@@ -89,13 +97,21 @@
 // reactor takes one policy per method and rejects a second one, so to change a method's policy
 // (its Timeout, say) set the field on its entry, and append entries for other methods.
 //
-// Streaming methods get no descriptor and no client method: prpc makes unary calls only. The
-// generated documentation names them.
+// A streaming method's descriptor is a calls.StreamMethod for a server stream and a
+// calls.BidiMethod for a bidirectional or client stream; the method list holds them beside the
+// unary ones, so that reactor.Config.Methods allows the streams too. Its client method has the
+// method's name and opens the stream without blocking: for a server stream it takes the request
+// and is reactor.Watch, for a bidirectional or client stream it takes none and is reactor.Bidi,
+// whose handle sends (Send, CloseSend). The handler's OnMessage runs for each message, in
+// order, inside the reactor's Tick and under its budget, and OnEnd once, last; a client
+// stream's one response is its one message. A stream method has no Go form: there is no
+// promise to save. Policies list unary methods only, and a service whose methods all stream
+// gets no policies function.
 //
 // # Why the client is a concrete type
 //
-// The client is a struct, not an interface: only package reactor can make a promise, so a
-// user's implementation of an interface could not return one. To test game code that uses a
+// The client is a struct, not an interface: only package reactor can make a promise or a
+// stream's handle, so a user's implementation of an interface could not return one. To test game code that uses a
 // client, give the client a reactor whose Config.Conn is a reactortest.Backend that answers
 // the calls in process (package github.com/trixnew/prpc/reactor/reactortest): register on it
 // the fake server that protoc-gen-go-grpc's registration function takes, or a function per
@@ -110,15 +126,17 @@
 // identifier, and messages of other packages, well-known types included, are imported under
 // names that cannot clash with prpc's calls and reactor. The few names that still collide —
 // service Foo's method Bar_Baz and service Foo_Bar's method Baz, services Foo and NewFoo,
-// methods get_player and GetPlayer, or two files of one Go package that declare the same
-// service name — fail the run with an error that names both, rather than being renamed:
+// methods get_player and GetPlayer, a method GoGet beside a unary Get (whose callback form is
+// GoGet), or two files of one Go package that declare the same service name — fail the run with an error that names both, rather than being renamed:
 // rename one, or give the files different go_package options.
 //
 // # Compatibility
 //
-// Generated code refers to calls.SupportPackageIsVersion2 (the Go forms use reactor.Go, which
-// version 1 lacked), so code generated by a newer
-// protoc-gen-prpc than the prpc it is built with fails to compile, naming a constant that
-// prpc lacks: upgrade github.com/trixnew/prpc. A new constant is added whenever generated code
+// Generated code refers to a calls.SupportPackageIsVersionN constant, the oldest whose prpc has
+// every runtime symbol the file uses: SupportPackageIsVersion3 for a file with streaming
+// methods (calls.StreamMethod, reactor.Watch and reactor.Bidi), SupportPackageIsVersion2 for
+// one of unary methods only (the Go forms use reactor.Go, which version 1 lacked). Code
+// generated by a newer protoc-gen-prpc than the prpc it is built with thus fails to compile,
+// naming a constant that prpc lacks: upgrade github.com/trixnew/prpc. A new constant is added whenever generated code
 // starts to use a runtime symbol that older versions lack.
 package main

@@ -13,10 +13,25 @@ const (
 	reactorPackage = protogen.GoImportPath("github.com/trixnew/prpc/reactor")
 )
 
-// supportPackageVersion is the calls constant generated code refers to, so that it fails to
-// build against a prpc older than the runtime it needs. Bump it, and add the constant to
-// package calls, when generated code starts to use a runtime symbol older versions lack.
-const supportPackageVersion = "SupportPackageIsVersion2"
+// The calls constants generated code refers to, so that it fails to build against a prpc older
+// than the runtime it needs: a file with streaming methods needs the streams' API (calls.
+// StreamMethod, reactor.Watch and reactor.Bidi), one of unary methods only the callback form
+// (reactor.Go). Add a constant to package calls, and use it here, when generated code starts to
+// use a runtime symbol older versions lack.
+const (
+	unaryPackageVersion  = "SupportPackageIsVersion2"
+	streamPackageVersion = "SupportPackageIsVersion3"
+)
+
+// supportPackageVersion returns the calls constant out's file refers to: the oldest that has
+// every runtime symbol the file uses, so that a file of unary methods still builds with the
+// prpc it built with before.
+func (out *output) supportPackageVersion() string {
+	if out.hasStreams() {
+		return streamPackageVersion
+	}
+	return unaryPackageVersion
+}
 
 // emitFile writes out's file into g.
 func emitFile(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output) {
@@ -32,7 +47,7 @@ func emitFile(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output) {
 	// The runtime packages are named before any message package (here, and at the top of
 	// emitService), so that they keep their own names and a message package named calls or
 	// reactor is the one renamed.
-	calls := g.QualifiedGoIdent(callsPackage.Ident(supportPackageVersion))
+	calls := g.QualifiedGoIdent(callsPackage.Ident(out.supportPackageVersion()))
 	writeDoc(g, "This is a compile-time assertion that this file is compatible with the prpc it is "+
 		"built with. If it fails to compile, a newer protoc-gen-prpc than that prpc generated this "+
 		"file: upgrade github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).")
@@ -47,18 +62,13 @@ func emitFile(gen *protogen.Plugin, g *protogen.GeneratedFile, out *output) {
 	}
 }
 
-// emitService writes what s generates: its descriptors, its method list, its policies and its
-// client, or, for a service with only streaming methods, a comment that says why there are none.
+// emitService writes what s generates: its descriptors, its method list, its policies if it
+// has unary methods, and its client.
 func emitService(g *protogen.GeneratedFile, out *output, s *service) {
-	if len(s.unary) == 0 {
-		writeDoc(g, string(s.proto.Desc.FullName())+" has only streaming methods ("+goNames(s.streaming)+"): "+
-			"prpc makes unary calls only, so protoc-gen-prpc generates nothing for it. Call it with a grpc-go client.")
-		return
-	}
 	e := &serviceEmitter{
 		g:       g,
 		s:       s,
-		runtime: qualifyRuntime(g), // before any message type: see emitFile
+		runtime: qualifyRuntime(g, s), // before any message type: see emitFile
 		full:    string(s.proto.Desc.FullName()),
 		source:  out.file.Desc.Path(),
 	}
@@ -67,36 +77,51 @@ func emitService(g *protogen.GeneratedFile, out *output, s *service) {
 	}
 	e.emitDescriptors()
 	e.emitMethodList()
-	e.emitPolicies()
+	if len(s.unary) > 0 {
+		e.emitPolicies()
+	}
 	e.emitClient()
-	for _, m := range s.unary {
-		e.emitClientMethods(m)
+	for _, m := range s.proto.Methods {
+		if streaming(m) {
+			e.emitStreamMethod(m)
+		} else {
+			e.emitClientMethods(m)
+		}
 	}
 }
 
 // runtimeNames are the identifiers of the runtime packages that a service's declarations
-// refer to, as the generated file names them.
+// refer to, as the generated file names them. Those a service does not use are "", so that
+// the file imports nothing it does not use.
 type runtimeNames struct {
-	mustMethod, descriptor, options, promise string // of package calls
-	policy, reactor, call, goCall            string // of package reactor
+	mustMethod, descriptor, options, promise string // of package calls: unary methods
+	policy, reactor, call, goCall            string // of package reactor: unary methods
+	mustStream, mustBidi                     string // of package calls: streaming methods
+	streamOptions, streamHandler             string
+	stream, bidiStream                       string
+	watch, bidi                              string // of package reactor: streaming methods
 }
 
-// qualifyRuntime returns the runtime identifiers as g names them, naming their packages in g
-// if it has not yet.
-func qualifyRuntime(g *protogen.GeneratedFile) runtimeNames {
-	return runtimeNames{
-		mustMethod: g.QualifiedGoIdent(callsPackage.Ident("MustMethod")),
-		descriptor: g.QualifiedGoIdent(callsPackage.Ident("Descriptor")),
-		options:    g.QualifiedGoIdent(callsPackage.Ident("Options")),
-		promise:    g.QualifiedGoIdent(callsPackage.Ident("Promise")),
-		policy:     g.QualifiedGoIdent(reactorPackage.Ident("MethodPolicy")),
-		reactor:    g.QualifiedGoIdent(reactorPackage.Ident("Reactor")),
-		call:       g.QualifiedGoIdent(reactorPackage.Ident("Call")),
-		goCall:     g.QualifiedGoIdent(reactorPackage.Ident("Go")),
+// qualifyRuntime returns the runtime identifiers that s's declarations use as g names them,
+// naming their packages in g if it has not yet.
+func qualifyRuntime(g *protogen.GeneratedFile, s *service) runtimeNames {
+	calls := func(name string) string { return g.QualifiedGoIdent(callsPackage.Ident(name)) }
+	reactor := func(name string) string { return g.QualifiedGoIdent(reactorPackage.Ident(name)) }
+	n := runtimeNames{descriptor: calls("Descriptor"), reactor: reactor("Reactor")}
+	if len(s.unary) > 0 {
+		n.mustMethod, n.options, n.promise = calls("MustMethod"), calls("Options"), calls("Promise")
+		n.policy, n.call, n.goCall = reactor("MethodPolicy"), reactor("Call"), reactor("Go")
 	}
+	if len(s.streaming) > 0 {
+		n.mustStream, n.mustBidi = calls("MustStreamMethod"), calls("MustBidiMethod")
+		n.streamOptions, n.streamHandler = calls("StreamOptions"), calls("StreamHandler")
+		n.stream, n.bidiStream = calls("Stream"), calls("BidiStream")
+		n.watch, n.bidi = reactor("Watch"), reactor("Bidi")
+	}
+	return n
 }
 
-// serviceEmitter writes the declarations of one service with unary methods into its file.
+// serviceEmitter writes the declarations of one service into its file.
 type serviceEmitter struct {
 	g          *protogen.GeneratedFile
 	s          *service
@@ -115,23 +140,69 @@ func (e *serviceEmitter) methodDeprecated(m *protogen.Method) string {
 	return e.deprecated
 }
 
-// emitDescriptors writes the var block of the descriptors of the service's unary methods,
-// Service_Method, one per method in the order of the .proto.
+// streamKind returns what m is, as the documentation names it, and the reactor function that
+// opens its streams: "a server stream", reactor.Watch; "a bidirectional stream" or "a client
+// stream", reactor.Bidi.
+func streamKind(m *protogen.Method) (kind, opener string) {
+	switch {
+	case serverStream(m):
+		return "a server stream", "reactor.Watch"
+	case m.Desc.IsStreamingServer():
+		return "a bidirectional stream", "reactor.Bidi"
+	default:
+		return "a client stream", "reactor.Bidi"
+	}
+}
+
+// emitDescriptors writes the var block of the descriptors of the service's methods,
+// Service_Method, one per method in the order of the .proto: a calls.Method for a unary
+// method, a calls.StreamMethod for a server stream, a calls.BidiMethod for a bidirectional or
+// client stream.
 func (e *serviceEmitter) emitDescriptors() {
 	g, s := e.g, e.s
-	streaming := ""
-	if len(s.streaming) > 0 {
-		streaming = "Its streaming methods (" + goNames(s.streaming) + ") have none: prpc makes unary calls only."
+	var uses []string
+	if len(s.unary) > 0 {
+		uses = append(uses, "reactor.Call")
 	}
-	writeDoc(g, "The descriptors of "+e.full+"'s unary methods, for reactor.Call, reactor.Config.Methods "+
-		"("+s.methods+" lists them) and reactor.MethodPolicy. "+streaming, e.deprecated)
+	watch, bidi := false, false
+	for _, m := range s.streaming {
+		if serverStream(m) {
+			watch = true
+		} else {
+			bidi = true
+		}
+	}
+	if watch {
+		uses = append(uses, "reactor.Watch")
+	}
+	if bidi {
+		uses = append(uses, "reactor.Bidi")
+	}
+	uses = append(uses, "reactor.Config.Methods ("+s.methods+" lists them)")
+	if len(s.unary) > 0 {
+		uses = append(uses, "reactor.MethodPolicy")
+	}
+	writeDoc(g, "The descriptors of "+e.full+"'s methods, for "+joinAnd(uses)+".", e.deprecated)
 	g.P("var (")
-	for i, m := range s.unary {
+	for i, m := range s.proto.Methods {
 		if i > 0 {
 			g.P()
 		}
-		writeDoc(g, s.descriptors[m]+" is the descriptor of "+methodPath(m)+".", m.Comments.Leading, e.methodDeprecated(m))
-		g.P(s.descriptors[m], " = ", e.runtime.mustMethod, "[*", m.Input.GoIdent, ", *", m.Output.GoIdent, "](", strconv.Quote(methodPath(m)), ")")
+		doc := s.descriptors[m] + " is the descriptor of " + methodPath(m) + "."
+		must := e.runtime.mustMethod
+		if streaming(m) {
+			kind, opener := streamKind(m)
+			doc = s.descriptors[m] + " is the descriptor of " + methodPath(m) + ", " + kind + ", for " + opener + "."
+			if !m.Desc.IsStreamingServer() {
+				doc += " The method's one response is its stream's one message."
+			}
+			must = e.runtime.mustBidi
+			if serverStream(m) {
+				must = e.runtime.mustStream
+			}
+		}
+		writeDoc(g, doc, m.Comments.Leading, e.methodDeprecated(m))
+		g.P(s.descriptors[m], " = ", must, "[*", m.Input.GoIdent, ", *", m.Output.GoIdent, "](", strconv.Quote(methodPath(m)), ")")
 	}
 	g.P(")")
 	g.P()
@@ -141,11 +212,15 @@ func (e *serviceEmitter) emitDescriptors() {
 // reactor.Config.Methods.
 func (e *serviceEmitter) emitMethodList() {
 	g, s := e.g, e.s
-	writeDoc(g, s.methods+" returns the descriptors of "+e.full+"'s unary methods, in the order of "+
+	streams := ""
+	if len(s.streaming) > 0 {
+		streams = ", streaming ones included"
+	}
+	writeDoc(g, s.methods+" returns the descriptors of "+e.full+"'s methods"+streams+", in the order of "+
 		e.source+", as a new slice, for reactor.Config.Methods.", e.deprecated)
 	g.P("func ", s.methods, "() []", e.runtime.descriptor, " {")
 	g.P("return []", e.runtime.descriptor, "{")
-	for _, m := range s.unary {
+	for _, m := range s.proto.Methods {
 		g.P(s.descriptors[m], ",")
 	}
 	g.P("}")
@@ -154,7 +229,7 @@ func (e *serviceEmitter) emitMethodList() {
 }
 
 // emitPolicies writes ServicePolicies, which returns a reactor.MethodPolicy with Idempotent set
-// for each method whose idempotency_level lets gRPC retry it, for reactor.Config.Policies.
+// for each unary method whose idempotency_level lets gRPC retry it, for reactor.Config.Policies.
 func (e *serviceEmitter) emitPolicies() {
 	g, s := e.g, e.s
 	var retried []*protogen.Method
@@ -168,10 +243,14 @@ func (e *serviceEmitter) emitPolicies() {
 	if len(retried) > 0 {
 		listed = "It lists " + goNames(retried) + "."
 	}
+	streams := ""
+	if len(s.streaming) > 0 {
+		streams = " Streaming methods have none: a method policy governs unary calls."
+	}
 	writeDoc(g, s.policies+" returns the method policies that "+e.source+" declares for "+e.full+", as a "+
 		"new slice, for reactor.Config.Policies: one reactor.MethodPolicy with Idempotent set for each "+
-		"method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT, so that gRPC retries its "+
-		"calls as reactor.Config.Retry says. "+listed,
+		"unary method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT, so that gRPC retries its "+
+		"calls as reactor.Config.Retry says. "+listed+streams,
 		"The reactor takes one policy per method: to change the policy of a method listed here (its "+
 			"Timeout, say), set the field on its entry; append entries for other methods. A reactor "+
 			"whose Config.Conn is a reactortest.Backend takes them as they are and retries as gRPC "+
@@ -195,25 +274,44 @@ func (e *serviceEmitter) emitPolicies() {
 // emitClient writes the client type, ServiceClient, and its constructor, NewServiceClient.
 func (e *serviceEmitter) emitClient() {
 	g, s := e.g, e.s
-	streaming := ""
-	if len(s.streaming) > 0 {
-		streaming = "Its streaming methods (" + goNames(s.streaming) + ") have no client method: prpc " +
-			"makes unary calls only."
+	var does, forms, test, opens string
+	switch {
+	case len(s.streaming) == 0:
+		does = "each method submits one call at once, without blocking, and its callbacks run"
+		test = "It is a concrete type, not an interface: only package reactor can make a promise, so a " +
+			"fake client could not return one. To test code that uses it, give it a reactor whose " +
+			"Config.Conn is a reactortest.Backend that answers the calls."
+		opens = "submits " + e.full + "'s calls to r"
+	case len(s.unary) == 0:
+		does = "each method opens one stream at once, without blocking, and its handler runs"
+		test = "It is a concrete type, not an interface: only package reactor can make a stream's " +
+			"handle, so a fake client could not return one. To test code that uses it, give it a " +
+			"reactor connected to a server of the service, on loopback for instance."
+		opens = "opens " + e.full + "'s streams on r"
+	default:
+		does = "each method submits one call or opens one stream at once, without blocking, and its " +
+			"callbacks run"
+		test = "It is a concrete type, not an interface: only package reactor can make a promise or a " +
+			"stream's handle, so a fake client could not return one. To test code that makes calls " +
+			"with it, give it a reactor whose Config.Conn is a reactortest.Backend that answers them."
+		opens = "submits " + e.full + "'s calls to r and opens its streams on r"
 	}
-	writeDoc(g, s.client+" calls "+e.full+" through a reactor: each method submits one call at once, "+
-		"without blocking, and its callbacks run on the goroutine that calls the reactor's Tick. Each "+
-		"unary method has two forms: the method of its name returns the call's promise, and the "+
-		"method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A "+
-		s.client+" is safe for concurrent use; make one with "+s.newClient+". "+streaming,
-		"It is a concrete type, not an interface: only package reactor can make a promise, so a fake "+
-			"client could not return one. To test code that uses it, give it a reactor whose "+
-			"Config.Conn is a reactortest.Backend that answers the calls.",
-		s.proto.Comments.Leading, e.deprecated)
+	if len(s.unary) > 0 {
+		forms = "Each unary method has two forms: the method of its name returns the call's promise, " +
+			"and the method prefixed with Go takes one callback instead, the cheapest form, for hot paths. "
+	}
+	if len(s.streaming) > 0 {
+		forms += "Each streaming method returns the stream's handle: the handler's OnMessage runs for " +
+			"each message the server sends and OnEnd once, last. "
+	}
+	writeDoc(g, s.client+" calls "+e.full+" through a reactor: "+does+" on the goroutine that calls the "+
+		"reactor's Tick. "+forms+"A "+s.client+" is safe for concurrent use; make one with "+s.newClient+".",
+		test, s.proto.Comments.Leading, e.deprecated)
 	g.P("type ", s.client, " struct {")
 	g.P("r *", e.runtime.reactor)
 	g.P("}")
 	g.P()
-	writeDoc(g, s.newClient+" returns a client that submits "+e.full+"'s calls to r. It panics if r is nil.", e.deprecated)
+	writeDoc(g, s.newClient+" returns a client that "+opens+". It panics if r is nil.", e.deprecated)
 	g.P("func ", s.newClient, "(r *", e.runtime.reactor, ") *", s.client, " {")
 	g.P("if r == nil {")
 	g.P(`panic("prpc: `, s.newClient, ` with a nil *reactor.Reactor")`)
@@ -222,8 +320,8 @@ func (e *serviceEmitter) emitClient() {
 	g.P("}")
 }
 
-// emitClientMethods writes the two client methods of m: the one of m's name, which returns the
-// call's promise, and its callback form, prefixed with Go.
+// emitClientMethods writes the two client methods of unary method m: the one of m's name,
+// which returns the call's promise, and its callback form, prefixed with Go.
 func (e *serviceEmitter) emitClientMethods(m *protogen.Method) {
 	g, s := e.g, e.s
 	g.P()
@@ -245,5 +343,47 @@ func (e *serviceEmitter) emitClientMethods(m *protogen.Method) {
 		e.methodDeprecated(m))
 	g.P("func (c *", s.client, ") ", goMethod(m), "(req *", m.Input.GoIdent, ", opts *", e.runtime.options, ", fn func(*", m.Output.GoIdent, ", error)) error {")
 	g.P("return ", e.runtime.goCall, "(c.r, ", s.descriptors[m], ", req, opts, fn)")
+	g.P("}")
+}
+
+// emitStreamMethod writes the client method of streaming method m, of m's name: for a server
+// stream, one that takes the request and calls reactor.Watch; for a bidirectional or client
+// stream, one that calls reactor.Bidi, whose handle sends. Neither has a Go form: there is no
+// promise to save.
+func (e *serviceEmitter) emitStreamMethod(m *protogen.Method) {
+	g, s := e.g, e.s
+	in, out := m.Input.GoIdent, m.Output.GoIdent
+	types := func(generic string) []any { return []any{generic, "[*", in, ", *", out, "]"} }
+	g.P()
+	if serverStream(m) {
+		writeDoc(g, m.Comments.Leading,
+			m.GoName+" opens a stream of "+methodPath(m)+" ("+s.descriptors[m]+"), a server stream, as "+
+				"reactor.Watch does: it returns the stream's handle at once, and h.OnMessage runs for "+
+				"each message, in the order received, inside the reactor's Tick and under its budget, "+
+				"then h.OnEnd once, last; the handle's Cancel ends it. opts may be nil; h.OnMessage is "+
+				"required. The stream owns req until it ends.",
+			e.methodDeprecated(m))
+		g.P(append(append(append(append([]any{"func (c *", s.client, ") ", m.GoName, "(req *", in, ", opts *", e.runtime.streamOptions, ", h "},
+			types(e.runtime.streamHandler)...), ") *"), types(e.runtime.stream)...), " {")...)
+		g.P("return ", e.runtime.watch, "(c.r, ", s.descriptors[m], ", req, opts, h)")
+		g.P("}")
+		return
+	}
+	kind, _ := streamKind(m)
+	delivery := "h.OnMessage runs for each message, in the order received, inside the reactor's " +
+		"Tick and under its budget, then h.OnEnd once, last"
+	if !m.Desc.IsStreamingServer() {
+		delivery = "h.OnMessage runs once, inside the reactor's Tick, with the method's one response " +
+			"once the client's side is closed, then h.OnEnd once, last"
+	}
+	writeDoc(g, m.Comments.Leading,
+		m.GoName+" opens a stream of "+methodPath(m)+" ("+s.descriptors[m]+"), "+kind+", as reactor.Bidi "+
+			"does: it returns the stream's handle at once, whose Send queues a message without blocking "+
+			"and whose CloseSend closes the client's side; "+delivery+". The handle's Cancel ends it. "+
+			"opts may be nil; h.OnMessage is required.",
+		e.methodDeprecated(m))
+	g.P(append(append(append(append([]any{"func (c *", s.client, ") ", m.GoName, "(opts *", e.runtime.streamOptions, ", h "},
+		types(e.runtime.streamHandler)...), ") *"), types(e.runtime.bidiStream)...), " {")...)
+	g.P("return ", e.runtime.bidi, "(c.r, ", s.descriptors[m], ", opts, h)")
 	g.P("}")
 }

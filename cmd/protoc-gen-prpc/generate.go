@@ -18,23 +18,24 @@ type output struct {
 	packageDoc  bool // the first file of its package in the request carries the package comment
 }
 
-// service is one service of a file, with its generated names.
+// service is one service of a file that declares at least one method, with its generated
+// names.
 type service struct {
 	proto      *protogen.Service
 	unary      []*protogen.Method
-	streaming  []*protogen.Method
+	streaming  []*protogen.Method // server-streaming, client-streaming and bidirectional
 	deprecated bool
 
-	descriptors map[*protogen.Method]string // Service_Method
+	descriptors map[*protogen.Method]string // Service_Method, of every method
 	methods     string                      // ServiceMethods
 	policies    string                      // ServicePolicies
 	client      string                      // ServiceClient
 	newClient   string                      // NewServiceClient
 }
 
-// generate writes one <base>.prpc.go per file to generate that declares a unary method, in
-// the package <messages' Go package name><suffix> in a subdirectory of that name beside the
-// messages' package. Files with no service, or only streaming methods, produce nothing.
+// generate writes one <base>.prpc.go per file to generate that declares a method, unary or
+// streaming, in the package <messages' Go package name><suffix> in a subdirectory of that name
+// beside the messages' package. Files with no method produce nothing.
 func generate(gen *protogen.Plugin, opts *options) error {
 	var outs []*output
 	byPackage := make(map[protogen.GoImportPath][]*output)
@@ -67,7 +68,8 @@ func generate(gen *protogen.Plugin, opts *options) error {
 	return nil
 }
 
-// plan returns what f generates, or nil if it declares no unary method.
+// plan returns what f generates, or nil if it declares no method. A service without methods
+// generates nothing, not even a client that could call nothing.
 func plan(f *protogen.File, opts *options) *output {
 	out := &output{
 		file:        f,
@@ -75,8 +77,10 @@ func plan(f *protogen.File, opts *options) *output {
 	}
 	out.importPath = protogen.GoImportPath(path.Join(string(f.GoImportPath), out.packageName))
 	out.filename = path.Join(path.Dir(f.GeneratedFilenamePrefix), out.packageName, path.Base(f.GeneratedFilenamePrefix)+".prpc.go")
-	unary := 0
 	for _, s := range f.Services {
+		if len(s.Methods) == 0 {
+			continue
+		}
 		svc := &service{
 			proto:       s,
 			deprecated:  s.Desc.Options().(*descriptorpb.ServiceOptions).GetDeprecated(),
@@ -87,20 +91,41 @@ func plan(f *protogen.File, opts *options) *output {
 			newClient:   "New" + s.GoName + "Client",
 		}
 		for _, m := range s.Methods {
-			if m.Desc.IsStreamingClient() || m.Desc.IsStreamingServer() {
+			if streaming(m) {
 				svc.streaming = append(svc.streaming, m)
-				continue
+			} else {
+				svc.unary = append(svc.unary, m)
 			}
-			svc.unary = append(svc.unary, m)
 			svc.descriptors[m] = s.GoName + "_" + m.GoName
 		}
-		unary += len(svc.unary)
 		out.services = append(out.services, svc)
 	}
-	if unary == 0 {
+	if len(out.services) == 0 {
 		return nil
 	}
 	return out
+}
+
+// streaming reports whether m streams in either direction.
+func streaming(m *protogen.Method) bool {
+	return m.Desc.IsStreamingClient() || m.Desc.IsStreamingServer()
+}
+
+// serverStream reports whether m is server-streaming only: one request, then a stream of
+// responses, which reactor.Watch opens. Bidirectional and client-streaming methods are
+// opened by reactor.Bidi.
+func serverStream(m *protogen.Method) bool {
+	return m.Desc.IsStreamingServer() && !m.Desc.IsStreamingClient()
+}
+
+// hasStreams reports whether out declares a streaming method.
+func (out *output) hasStreams() bool {
+	for _, s := range out.services {
+		if len(s.streaming) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // methodPath returns the gRPC path of m, "/package.Service/Method".

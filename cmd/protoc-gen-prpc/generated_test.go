@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -17,6 +21,9 @@ import (
 	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/editions/editionsprpc"
 	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi"
 	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi/multiprpc"
+	goldenstreaming "github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/streaming"
+	"github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/streaming/streamingprpc"
+	"github.com/trixnew/prpc/internal/testserver"
 	"github.com/trixnew/prpc/reactor"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -31,8 +38,8 @@ func paths(ds []calls.Descriptor) []string {
 	return out
 }
 
-// TestGeneratedMethods checks that each service's method list holds its unary methods, in
-// the order of the .proto, and is a new slice on each call.
+// TestGeneratedMethods checks that each service's method list holds its methods, unary and
+// streaming, in the order of the .proto, and is a new slice on each call.
 func TestGeneratedMethods(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -41,7 +48,8 @@ func TestGeneratedMethods(t *testing.T) {
 	}{
 		{"Lobby", multiprpc.LobbyMethods, []string{
 			"/golden.multi.Lobby/Join", "/golden.multi.Lobby/Ping", "/golden.multi.Lobby/Leave",
-			"/golden.multi.Lobby/Kick", "/golden.multi.Lobby/OldJoin", "/golden.multi.Lobby/Uncommented",
+			"/golden.multi.Lobby/Kick", "/golden.multi.Lobby/Watch", "/golden.multi.Lobby/Upload",
+			"/golden.multi.Lobby/Chat", "/golden.multi.Lobby/OldJoin", "/golden.multi.Lobby/Uncommented",
 		}},
 		//lint:ignore SA1019 the deprecated service is part of the golden set
 		{"Legacy", multiprpc.LegacyMethods, []string{"/golden.multi.Legacy/Join", "/golden.multi.Legacy/Rejoin"}},
@@ -50,6 +58,7 @@ func TestGeneratedMethods(t *testing.T) {
 		{"select", multiprpc.SelectMethods, []string{"/golden.multi.select/func", "/golden.multi.select/go", "/golden.multi.select/type"}},
 		{"Matchmaker", multiprpc.MatchmakerMethods, []string{"/golden.multi.second.Matchmaker/Match"}},
 		{"Scores", editionsprpc.ScoresMethods, []string{"/golden.editions.Scores/Top", "/golden.editions.Scores/Submit"}},
+		{"Feed", streamingprpc.FeedMethods, []string{"/golden.streaming.Feed/Subscribe", "/golden.streaming.Feed/Chat", "/golden.streaming.Feed/Publish"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.methods()
@@ -192,4 +201,92 @@ func TestGeneratedClients(t *testing.T) {
 func TestGeneratedNewClientNil(t *testing.T) {
 	require.PanicsWithValue(t, "prpc: NewLobbyClient with a nil *reactor.Reactor", func() { multiprpc.NewLobbyClient(nil) })
 	require.PanicsWithValue(t, "prpc: NewScoresClient with a nil *reactor.Reactor", func() { editionsprpc.NewScoresClient(nil) })
+	require.PanicsWithValue(t, "prpc: NewFeedClient with a nil *reactor.Reactor", func() { streamingprpc.NewFeedClient(nil) })
+}
+
+// feedServer serves golden.streaming.Feed's Subscribe (two events named after the request's,
+// then OK) and Publish (a Summary that counts the events sent, once the client has closed its
+// side), for TestGeneratedFeedAgainstServer. Its descriptor is written by hand: the golden set
+// has no grpc-go code.
+var feedServer = grpc.ServiceDesc{
+	ServiceName: "golden.streaming.Feed",
+	Streams: []grpc.StreamDesc{
+		{StreamName: "Subscribe", ServerStreams: true, Handler: func(_ any, stream grpc.ServerStream) error {
+			req := new(goldenstreaming.Event)
+			if err := stream.RecvMsg(req); err != nil {
+				return err
+			}
+			for i := range 2 {
+				if err := stream.SendMsg(&goldenstreaming.Event{Name: req.GetName() + strconv.Itoa(i)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{StreamName: "Publish", ClientStreams: true, Handler: func(_ any, stream grpc.ServerStream) error {
+			var n int64
+			for {
+				err := stream.RecvMsg(new(goldenstreaming.Event))
+				if errors.Is(err, io.EOF) {
+					return stream.SendMsg(&goldenstreaming.Summary{Count: n})
+				}
+				if err != nil {
+					return err
+				}
+				n++
+			}
+		}},
+	},
+}
+
+// TestGeneratedFeedAgainstServer opens the golden set's streams of a service with streaming
+// methods only against a real grpc-go server: a server stream (Subscribe) and a client stream
+// (Publish), whose one response is its stream's one message, each delivered in Tick and ended
+// once, last, with OK.
+func TestGeneratedFeedAgainstServer(t *testing.T) {
+	srv := testserver.Start(t, testserver.WithServices(func(reg grpc.ServiceRegistrar) { reg.RegisterService(&feedServer, nil) }))
+	r, err := reactor.New(reactor.Config{
+		Target:      srv.Addr(),
+		Credentials: reactor.Insecure(),
+		Methods:     streamingprpc.FeedMethods(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, r.Close(ctx))
+	})
+	feed := streamingprpc.NewFeedClient(r)
+
+	inTick := false
+	var events []string
+	var counts []int64
+	var ends []error
+	onEnd := func(err error) {
+		require.True(t, inTick, "OnEnd outside Tick")
+		ends = append(ends, err)
+	}
+	feed.Subscribe(&goldenstreaming.Event{Name: "spawn"}, nil, calls.StreamHandler[*goldenstreaming.Event, *goldenstreaming.Event]{
+		OnMessage: func(e *goldenstreaming.Event) {
+			require.True(t, inTick, "OnMessage outside Tick")
+			events = append(events, e.GetName())
+		},
+		OnEnd: onEnd,
+	})
+	publish := feed.Publish(nil, calls.StreamHandler[*goldenstreaming.Event, *goldenstreaming.Summary]{
+		OnMessage: func(s *goldenstreaming.Summary) {
+			require.True(t, inTick, "OnMessage outside Tick")
+			counts = append(counts, s.GetCount())
+		},
+		OnEnd: onEnd,
+	})
+	for _, name := range []string{"a", "b", "c"} {
+		require.NoError(t, publish.Send(&goldenstreaming.Event{Name: name}))
+	}
+	require.NoError(t, publish.CloseSend())
+	tickUntil(t, r, &inTick, func() bool { return len(ends) == 2 })
+
+	require.Equal(t, []string{"spawn0", "spawn1"}, events)
+	require.Equal(t, []int64{3}, counts)
+	require.Equal(t, []error{nil, nil}, ends)
 }

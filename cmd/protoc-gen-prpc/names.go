@@ -11,8 +11,8 @@ import (
 
 // checkNames reports the first pair of generated identifiers that would share a name in the
 // package that outs generate into. Every identifier is exported and made of a service's and a
-// method's Go names (Service_Method, ServiceMethods, ServicePolicies, ServiceClient,
-// NewServiceClient), so none is a Go keyword or predeclared identifier, and two services of a
+// method's Go names (Service_Method for every method, unary or streaming, ServiceMethods,
+// ServicePolicies, ServiceClient, NewServiceClient), so none is a Go keyword or predeclared identifier, and two services of a
 // file, or a service's methods, collide only in odd cases: service Foo's method Bar_Baz and
 // service Foo_Bar's method Baz, services NewFoo and Foo, methods get_player and GetPlayer.
 // Such names are not renamed behind the user's back, since renaming would depend on what else
@@ -48,33 +48,33 @@ func checkNames(outs []*output) error {
 type generatedName struct{ name, what string }
 
 // names returns the package-level identifiers generated for s, in the order they are
-// checked: none for a service without unary methods, which generates nothing.
+// checked: ServicePolicies only for a service with unary methods.
 func (s *service) names() []generatedName {
-	if len(s.unary) == 0 {
-		return nil
-	}
 	full := string(s.proto.Desc.FullName())
-	names := []generatedName{
-		{s.methods, "the method list of service " + full},
-		{s.policies, "the policies of service " + full},
-		{s.client, "the client of service " + full},
-		{s.newClient, "the client constructor of service " + full},
+	names := []generatedName{{s.methods, "the method list of service " + full}}
+	if len(s.unary) > 0 {
+		names = append(names, generatedName{s.policies, "the policies of service " + full})
 	}
-	for _, m := range s.unary {
+	names = append(names,
+		generatedName{s.client, "the client of service " + full},
+		generatedName{s.newClient, "the client constructor of service " + full})
+	for _, m := range s.proto.Methods {
 		names = append(names, generatedName{s.descriptors[m], "the descriptor of method " + string(m.Desc.FullName())})
 	}
 	return names
 }
 
 // checkClientMethods reports two methods of s's client that would share a name: each unary
-// method M gives the client M and GoM, so a method named GoM beside M collides.
+// method M gives the client M and GoM, each streaming method M gives it M, so a method named
+// GoM beside a unary M collides.
 func checkClientMethods(s *service, file string) error {
 	owners := make(map[string]string)
-	for _, m := range s.unary {
-		for _, c := range []struct{ name, what string }{
-			{m.GoName, "the client method of " + string(m.Desc.FullName())},
-			{goMethod(m), "the callback-form client method of " + string(m.Desc.FullName())},
-		} {
+	for _, m := range s.proto.Methods {
+		methods := []struct{ name, what string }{{m.GoName, "the client method of " + string(m.Desc.FullName())}}
+		if !streaming(m) {
+			methods = append(methods, struct{ name, what string }{goMethod(m), "the callback-form client method of " + string(m.Desc.FullName())})
+		}
+		for _, c := range methods {
 			if prev, dup := owners[c.name]; dup {
 				return fmt.Errorf("protoc-gen-prpc: %s and %s (%s) would both be named %s.%s; rename one of the methods",
 					prev, c.what, file, s.client, c.name)

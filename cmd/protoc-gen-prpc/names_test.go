@@ -41,6 +41,26 @@ func TestNameCollisions(t *testing.T) {
 			want: "protoc-gen-prpc: the callback-form client method of x.Players.Get and the client method of x.Players.GoGet (a.proto) would both be named PlayersClient.GoGet; rename one of the methods",
 		},
 		{
+			name: "a stream method and another's callback form",
+			files: []string{fileWith("a.proto", "example.com/a",
+				`name: "Players" `+unary("Get")+" "+stream("GoGet", false, true))},
+			want: "protoc-gen-prpc: the callback-form client method of x.Players.Get and the client method of x.Players.GoGet (a.proto) would both be named PlayersClient.GoGet; rename one of the methods",
+		},
+		{
+			name: "a stream's descriptor and another service's method's",
+			files: []string{fileWith("a.proto", "example.com/a",
+				`name: "Foo" `+stream("Bar_Baz", true, true),
+				`name: "Foo_Bar" `+unary("Baz"))},
+			want: "the descriptor of method x.Foo.Bar_Baz (a.proto) and the descriptor of method x.Foo_Bar.Baz (a.proto) would both be named Foo_Bar_Baz",
+		},
+		{
+			name: "the client of a service of streams only",
+			files: []string{fileWith("a.proto", "example.com/a",
+				`name: "Feed" `+stream("Watch", false, true),
+				`name: "NewFeed" `+unary("Get"))},
+			want: "the client constructor of service x.Feed (a.proto) and the client of service x.NewFeed (a.proto) would both be named NewFeedClient",
+		},
+		{
 			name: "a method list and another service's descriptor",
 			files: []string{fileWith("a.proto", "example.com/a",
 				`name: "Foo_M" `+unary("Get"),

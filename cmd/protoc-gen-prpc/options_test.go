@@ -68,12 +68,11 @@ func TestSupportedFeatures(t *testing.T) {
 	}
 }
 
-// TestNothingToGenerate checks that files without a unary method produce no file.
+// TestNothingToGenerate checks that files without a method produce no file.
 func TestNothingToGenerate(t *testing.T) {
 	for name, file := range map[string]string{
-		"no service":     fileWith("a.proto", "example.com/a"),
-		"only streaming": fileWith("a.proto", "example.com/a", `name: "Feed" method { name: "Watch" input_type: ".x.M" output_type: ".x.M" server_streaming: true }`),
-		"no method":      fileWith("a.proto", "example.com/a", `name: "Empty"`),
+		"no service": fileWith("a.proto", "example.com/a"),
+		"no method":  fileWith("a.proto", "example.com/a", `name: "Empty"`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Empty(t, generatedNames(t, respond(request(t, "", file))))

@@ -3,9 +3,10 @@
 
 // Package testpbprpc calls prpctest.TestService with prpc (github.com/trixnew/prpc), from a
 // game loop or another goroutine that must never block. It holds typed method descriptors, a
-// client with one method per unary RPC, and the method policies that the .proto declares.
-// protoc-gen-prpc generated it from internal/testpb/test.proto; the messages are in package
-// testpb (github.com/trixnew/prpc/internal/testpb).
+// client with methods that make unary calls and methods that open streams, and the method
+// policies that the .proto declares. protoc-gen-prpc generated it from
+// internal/testpb/test.proto; the messages are in package testpb
+// (github.com/trixnew/prpc/internal/testpb).
 //
 // # Calls
 //
@@ -32,8 +33,42 @@
 // it until it settles, and a request changed meanwhile may be sent with its new values. The
 // last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
 // means the defaults. Each unary method also has a descriptor, such as TestService_Echo, for
-// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have neither:
-// prpc makes unary calls only.
+// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have no Go
+// form; their descriptors serve reactor.Watch and reactor.Bidi, and reactor.Config.Methods: see
+// Streams.
+//
+// # Streams
+//
+// A client opens streams as it makes calls:
+//
+//	stream := client.Watch(&testpb.WatchRequest{…}, nil, calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
+//		OnMessage: func(msg *testpb.EchoResponse) { … },
+//		OnEnd:     func(err error) { … },
+//	})
+//	…
+//	stream.Cancel()
+//	bidi := client.Chat(nil, calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{
+//		OnMessage: func(msg *testpb.EchoResponse) { … },
+//		OnEnd:     func(err error) { … },
+//	})
+//	if err := bidi.Send(&testpb.EchoRequest{…}); err != nil { … } // never blocks
+//	bidi.CloseSend()
+//
+// A streaming method opens its stream and returns its handle at once; like a call, it never
+// blocks and does no network I/O. The handler's OnMessage runs for each message the server
+// sends, in the order received, on the goroutine that calls r.Tick(budget), under its budget
+// and interleaved with the calls' callbacks; OnEnd runs once, last, with nil if the server
+// ended the stream with OK and otherwise with the error that ended it first. The handle's
+// Cancel ends the stream; reactor.Reactor.CloseStreams, Shutdown and Close end them all. At
+// most StreamOptions.MaxWaiting messages wait for Tick: while that many wait, prpc stops
+// reading the stream and HTTP/2's flow control holds the server back; StreamOptions.KeepLatest
+// keeps only the newest instead, for a stream of states. A streaming method's last two
+// arguments are a *calls.StreamOptions, nil for the defaults, and the handler; it has no Go
+// form, since there is no promise to save. A bidirectional or client stream's method takes no
+// request: the handle's Send queues each message for a goroutine of the stream's, which encodes
+// it and hands it to gRPC, and fails at once with StreamOptions.MaxSendQueue messages queued or
+// once the stream is done; CloseSend closes the client's side. A client stream's one response
+// is its one message.
 //
 // # Policies
 //
@@ -80,32 +115,48 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion2
+const _ = calls.SupportPackageIsVersion3
 
-// The descriptors of prpctest.TestService's unary methods, for reactor.Call,
-// reactor.Config.Methods (TestServiceMethods lists them) and reactor.MethodPolicy. Its
-// streaming methods (Watch and Chat) have none: prpc makes unary calls only.
+// The descriptors of prpctest.TestService's methods, for reactor.Call, reactor.Watch,
+// reactor.Bidi, reactor.Config.Methods (TestServiceMethods lists them) and
+// reactor.MethodPolicy.
 var (
 	// TestService_Echo is the descriptor of /prpctest.TestService/Echo.
 	//
 	// Echo echoes the request, optionally delaying, blocking or failing as
 	// directed by the request fields.
 	TestService_Echo = calls.MustMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Echo")
+
+	// TestService_Watch is the descriptor of /prpctest.TestService/Watch, a server stream, for
+	// reactor.Watch.
+	//
+	// Watch streams responses as the request directs, then ends the stream.
+	TestService_Watch = calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse]("/prpctest.TestService/Watch")
+
+	// TestService_Chat is the descriptor of /prpctest.TestService/Chat, a bidirectional stream, for
+	// reactor.Bidi.
+	//
+	// Chat answers each request with its echo, as Echo would, and ends the
+	// stream once the client has closed its side.
+	TestService_Chat = calls.MustBidiMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.TestService/Chat")
 )
 
-// TestServiceMethods returns the descriptors of prpctest.TestService's unary methods, in the
-// order of internal/testpb/test.proto, as a new slice, for reactor.Config.Methods.
+// TestServiceMethods returns the descriptors of prpctest.TestService's methods, streaming ones
+// included, in the order of internal/testpb/test.proto, as a new slice, for
+// reactor.Config.Methods.
 func TestServiceMethods() []calls.Descriptor {
 	return []calls.Descriptor{
 		TestService_Echo,
+		TestService_Watch,
+		TestService_Chat,
 	}
 }
 
 // TestServicePolicies returns the method policies that internal/testpb/test.proto declares for
 // prpctest.TestService, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. No method declares one, so it
-// returns nil.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. No method declares
+// one, so it returns nil. Streaming methods have none: a method policy governs unary calls.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
@@ -117,23 +168,24 @@ func TestServicePolicies() []reactor.MethodPolicy {
 }
 
 // TestServiceClient calls prpctest.TestService through a reactor: each method submits one call
-// at once, without blocking, and its callbacks run on the goroutine that calls the reactor's
-// Tick. Each unary method has two forms: the method of its name returns the call's promise, and
-// the method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
-// TestServiceClient is safe for concurrent use; make one with NewTestServiceClient. Its
-// streaming methods (Watch and Chat) have no client method: prpc makes unary calls only.
+// or opens one stream at once, without blocking, and its callbacks run on the goroutine that
+// calls the reactor's Tick. Each unary method has two forms: the method of its name returns the
+// call's promise, and the method prefixed with Go takes one callback instead, the cheapest
+// form, for hot paths. Each streaming method returns the stream's handle: the handler's
+// OnMessage runs for each message the server sends and OnEnd once, last. A TestServiceClient is
+// safe for concurrent use; make one with NewTestServiceClient.
 //
-// It is a concrete type, not an interface: only package reactor can make a promise, so a fake
-// client could not return one. To test code that uses it, give it a reactor whose Config.Conn
-// is a reactortest.Backend that answers the calls.
+// It is a concrete type, not an interface: only package reactor can make a promise or a
+// stream's handle, so a fake client could not return one. To test code that makes calls with
+// it, give it a reactor whose Config.Conn is a reactortest.Backend that answers them.
 //
 // TestService is a test-only service used by prpc's own tests.
 type TestServiceClient struct {
 	r *reactor.Reactor
 }
 
-// NewTestServiceClient returns a client that submits prpctest.TestService's calls to r. It
-// panics if r is nil.
+// NewTestServiceClient returns a client that submits prpctest.TestService's calls to r and
+// opens its streams on r. It panics if r is nil.
 func NewTestServiceClient(r *reactor.Reactor) *TestServiceClient {
 	if r == nil {
 		panic("prpc: NewTestServiceClient with a nil *reactor.Reactor")
@@ -158,4 +210,27 @@ func (c *TestServiceClient) Echo(req *testpb.EchoRequest, opts *calls.Options) *
 // every call: the call owns it until fn runs. See Echo for the method.
 func (c *TestServiceClient) GoEcho(req *testpb.EchoRequest, opts *calls.Options, fn func(*testpb.EchoResponse, error)) error {
 	return reactor.Go(c.r, TestService_Echo, req, opts, fn)
+}
+
+// Watch streams responses as the request directs, then ends the stream.
+//
+// Watch opens a stream of /prpctest.TestService/Watch (TestService_Watch), a server stream, as
+// reactor.Watch does: it returns the stream's handle at once, and h.OnMessage runs for each
+// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
+// once, last; the handle's Cancel ends it. opts may be nil; h.OnMessage is required. The stream
+// owns req until it ends.
+func (c *TestServiceClient) Watch(req *testpb.WatchRequest, opts *calls.StreamOptions, h calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]) *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse] {
+	return reactor.Watch(c.r, TestService_Watch, req, opts, h)
+}
+
+// Chat answers each request with its echo, as Echo would, and ends the
+// stream once the client has closed its side.
+//
+// Chat opens a stream of /prpctest.TestService/Chat (TestService_Chat), a bidirectional stream,
+// as reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
+// without blocking and whose CloseSend closes the client's side; h.OnMessage runs for each
+// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
+// once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+func (c *TestServiceClient) Chat(opts *calls.StreamOptions, h calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]) *calls.BidiStream[*testpb.EchoRequest, *testpb.EchoResponse] {
+	return reactor.Bidi(c.r, TestService_Chat, opts, h)
 }

@@ -5,7 +5,8 @@
 // still produces it byte for byte from golden.binpb, the files' descriptors with their
 // comments, so that the tests need no protoc.
 //
-//   - multi/multi.proto: several services in one file, streaming methods beside unary ones,
+//   - multi/multi.proto: several services in one file, streaming methods of each kind beside
+//     unary ones,
 //     a deprecated method and a deprecated service, every idempotency_level, a request from
 //     another package whose Go package is named like prpc's calls, google.protobuf.Empty, proto3
 //     optional, line and block comments, and names that would collide without the underscore
@@ -13,8 +14,9 @@
 //   - multi/second.proto: a second, deprecated file of the same Go package, whose generated file
 //     has no package comment.
 //   - editions/editions.proto: an editions file.
-//   - calls/ticket.proto (no service) and streaming/streaming.proto (only streaming methods):
-//     files that generate nothing.
+//   - streaming/streaming.proto: a service with only streaming methods, a server stream, a
+//     bidirectional stream and a client stream, which gets a client and no policies.
+//   - calls/ticket.proto: a file without a service, which generates nothing.
 //
 // To regenerate everything, run go generate in this directory with buf, protoc-gen-go v1.36.12
 // and a protoc-gen-prpc built from this tree on PATH; .ci/gen-check installs them and checks

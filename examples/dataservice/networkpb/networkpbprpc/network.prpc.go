@@ -3,9 +3,9 @@
 
 // Package networkpbprpc calls network.DataService with prpc (github.com/trixnew/prpc), from a
 // game loop or another goroutine that must never block. It holds typed method descriptors, a
-// client with one method per unary RPC, and the method policies that the .proto declares.
-// protoc-gen-prpc generated it from network.proto; the messages are in package networkpb
-// (github.com/trixnew/prpc/examples/dataservice/networkpb).
+// client with methods that make unary calls and methods that open streams, and the method
+// policies that the .proto declares. protoc-gen-prpc generated it from network.proto; the
+// messages are in package networkpb (github.com/trixnew/prpc/examples/dataservice/networkpb).
 //
 // # Calls
 //
@@ -32,8 +32,32 @@
 // it until it settles, and a request changed meanwhile may be sent with its new values. The
 // last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
 // means the defaults. Each unary method also has a descriptor, such as DataService_GetPlayer,
-// for reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have
-// neither: prpc makes unary calls only.
+// for reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have no
+// Go form; their descriptors serve reactor.Watch and reactor.Bidi, and reactor.Config.Methods:
+// see Streams.
+//
+// # Streams
+//
+// A client opens streams as it makes calls:
+//
+//	stream := client.WatchLeaderboard(&networkpb.GetLeaderboardRequest{…}, nil, calls.StreamHandler[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse]{
+//		OnMessage: func(msg *networkpb.GetLeaderboardResponse) { … },
+//		OnEnd:     func(err error) { … },
+//	})
+//	…
+//	stream.Cancel()
+//
+// A streaming method opens its stream and returns its handle at once; like a call, it never
+// blocks and does no network I/O. The handler's OnMessage runs for each message the server
+// sends, in the order received, on the goroutine that calls r.Tick(budget), under its budget
+// and interleaved with the calls' callbacks; OnEnd runs once, last, with nil if the server
+// ended the stream with OK and otherwise with the error that ended it first. The handle's
+// Cancel ends the stream; reactor.Reactor.CloseStreams, Shutdown and Close end them all. At
+// most StreamOptions.MaxWaiting messages wait for Tick: while that many wait, prpc stops
+// reading the stream and HTTP/2's flow control holds the server back; StreamOptions.KeepLatest
+// keeps only the newest instead, for a stream of states. A streaming method's last two
+// arguments are a *calls.StreamOptions, nil for the defaults, and the handler; it has no Go
+// form, since there is no promise to save.
 //
 // # Policies
 //
@@ -80,11 +104,10 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion2
+const _ = calls.SupportPackageIsVersion3
 
-// The descriptors of network.DataService's unary methods, for reactor.Call,
-// reactor.Config.Methods (DataServiceMethods lists them) and reactor.MethodPolicy. Its
-// streaming methods (WatchLeaderboard) have none: prpc makes unary calls only.
+// The descriptors of network.DataService's methods, for reactor.Call, reactor.Watch,
+// reactor.Config.Methods (DataServiceMethods lists them) and reactor.MethodPolicy.
 var (
 	// DataService_GetPlayer is the descriptor of /network.DataService/GetPlayer.
 	//
@@ -103,23 +126,32 @@ var (
 	// GetLeaderboard returns the top players ordered by coins descending, then
 	// level descending, then xuid ascending.
 	DataService_GetLeaderboard = calls.MustMethod[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse]("/network.DataService/GetLeaderboard")
+
+	// DataService_WatchLeaderboard is the descriptor of /network.DataService/WatchLeaderboard, a
+	// server stream, for reactor.Watch.
+	//
+	// WatchLeaderboard streams the leaderboard GetLeaderboard returns: the
+	// current one at once, then each new one after saves change it. A watcher
+	// that reads slowly misses intermediate boards, never the newest.
+	DataService_WatchLeaderboard = calls.MustStreamMethod[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse]("/network.DataService/WatchLeaderboard")
 )
 
-// DataServiceMethods returns the descriptors of network.DataService's unary methods, in the
-// order of network.proto, as a new slice, for reactor.Config.Methods.
+// DataServiceMethods returns the descriptors of network.DataService's methods, streaming ones
+// included, in the order of network.proto, as a new slice, for reactor.Config.Methods.
 func DataServiceMethods() []calls.Descriptor {
 	return []calls.Descriptor{
 		DataService_GetPlayer,
 		DataService_SavePlayer,
 		DataService_GetLeaderboard,
+		DataService_WatchLeaderboard,
 	}
 }
 
 // DataServicePolicies returns the method policies that network.proto declares for
 // network.DataService, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. It lists GetPlayer and
-// GetLeaderboard.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. It lists GetPlayer
+// and GetLeaderboard. Streaming methods have none: a method policy governs unary calls.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
@@ -134,23 +166,24 @@ func DataServicePolicies() []reactor.MethodPolicy {
 }
 
 // DataServiceClient calls network.DataService through a reactor: each method submits one call
-// at once, without blocking, and its callbacks run on the goroutine that calls the reactor's
-// Tick. Each unary method has two forms: the method of its name returns the call's promise, and
-// the method prefixed with Go takes one callback instead, the cheapest form, for hot paths. A
-// DataServiceClient is safe for concurrent use; make one with NewDataServiceClient. Its
-// streaming methods (WatchLeaderboard) have no client method: prpc makes unary calls only.
+// or opens one stream at once, without blocking, and its callbacks run on the goroutine that
+// calls the reactor's Tick. Each unary method has two forms: the method of its name returns the
+// call's promise, and the method prefixed with Go takes one callback instead, the cheapest
+// form, for hot paths. Each streaming method returns the stream's handle: the handler's
+// OnMessage runs for each message the server sends and OnEnd once, last. A DataServiceClient is
+// safe for concurrent use; make one with NewDataServiceClient.
 //
-// It is a concrete type, not an interface: only package reactor can make a promise, so a fake
-// client could not return one. To test code that uses it, give it a reactor whose Config.Conn
-// is a reactortest.Backend that answers the calls.
+// It is a concrete type, not an interface: only package reactor can make a promise or a
+// stream's handle, so a fake client could not return one. To test code that makes calls with
+// it, give it a reactor whose Config.Conn is a reactortest.Backend that answers them.
 //
 // DataService stores player profiles and serves the coin leaderboard.
 type DataServiceClient struct {
 	r *reactor.Reactor
 }
 
-// NewDataServiceClient returns a client that submits network.DataService's calls to r. It
-// panics if r is nil.
+// NewDataServiceClient returns a client that submits network.DataService's calls to r and opens
+// its streams on r. It panics if r is nil.
 func NewDataServiceClient(r *reactor.Reactor) *DataServiceClient {
 	if r == nil {
 		panic("prpc: NewDataServiceClient with a nil *reactor.Reactor")
@@ -219,4 +252,17 @@ func (c *DataServiceClient) GetLeaderboard(req *networkpb.GetLeaderboardRequest,
 // for the method.
 func (c *DataServiceClient) GoGetLeaderboard(req *networkpb.GetLeaderboardRequest, opts *calls.Options, fn func(*networkpb.GetLeaderboardResponse, error)) error {
 	return reactor.Go(c.r, DataService_GetLeaderboard, req, opts, fn)
+}
+
+// WatchLeaderboard streams the leaderboard GetLeaderboard returns: the
+// current one at once, then each new one after saves change it. A watcher
+// that reads slowly misses intermediate boards, never the newest.
+//
+// WatchLeaderboard opens a stream of /network.DataService/WatchLeaderboard
+// (DataService_WatchLeaderboard), a server stream, as reactor.Watch does: it returns the
+// stream's handle at once, and h.OnMessage runs for each message, in the order received, inside
+// the reactor's Tick and under its budget, then h.OnEnd once, last; the handle's Cancel ends
+// it. opts may be nil; h.OnMessage is required. The stream owns req until it ends.
+func (c *DataServiceClient) WatchLeaderboard(req *networkpb.GetLeaderboardRequest, opts *calls.StreamOptions, h calls.StreamHandler[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse]) *calls.Stream[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse] {
+	return reactor.Watch(c.r, DataService_WatchLeaderboard, req, opts, h)
 }

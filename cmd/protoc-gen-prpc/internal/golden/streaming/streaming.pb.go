@@ -4,8 +4,8 @@
 // 	protoc        (unknown)
 // source: streaming/streaming.proto
 
-// Package golden.streaming has a service with only streaming methods, so protoc-gen-prpc
-// generates nothing for it.
+// Package golden.streaming has a service with only streaming methods, one of each kind, so
+// protoc-gen-prpc generates descriptors and a client with stream methods, and no policies.
 
 package streaming
 
@@ -69,15 +69,64 @@ func (x *Event) GetName() string {
 	return ""
 }
 
+// Summary counts the events a Publish took.
+type Summary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Summary) Reset() {
+	*x = Summary{}
+	mi := &file_streaming_streaming_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Summary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Summary) ProtoMessage() {}
+
+func (x *Summary) ProtoReflect() protoreflect.Message {
+	mi := &file_streaming_streaming_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Summary.ProtoReflect.Descriptor instead.
+func (*Summary) Descriptor() ([]byte, []int) {
+	return file_streaming_streaming_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Summary) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 var File_streaming_streaming_proto protoreflect.FileDescriptor
 
 const file_streaming_streaming_proto_rawDesc = "" +
 	"\n" +
 	"\x19streaming/streaming.proto\x12\x10golden.streaming\"\x1b\n" +
 	"\x05Event\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name2G\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x1f\n" +
+	"\aSummary\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count2\xc6\x01\n" +
 	"\x04Feed\x12?\n" +
-	"\tSubscribe\x12\x17.golden.streaming.Event\x1a\x17.golden.streaming.Event0\x01BGZEgithub.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/streamingb\x06proto3"
+	"\tSubscribe\x12\x17.golden.streaming.Event\x1a\x17.golden.streaming.Event0\x01\x12<\n" +
+	"\x04Chat\x12\x17.golden.streaming.Event\x1a\x17.golden.streaming.Event(\x010\x01\x12?\n" +
+	"\aPublish\x12\x17.golden.streaming.Event\x1a\x19.golden.streaming.Summary(\x01BGZEgithub.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/streamingb\x06proto3"
 
 var (
 	file_streaming_streaming_proto_rawDescOnce sync.Once
@@ -91,15 +140,20 @@ func file_streaming_streaming_proto_rawDescGZIP() []byte {
 	return file_streaming_streaming_proto_rawDescData
 }
 
-var file_streaming_streaming_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_streaming_streaming_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_streaming_streaming_proto_goTypes = []any{
-	(*Event)(nil), // 0: golden.streaming.Event
+	(*Event)(nil),   // 0: golden.streaming.Event
+	(*Summary)(nil), // 1: golden.streaming.Summary
 }
 var file_streaming_streaming_proto_depIdxs = []int32{
 	0, // 0: golden.streaming.Feed.Subscribe:input_type -> golden.streaming.Event
-	0, // 1: golden.streaming.Feed.Subscribe:output_type -> golden.streaming.Event
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
+	0, // 1: golden.streaming.Feed.Chat:input_type -> golden.streaming.Event
+	0, // 2: golden.streaming.Feed.Publish:input_type -> golden.streaming.Event
+	0, // 3: golden.streaming.Feed.Subscribe:output_type -> golden.streaming.Event
+	0, // 4: golden.streaming.Feed.Chat:output_type -> golden.streaming.Event
+	1, // 5: golden.streaming.Feed.Publish:output_type -> golden.streaming.Summary
+	3, // [3:6] is the sub-list for method output_type
+	0, // [0:3] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -116,7 +170,7 @@ func file_streaming_streaming_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_streaming_streaming_proto_rawDesc), len(file_streaming_streaming_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

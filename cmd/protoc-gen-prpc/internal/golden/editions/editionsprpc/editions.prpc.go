@@ -32,8 +32,7 @@
 // it until it settles, and a request changed meanwhile may be sent with its new values. The
 // last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
 // means the defaults. Each unary method also has a descriptor, such as Scores_Top, for
-// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have neither:
-// prpc makes unary calls only.
+// reactor.Call, reactor.Config.Methods and package reactortest.
 //
 // # Policies
 //
@@ -83,8 +82,8 @@ import (
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
 const _ = calls.SupportPackageIsVersion2
 
-// The descriptors of golden.editions.Scores's unary methods, for reactor.Call,
-// reactor.Config.Methods (ScoresMethods lists them) and reactor.MethodPolicy.
+// The descriptors of golden.editions.Scores's methods, for reactor.Call, reactor.Config.Methods
+// (ScoresMethods lists them) and reactor.MethodPolicy.
 var (
 	// Scores_Top is the descriptor of /golden.editions.Scores/Top.
 	//
@@ -97,8 +96,8 @@ var (
 	Scores_Submit = calls.MustMethod[*editions.Score, *emptypb.Empty]("/golden.editions.Scores/Submit")
 )
 
-// ScoresMethods returns the descriptors of golden.editions.Scores's unary methods, in the order
-// of editions/editions.proto, as a new slice, for reactor.Config.Methods.
+// ScoresMethods returns the descriptors of golden.editions.Scores's methods, in the order of
+// editions/editions.proto, as a new slice, for reactor.Config.Methods.
 func ScoresMethods() []calls.Descriptor {
 	return []calls.Descriptor{
 		Scores_Top,
@@ -108,8 +107,8 @@ func ScoresMethods() []calls.Descriptor {
 
 // ScoresPolicies returns the method policies that editions/editions.proto declares for
 // golden.editions.Scores, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. It lists Top.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. It lists Top.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose

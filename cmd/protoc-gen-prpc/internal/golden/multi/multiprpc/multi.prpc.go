@@ -4,9 +4,9 @@
 // Package multiprpc calls golden.multi.Lobby, golden.multi.Legacy, golden.multi.Foo,
 // golden.multi.FooBar and golden.multi.select with prpc (github.com/trixnew/prpc), from a game
 // loop or another goroutine that must never block. It holds typed method descriptors, a client
-// with one method per unary RPC, and the method policies that the .proto declares.
-// protoc-gen-prpc generated it from multi/multi.proto; the messages are in package multi
-// (github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi).
+// with methods that make unary calls and methods that open streams, and the method policies
+// that the .proto declares. protoc-gen-prpc generated it from multi/multi.proto; the messages
+// are in package multi (github.com/trixnew/prpc/cmd/protoc-gen-prpc/internal/golden/multi).
 //
 // # Calls
 //
@@ -33,8 +33,42 @@
 // it until it settles, and a request changed meanwhile may be sent with its new values. The
 // last argument, a *calls.Options, sets the call's timeout, metadata and other options; nil
 // means the defaults. Each unary method also has a descriptor, such as Lobby_Join, for
-// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have neither:
-// prpc makes unary calls only.
+// reactor.Call, reactor.Config.Methods and package reactortest. Streaming methods have no Go
+// form; their descriptors serve reactor.Watch and reactor.Bidi, and reactor.Config.Methods: see
+// Streams.
+//
+// # Streams
+//
+// A client opens streams as it makes calls:
+//
+//	stream := client.Watch(&multi.JoinRequest{…}, nil, calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]{
+//		OnMessage: func(msg *multi.JoinResponse) { … },
+//		OnEnd:     func(err error) { … },
+//	})
+//	…
+//	stream.Cancel()
+//	bidi := client.Upload(nil, calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]{
+//		OnMessage: func(msg *multi.JoinResponse) { … },
+//		OnEnd:     func(err error) { … },
+//	})
+//	if err := bidi.Send(&multi.JoinRequest{…}); err != nil { … } // never blocks
+//	bidi.CloseSend()
+//
+// A streaming method opens its stream and returns its handle at once; like a call, it never
+// blocks and does no network I/O. The handler's OnMessage runs for each message the server
+// sends, in the order received, on the goroutine that calls r.Tick(budget), under its budget
+// and interleaved with the calls' callbacks; OnEnd runs once, last, with nil if the server
+// ended the stream with OK and otherwise with the error that ended it first. The handle's
+// Cancel ends the stream; reactor.Reactor.CloseStreams, Shutdown and Close end them all. At
+// most StreamOptions.MaxWaiting messages wait for Tick: while that many wait, prpc stops
+// reading the stream and HTTP/2's flow control holds the server back; StreamOptions.KeepLatest
+// keeps only the newest instead, for a stream of states. A streaming method's last two
+// arguments are a *calls.StreamOptions, nil for the defaults, and the handler; it has no Go
+// form, since there is no promise to save. A bidirectional or client stream's method takes no
+// request: the handle's Send queues each message for a goroutine of the stream's, which encodes
+// it and hands it to gRPC, and fails at once with StreamOptions.MaxSendQueue messages queued or
+// once the stream is done; CloseSend closes the client's side. A client stream's one response
+// is its one message.
 //
 // # Policies
 //
@@ -83,11 +117,10 @@ import (
 // This is a compile-time assertion that this file is compatible with the prpc it is built with.
 // If it fails to compile, a newer protoc-gen-prpc than that prpc generated this file: upgrade
 // github.com/trixnew/prpc (go get github.com/trixnew/prpc@latest).
-const _ = calls.SupportPackageIsVersion2
+const _ = calls.SupportPackageIsVersion3
 
-// The descriptors of golden.multi.Lobby's unary methods, for reactor.Call,
-// reactor.Config.Methods (LobbyMethods lists them) and reactor.MethodPolicy. Its streaming
-// methods (Watch, Upload and Chat) have none: prpc makes unary calls only.
+// The descriptors of golden.multi.Lobby's methods, for reactor.Call, reactor.Watch,
+// reactor.Bidi, reactor.Config.Methods (LobbyMethods lists them) and reactor.MethodPolicy.
 var (
 	// Lobby_Join is the descriptor of /golden.multi.Lobby/Join.
 	//
@@ -109,6 +142,24 @@ var (
 	// Kick states the default idempotency_level.
 	Lobby_Kick = calls.MustMethod[*multi.KickRequest, *multi.KickResponse]("/golden.multi.Lobby/Kick")
 
+	// Lobby_Watch is the descriptor of /golden.multi.Lobby/Watch, a server stream, for
+	// reactor.Watch.
+	//
+	// Watch streams the lobby's state.
+	Lobby_Watch = calls.MustStreamMethod[*multi.JoinRequest, *multi.JoinResponse]("/golden.multi.Lobby/Watch")
+
+	// Lobby_Upload is the descriptor of /golden.multi.Lobby/Upload, a client stream, for
+	// reactor.Bidi. The method's one response is its stream's one message.
+	//
+	// Upload streams requests.
+	Lobby_Upload = calls.MustBidiMethod[*multi.JoinRequest, *multi.JoinResponse]("/golden.multi.Lobby/Upload")
+
+	// Lobby_Chat is the descriptor of /golden.multi.Lobby/Chat, a bidirectional stream, for
+	// reactor.Bidi.
+	//
+	// Chat streams both ways.
+	Lobby_Chat = calls.MustBidiMethod[*multi.JoinRequest, *multi.JoinResponse]("/golden.multi.Lobby/Chat")
+
 	// Lobby_OldJoin is the descriptor of /golden.multi.Lobby/OldJoin.
 	//
 	// OldJoin is the Join of the first release.
@@ -121,14 +172,17 @@ var (
 	Lobby_Uncommented = calls.MustMethod[*multi.LobbyClient, *multi.LobbyClient]("/golden.multi.Lobby/Uncommented")
 )
 
-// LobbyMethods returns the descriptors of golden.multi.Lobby's unary methods, in the order of
-// multi/multi.proto, as a new slice, for reactor.Config.Methods.
+// LobbyMethods returns the descriptors of golden.multi.Lobby's methods, streaming ones
+// included, in the order of multi/multi.proto, as a new slice, for reactor.Config.Methods.
 func LobbyMethods() []calls.Descriptor {
 	return []calls.Descriptor{
 		Lobby_Join,
 		Lobby_Ping,
 		Lobby_Leave,
 		Lobby_Kick,
+		Lobby_Watch,
+		Lobby_Upload,
+		Lobby_Chat,
 		Lobby_OldJoin,
 		Lobby_Uncommented,
 	}
@@ -136,8 +190,9 @@ func LobbyMethods() []calls.Descriptor {
 
 // LobbyPolicies returns the method policies that multi/multi.proto declares for
 // golden.multi.Lobby, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. It lists Ping and Leave.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. It lists Ping and
+// Leave. Streaming methods have none: a method policy governs unary calls.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
@@ -151,16 +206,17 @@ func LobbyPolicies() []reactor.MethodPolicy {
 	}
 }
 
-// LobbyClient calls golden.multi.Lobby through a reactor: each method submits one call at once,
-// without blocking, and its callbacks run on the goroutine that calls the reactor's Tick. Each
-// unary method has two forms: the method of its name returns the call's promise, and the method
-// prefixed with Go takes one callback instead, the cheapest form, for hot paths. A LobbyClient
-// is safe for concurrent use; make one with NewLobbyClient. Its streaming methods (Watch,
-// Upload and Chat) have no client method: prpc makes unary calls only.
+// LobbyClient calls golden.multi.Lobby through a reactor: each method submits one call or opens
+// one stream at once, without blocking, and its callbacks run on the goroutine that calls the
+// reactor's Tick. Each unary method has two forms: the method of its name returns the call's
+// promise, and the method prefixed with Go takes one callback instead, the cheapest form, for
+// hot paths. Each streaming method returns the stream's handle: the handler's OnMessage runs
+// for each message the server sends and OnEnd once, last. A LobbyClient is safe for concurrent
+// use; make one with NewLobbyClient.
 //
-// It is a concrete type, not an interface: only package reactor can make a promise, so a fake
-// client could not return one. To test code that uses it, give it a reactor whose Config.Conn
-// is a reactortest.Backend that answers the calls.
+// It is a concrete type, not an interface: only package reactor can make a promise or a
+// stream's handle, so a fake client could not return one. To test code that makes calls with
+// it, give it a reactor whose Config.Conn is a reactortest.Backend that answers them.
 //
 // Lobby matches players into games.
 //
@@ -169,8 +225,8 @@ type LobbyClient struct {
 	r *reactor.Reactor
 }
 
-// NewLobbyClient returns a client that submits golden.multi.Lobby's calls to r. It panics if r
-// is nil.
+// NewLobbyClient returns a client that submits golden.multi.Lobby's calls to r and opens its
+// streams on r. It panics if r is nil.
 func NewLobbyClient(r *reactor.Reactor) *LobbyClient {
 	if r == nil {
 		panic("prpc: NewLobbyClient with a nil *reactor.Reactor")
@@ -250,6 +306,39 @@ func (c *LobbyClient) GoKick(req *multi.KickRequest, opts *calls.Options, fn fun
 	return reactor.Go(c.r, Lobby_Kick, req, opts, fn)
 }
 
+// Watch streams the lobby's state.
+//
+// Watch opens a stream of /golden.multi.Lobby/Watch (Lobby_Watch), a server stream, as
+// reactor.Watch does: it returns the stream's handle at once, and h.OnMessage runs for each
+// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
+// once, last; the handle's Cancel ends it. opts may be nil; h.OnMessage is required. The stream
+// owns req until it ends.
+func (c *LobbyClient) Watch(req *multi.JoinRequest, opts *calls.StreamOptions, h calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]) *calls.Stream[*multi.JoinRequest, *multi.JoinResponse] {
+	return reactor.Watch(c.r, Lobby_Watch, req, opts, h)
+}
+
+// Upload streams requests.
+//
+// Upload opens a stream of /golden.multi.Lobby/Upload (Lobby_Upload), a client stream, as
+// reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
+// without blocking and whose CloseSend closes the client's side; h.OnMessage runs once, inside
+// the reactor's Tick, with the method's one response once the client's side is closed, then
+// h.OnEnd once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+func (c *LobbyClient) Upload(opts *calls.StreamOptions, h calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]) *calls.BidiStream[*multi.JoinRequest, *multi.JoinResponse] {
+	return reactor.Bidi(c.r, Lobby_Upload, opts, h)
+}
+
+// Chat streams both ways.
+//
+// Chat opens a stream of /golden.multi.Lobby/Chat (Lobby_Chat), a bidirectional stream, as
+// reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
+// without blocking and whose CloseSend closes the client's side; h.OnMessage runs for each
+// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
+// once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+func (c *LobbyClient) Chat(opts *calls.StreamOptions, h calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]) *calls.BidiStream[*multi.JoinRequest, *multi.JoinResponse] {
+	return reactor.Bidi(c.r, Lobby_Chat, opts, h)
+}
+
 // OldJoin is the Join of the first release.
 // It is deprecated.
 //
@@ -292,8 +381,8 @@ func (c *LobbyClient) GoUncommented(req *multi.LobbyClient, opts *calls.Options,
 	return reactor.Go(c.r, Lobby_Uncommented, req, opts, fn)
 }
 
-// The descriptors of golden.multi.Legacy's unary methods, for reactor.Call,
-// reactor.Config.Methods (LegacyMethods lists them) and reactor.MethodPolicy.
+// The descriptors of golden.multi.Legacy's methods, for reactor.Call, reactor.Config.Methods
+// (LegacyMethods lists them) and reactor.MethodPolicy.
 //
 // Deprecated: golden.multi.Legacy is marked deprecated in multi/multi.proto.
 var (
@@ -312,7 +401,7 @@ var (
 	Legacy_Rejoin = calls.MustMethod[*multi.JoinRequest, *multi.JoinResponse]("/golden.multi.Legacy/Rejoin")
 )
 
-// LegacyMethods returns the descriptors of golden.multi.Legacy's unary methods, in the order of
+// LegacyMethods returns the descriptors of golden.multi.Legacy's methods, in the order of
 // multi/multi.proto, as a new slice, for reactor.Config.Methods.
 //
 // Deprecated: golden.multi.Legacy is marked deprecated in multi/multi.proto.
@@ -325,8 +414,8 @@ func LegacyMethods() []calls.Descriptor {
 
 // LegacyPolicies returns the method policies that multi/multi.proto declares for
 // golden.multi.Legacy, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. It lists Join.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. It lists Join.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
@@ -413,14 +502,14 @@ func (c *LegacyClient) GoRejoin(req *multi.JoinRequest, opts *calls.Options, fn 
 	return reactor.Go(c.r, Legacy_Rejoin, req, opts, fn)
 }
 
-// The descriptors of golden.multi.Foo's unary methods, for reactor.Call, reactor.Config.Methods
+// The descriptors of golden.multi.Foo's methods, for reactor.Call, reactor.Config.Methods
 // (FooMethods lists them) and reactor.MethodPolicy.
 var (
 	// Foo_BarBaz is the descriptor of /golden.multi.Foo/BarBaz.
 	Foo_BarBaz = calls.MustMethod[*emptypb.Empty, *emptypb.Empty]("/golden.multi.Foo/BarBaz")
 )
 
-// FooMethods returns the descriptors of golden.multi.Foo's unary methods, in the order of
+// FooMethods returns the descriptors of golden.multi.Foo's methods, in the order of
 // multi/multi.proto, as a new slice, for reactor.Config.Methods.
 func FooMethods() []calls.Descriptor {
 	return []calls.Descriptor{
@@ -430,8 +519,8 @@ func FooMethods() []calls.Descriptor {
 
 // FooPolicies returns the method policies that multi/multi.proto declares for golden.multi.Foo,
 // as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy with Idempotent set for
-// each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT, so that gRPC retries
-// its calls as reactor.Config.Retry says. No method declares one, so it returns nil.
+// each unary method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT, so that gRPC
+// retries its calls as reactor.Config.Retry says. No method declares one, so it returns nil.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
@@ -482,14 +571,14 @@ func (c *FooClient) GoBarBaz(req *emptypb.Empty, opts *calls.Options, fn func(*e
 	return reactor.Go(c.r, Foo_BarBaz, req, opts, fn)
 }
 
-// The descriptors of golden.multi.FooBar's unary methods, for reactor.Call,
-// reactor.Config.Methods (FooBarMethods lists them) and reactor.MethodPolicy.
+// The descriptors of golden.multi.FooBar's methods, for reactor.Call, reactor.Config.Methods
+// (FooBarMethods lists them) and reactor.MethodPolicy.
 var (
 	// FooBar_Baz is the descriptor of /golden.multi.FooBar/Baz.
 	FooBar_Baz = calls.MustMethod[*emptypb.Empty, *emptypb.Empty]("/golden.multi.FooBar/Baz")
 )
 
-// FooBarMethods returns the descriptors of golden.multi.FooBar's unary methods, in the order of
+// FooBarMethods returns the descriptors of golden.multi.FooBar's methods, in the order of
 // multi/multi.proto, as a new slice, for reactor.Config.Methods.
 func FooBarMethods() []calls.Descriptor {
 	return []calls.Descriptor{
@@ -499,9 +588,9 @@ func FooBarMethods() []calls.Descriptor {
 
 // FooBarPolicies returns the method policies that multi/multi.proto declares for
 // golden.multi.FooBar, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. No method declares one, so it
-// returns nil.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. No method declares
+// one, so it returns nil.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose
@@ -552,8 +641,8 @@ func (c *FooBarClient) GoBaz(req *emptypb.Empty, opts *calls.Options, fn func(*e
 	return reactor.Go(c.r, FooBar_Baz, req, opts, fn)
 }
 
-// The descriptors of golden.multi.select's unary methods, for reactor.Call,
-// reactor.Config.Methods (SelectMethods lists them) and reactor.MethodPolicy.
+// The descriptors of golden.multi.select's methods, for reactor.Call, reactor.Config.Methods
+// (SelectMethods lists them) and reactor.MethodPolicy.
 var (
 	// Select_Func is the descriptor of /golden.multi.select/func.
 	Select_Func = calls.MustMethod[*multi.KickRequest, *multi.KickResponse]("/golden.multi.select/func")
@@ -565,7 +654,7 @@ var (
 	Select_Type = calls.MustMethod[*multi.KickRequest, *multi.KickResponse]("/golden.multi.select/type")
 )
 
-// SelectMethods returns the descriptors of golden.multi.select's unary methods, in the order of
+// SelectMethods returns the descriptors of golden.multi.select's methods, in the order of
 // multi/multi.proto, as a new slice, for reactor.Config.Methods.
 func SelectMethods() []calls.Descriptor {
 	return []calls.Descriptor{
@@ -577,9 +666,9 @@ func SelectMethods() []calls.Descriptor {
 
 // SelectPolicies returns the method policies that multi/multi.proto declares for
 // golden.multi.select, as a new slice, for reactor.Config.Policies: one reactor.MethodPolicy
-// with Idempotent set for each method whose idempotency_level is NO_SIDE_EFFECTS or IDEMPOTENT,
-// so that gRPC retries its calls as reactor.Config.Retry says. No method declares one, so it
-// returns nil.
+// with Idempotent set for each unary method whose idempotency_level is NO_SIDE_EFFECTS or
+// IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says. No method declares
+// one, so it returns nil.
 //
 // The reactor takes one policy per method: to change the policy of a method listed here (its
 // Timeout, say), set the field on its entry; append entries for other methods. A reactor whose

@@ -16,7 +16,7 @@ const _ = calls.SupportPackageIsVersion2
 
 // multi/second.proto is a deprecated file.
 
-// The descriptors of golden.multi.second.Matchmaker's unary methods, for reactor.Call,
+// The descriptors of golden.multi.second.Matchmaker's methods, for reactor.Call,
 // reactor.Config.Methods (MatchmakerMethods lists them) and reactor.MethodPolicy.
 var (
 	// Matchmaker_Match is the descriptor of /golden.multi.second.Matchmaker/Match.
@@ -25,8 +25,8 @@ var (
 	Matchmaker_Match = calls.MustMethod[*multi.JoinRequest, *multi.JoinResponse]("/golden.multi.second.Matchmaker/Match")
 )
 
-// MatchmakerMethods returns the descriptors of golden.multi.second.Matchmaker's unary methods,
-// in the order of multi/second.proto, as a new slice, for reactor.Config.Methods.
+// MatchmakerMethods returns the descriptors of golden.multi.second.Matchmaker's methods, in the
+// order of multi/second.proto, as a new slice, for reactor.Config.Methods.
 func MatchmakerMethods() []calls.Descriptor {
 	return []calls.Descriptor{
 		Matchmaker_Match,
@@ -35,7 +35,7 @@ func MatchmakerMethods() []calls.Descriptor {
 
 // MatchmakerPolicies returns the method policies that multi/second.proto declares for
 // golden.multi.second.Matchmaker, as a new slice, for reactor.Config.Policies: one
-// reactor.MethodPolicy with Idempotent set for each method whose idempotency_level is
+// reactor.MethodPolicy with Idempotent set for each unary method whose idempotency_level is
 // NO_SIDE_EFFECTS or IDEMPOTENT, so that gRPC retries its calls as reactor.Config.Retry says.
 // It lists Match.
 //
