@@ -88,6 +88,7 @@ type world struct {
 	now      uint64 // number of the current tick
 	online   int    // players online
 	stopping bool   // OnStop has run: a join whose reply arrives in the drain is abandoned
+	board    leaderboard
 	c        counters
 }
 
@@ -200,14 +201,15 @@ func (w *world) autosaveDue(p *player) {
 	}
 }
 
-// stopAll is the loop's OnStop: every online player leaves, with its final save, and nobody
-// joins any more. Calling it again does nothing more.
+// stopAll is the loop's OnStop: every online player leaves, with its final save, nobody
+// joins any more, and the leaderboard's stream ends. Calling it again does nothing more.
 //
 // A player with a save in flight gets its final save from that save's callback, so that two
 // saves of one player are never in flight at once (the older could land last). The loop
 // drains the reactor after OnStop, so such a chained save is served like any other.
 func (w *world) stopAll() {
 	w.stopping = true
+	w.stopWatching()
 	for _, p := range w.players {
 		if p.phase == online {
 			w.leave(p)

@@ -384,6 +384,7 @@ func newGame(cfg *config, target string, logErr *errLog, stdout, stderr io.Write
 		return nil, err
 	}
 	w.data = networkpbprpc.NewDataServiceClient(r)
+	w.watchLeaderboard()
 	return &game{cfg: cfg, target: target, w: w, r: r, rep: newReporter(stdout, cfg.tps)}, nil
 }
 
@@ -451,6 +452,7 @@ func (gm *game) runAndVerify(ctx, loopCtx context.Context, srv *server.Server, s
 		loop:   gm.l.Stats(),
 		calls:  gm.r.Stats(),
 		world:  gm.w.c,
+		board:  gm.w.board,
 		online: gm.w.online,
 		runErr: runErr,
 	}

@@ -71,6 +71,10 @@ func TestRunEmbeddedBackend(t *testing.T) {
 	// Every player joined (joins are spread over the first 2 s of a 2 s run, and the ones
 	// still loading at the stop are abandoned), and some saved.
 	assert.Positive(t, counter(t, res.stdout, "saves      ok"))
+	// The leaderboard's stream delivered boards as saves changed it, and ended once, cancelled
+	// as the game stopped (a failure of requirePassed otherwise).
+	assert.Positive(t, counter(t, res.stdout, "stream     the leaderboard:"))
+	assert.Contains(t, res.stdout, "WatchLeaderboard: Canceled: stream cancelled")
 }
 
 func TestRunExternalTarget(t *testing.T) {

@@ -139,6 +139,7 @@ type summary struct {
 	loop               loop.Stats
 	calls              reactor.Stats
 	world              counters
+	board              leaderboard   // the leaderboard's stream, as the game left it
 	online             int           // players still online when the loop stopped (0 normally)
 	runErr             error         // from loop.Run: the drain timed out and Close cut calls off
 	backend            *server.Stats // the in-process backend's counts, if there is one
@@ -185,6 +186,7 @@ func (s *summary) print(out io.Writer) {
 		s.cfg.players, c.joins, c.joinsFound, c.joinsNew, c.joinsFailed, c.joinsAbandoned, c.sessions)
 	p("saves      ok %d, failed %d; autosaves %d, final saves %d; autosaves skipped: %d with a save in flight, %d with nothing to save; final saves queued behind a save: %d",
 		c.savesOK, c.savesFailed, c.autosaves, c.finalSaves, c.autosavesSkipped, c.autosavesClean, c.finalsQueued)
+	p("stream     the leaderboard: %s", s.board.summary())
 	if s.backend != nil {
 		p("backend    received GetPlayer %d, SavePlayer %d (in-process data service, during the game)",
 			s.backend.Gets, s.backend.Saves)
@@ -217,6 +219,9 @@ func (s *summary) failures() []string {
 	}
 	if s.online != 0 {
 		add("%d players were still online when the loop stopped", s.online)
+	}
+	if msg := s.board.problem(); msg != "" {
+		add("%s", msg)
 	}
 	if s.world.panics > 0 {
 		add("%d promise callbacks panicked", s.world.panics)
