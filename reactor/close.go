@@ -102,8 +102,10 @@ func (r *Reactor) Close(ctx context.Context) error {
 }
 
 func (r *Reactor) shutdown(ctx context.Context) error {
-	r.beginClose()
+	// The streams are stopped before the reactor goroutine may close the connection, so that
+	// their ends name Close, not the connection closing under them.
 	streamsExited := r.streams.stopAll(true)
+	r.beginClose()
 	reactorDone := r.done
 	ctxDone := ctx.Done()
 	var ctxErr error

@@ -1,6 +1,7 @@
-// Command prpc-interop runs the unary cases of the gRPC interop suite through prpc
-// (reactor.Call, with the host ticking the reactor as a game loop would) against grpc-go's
-// interop server, over plaintext and over TLS, and prints one line per case:
+// Command prpc-interop runs the unary and streaming cases of the gRPC interop suite through
+// prpc (reactor.Call, reactor.Watch and reactor.Bidi, with the host ticking the reactor as a
+// game loop would) against grpc-go's interop server, over plaintext and over TLS, and prints
+// one line per case:
 //
 //	PASS empty_unary (plaintext)
 //	FAIL large_unary (tls): …
@@ -10,7 +11,9 @@
 // that a unary client can run: empty_unary, large_unary, custom_metadata,
 // status_code_and_message, special_status_message, unimplemented_method and
 // unimplemented_service, plus timeout_1ms, a unary variant of timeout_on_sleeping_server (see
-// runTimeout1ms).
+// runTimeout1ms); and the streaming cases server_streaming, client_streaming (opened with
+// reactor.Bidi, as prpc opens client-streaming methods), ping_pong and empty_stream, whose
+// messages and ends are delivered in Tick.
 //
 // By default it serves grpc-go's interop TestService in process, twice on 127.0.0.1:0: once
 // in plaintext and once with TLS, using grpc-go's interop certificates (testdata server1.pem,
@@ -253,6 +256,10 @@ func runCases(mode, target string, creds reactor.Credentials) bool {
 		{"unimplemented_method", runUnimplementedMethod},
 		{"unimplemented_service", runUnimplementedService},
 		{"timeout_1ms", runTimeout1ms},
+		{"server_streaming", runServerStreaming},
+		{"client_streaming", runClientStreaming},
+		{"ping_pong", runPingPong},
+		{"empty_stream", runEmptyStream},
 	} {
 		if err := c.run(r); err != nil {
 			fmt.Printf("FAIL %s (%s): %v\n", c.name, mode, err)
