@@ -49,7 +49,8 @@ func Watch[Req, Resp proto.Message](r *Reactor, m *calls.StreamMethod[Req, Resp]
 	if any(req) != nil {
 		msg = req
 	}
-	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), sm.Desc(), msg, opts)
+	s.SetResume(h.Resume)
+	r.openStream(s, s.Messages(), s.Ended(), s.Reopened(), sm.Ops(), sm.Desc(), msg, opts)
 	return (*calls.Stream[Req, Resp])(s)
 }
 
@@ -74,7 +75,7 @@ func Bidi[Req, Resp proto.Message](r *Reactor, m *calls.BidiMethod[Req, Resp],
 	}
 	sm := (*callcore.StreamMethod[Req, Resp])(m)
 	s := callcore.NewStream[Req, Resp](sm.Ops().Path, callcore.StreamHandler[Resp]{OnMessage: h.OnMessage, OnEnd: h.OnEnd})
-	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), sm.Desc(), nil, opts)
+	r.openStream(s, s.Messages(), s.Ended(), nil, sm.Ops(), sm.Desc(), nil, opts)
 	return (*calls.BidiStream[Req, Resp])(s)
 }
 
