@@ -332,3 +332,27 @@ func TestStreamOptionsRefused(t *testing.T) {
 	}
 	require.Zero(t, b.Streams(watch.Path())+b.Streams(chat.Path()), "nothing opened")
 }
+
+// TestPolicyForStreamRefused: New refuses a MethodPolicy that names a stream method, with an
+// error naming the field, the method and its kind; a unary method's policy is accepted.
+func TestPolicyForStreamRefused(t *testing.T) {
+	tests := []struct {
+		method calls.Descriptor
+		want   string // "" for accepted
+	}{
+		{watch, "Config.Policies[0].Method is /prpctest.TestService/Watch; is a server-streaming method"},
+		{chat, "Config.Policies[0].Method is /prpctest.TestService/Chat; is a bidirectional or client-streaming method"},
+		{echo, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method.Path(), func(t *testing.T) {
+			r, err := reactor.New(reactor.Config{Conn: reactortest.NewBackend(), Policies: []reactor.MethodPolicy{{Method: tc.method, Timeout: time.Second}}})
+			if tc.want == "" {
+				require.NoError(t, err)
+				require.NoError(t, r.Close(context.Background()))
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
