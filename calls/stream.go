@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -132,6 +133,15 @@ type StreamHandler[Req, Resp proto.Message] struct {
 	// reactor.Watch) and, through NotSent, whether the stream certainly never reached a
 	// server. It may be nil.
 	OnEnd func(err error)
+
+	// Resume, with StreamOptions.Resubscribe, returns the request of a reopening: it runs
+	// once before each, after the last OnMessage of the attempt that ended, given the last
+	// message OnMessage was given (nil if none was yet), so that the new stream can start
+	// after it (a resume token, a sequence number); a nil Resume reopens with the first
+	// request. The stream owns what it returns, as Watch owns its request. A Resume that
+	// panics (isolated as OnMessage is) or returns nil ends the stream with
+	// ErrInvalidArgument instead. Not run for a stream cancelled or closed meanwhile.
+	Resume func(last Resp) Req
 }
 
 // StreamOptions are per-stream options. A nil *StreamOptions means all defaults. The reactor
@@ -161,6 +171,13 @@ type StreamOptions struct {
 	// first message on) and trailer (Stream.Trailer, with the end, and Error.Trailer).
 	ResponseMetadata bool
 
+	// Timeout bounds the whole stream, reopenings and their backoffs included, from Watch or
+	// Bidi on: once it has passed, the stream ends with ErrTimeout, after the messages
+	// already waiting for Tick. It is kept on the reactor's clock (Config.Clock) and is not
+	// sent to the server, which sees no deadline unless Context has one. 0 means none;
+	// negative is refused (ErrInvalidArgument).
+	Timeout time.Duration
+
 	// MaxWaiting bounds the stream's messages received and waiting for Tick: once that many
 	// wait, prpc stops reading the stream, so that HTTP/2's flow control holds the server's
 	// sends back, until Tick has delivered some. Default 64; from 1 to 4096.
@@ -176,6 +193,47 @@ type StreamOptions struct {
 	// gRPC: beyond it, Send fails with ErrOverloaded. Default 64; from 1 to 4096. Ignored by
 	// reactor.Watch.
 	MaxSendQueue int
+
+	// Resubscribe, if not nil, reopens a server stream that the server or the connection
+	// ended with one of its Codes, after a backoff, with the request StreamHandler.Resume
+	// builds; the stream's OnEnd runs only once no reopening follows. Only reactor.Watch
+	// takes it: reactor.Bidi refuses it (ErrInvalidArgument), since what the server kept of
+	// the messages sent is known only to the game's protocol.
+	Resubscribe *Resubscribe
+}
+
+// Resubscribe is a server stream's policy of reopening (StreamOptions.Resubscribe). A stream
+// whose attempt ends with one of Codes, and that was not cancelled, closed or timed out, is
+// opened again once StreamHandler.Resume has run and the backoff has passed: BaseDelay after
+// an attempt that received a message, then ×Multiplier after each attempt in a row that
+// received none, up to MaxDelay, each randomised by ±Jitter, as reactor.Backoff reconnects.
+// The backoff is kept on the reactor's clock. Zero fields mean their defaults.
+type Resubscribe struct {
+	// Codes are the status codes that reopen the stream. Default [codes.Unavailable], what
+	// a connection lost or a server going away (GOAWAY) ends a stream with. OK and
+	// Canceled are refused: a stream that ended OK is over, and Canceled is the client's
+	// own.
+	Codes []codes.Code
+
+	// BaseDelay is the wait before a reopening after an attempt that received a message.
+	// Default 100 ms; at most 5 min.
+	BaseDelay time.Duration
+
+	// MaxDelay is the longest wait. Default 5 s, or BaseDelay if that is longer; at least
+	// BaseDelay, at most 5 min.
+	MaxDelay time.Duration
+
+	// Multiplier is the growth of the wait after each attempt in a row that received no
+	// message. Default 1.6; at least 1.
+	Multiplier float64
+
+	// Jitter randomises each wait by ±Jitter of it. Default 0.2; reactor.None (-1) means no
+	// jitter, each wait exactly as computed; otherwise more than 0, at most 1.
+	Jitter float64
+
+	// MaxAttempts bounds the reopenings in a row that receive no message: once that many
+	// have, the stream ends with the last attempt's error. 0 means no bound.
+	MaxAttempts int
 }
 
 // Bounds and defaults of StreamOptions' fields.

@@ -12,8 +12,9 @@ import (
 
 // Reactor is what a Loop drives: any *reactor.Reactor, or a fake in tests. If a Reactor also
 // has a method Idle() bool, the Loop drains it when Run stops, ticking it until Idle reports
-// true; if it has a method Close(context.Context) error, the Loop then closes it.
-// *reactor.Reactor has both.
+// true; if it has a method Close(context.Context) error, the Loop then closes it; if it has a
+// method CloseStreams(), the Loop calls it as the drain begins, so that open streams end and
+// their ends are delivered by the drain's ticks. *reactor.Reactor has all three.
 type Reactor interface {
 	// Tick runs completed calls' callbacks on the calling goroutine under budget.
 	Tick(budget time.Duration) reactor.TickReport
@@ -31,7 +32,14 @@ type idler interface {
 	Idle() bool
 }
 
+// streamCloser is a Reactor whose open streams the Loop ends as its drain begins: a stream
+// never ends by itself, so the drain would otherwise leave it to Close.
+type streamCloser interface {
+	CloseStreams()
+}
+
 var _ closer = (*reactor.Reactor)(nil)
+var _ streamCloser = (*reactor.Reactor)(nil)
 var _ idler = (*reactor.Reactor)(nil)
 var _ Reactor = (*reactor.Reactor)(nil)
 
@@ -76,8 +84,9 @@ func New(cfg Config) (*Loop, error) {
 // slots are skipped, and the one after runs on the normal schedule. A tick that ends after
 // the next tick's due time counts as an overrun; the next tick then starts at once.
 //
-// When ctx is done Run finishes the current tick or wake-up, runs OnStop, and then drains the
-// reactors, as http.Server.Shutdown drains its connections before it closes them: it goes on
+// When ctx is done Run finishes the current tick or wake-up, runs OnStop, ends the reactors'
+// open streams (CloseStreams: each stream's OnEnd runs with calls.ErrClosed in a tick of the
+// drain), and then drains the reactors, as http.Server.Shutdown drains its connections before it closes them: it goes on
 // ticking the reactors on the same schedule, with the same Budget and wake-ups, but without
 // OnTick, until every reactor that has an Idle method (as *reactor.Reactor does) reports
 // idle, or Config.ShutdownTimeout has passed since OnStop returned. Calls that callbacks
@@ -107,6 +116,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.ShutdownTimeout)
 	defer cancel()
 	l.draining = true
+	l.closeStreams()
 	l.run(s, w, sctx.Done(), nil, l.idle)
 	w.stop()
 	// Ready signals the helpers took but the loop did not act on: deliver them as a last
@@ -123,6 +133,15 @@ type schedule struct {
 }
 
 func newSchedule(start time.Time) *schedule { return &schedule{start: start, next: start} }
+
+// closeStreams ends the open streams of every reactor that has streams, as the drain begins.
+func (l *Loop) closeStreams() {
+	for _, r := range l.cfg.Reactors {
+		if c, ok := r.(streamCloser); ok {
+			c.CloseStreams()
+		}
+	}
+}
 
 // idle reports whether every reactor that can tell is idle.
 func (l *Loop) idle() bool {

@@ -138,6 +138,9 @@ func (e *engine) turn() (done bool) {
 	// 6. Queue the hedges due, after steps 4 and 5: a flight whose members this turn has all
 	//    cancelled or timed out is cancelled by then, and sends no more attempts.
 	e.hedge()
+	//    Then the streams' due times (streamsDue): timeouts end their streams, backoffs
+	//    that are over let their receivers reopen. No call depends on them.
+	e.streamsDue()
 	// 7 to 10: hand out, queue for Tick, release the gauges, prune; see end.
 	if e.end() {
 		return true
@@ -382,10 +385,21 @@ func (e *engine) arm() {
 }
 
 // wakeAt returns when the reactor goroutine must next run a turn by itself: at the earliest
-// deadline of its calls, or when the first hedge is due if that is earlier; false if no call is
-// unsettled. No hedge can be sent then, since every flight has been decided or left by its
-// members: the hedges taken are dropped, so that no timer stays set for them.
+// deadline of its calls, or when the first hedge or stream's due time (streamSchedule) falls if
+// that is earlier; false if there is none of them.
 func (e *engine) wakeAt() (int64, bool) {
+	at, ok := e.callsWakeAt()
+	if due, streamed := e.r.dueStreams.next(); streamed && (!ok || due < at) {
+		return due, true
+	}
+	return at, ok
+}
+
+// callsWakeAt is wakeAt for the calls alone: their earliest deadline, or the first hedge
+// due if that is earlier; false if no call is unsettled. No hedge can be sent then, since
+// every flight has been decided or left by its members: the hedges taken are dropped, so
+// that no timer stays set for them.
+func (e *engine) callsWakeAt() (int64, bool) {
 	ent, ok := e.heap.Earliest()
 	s := e.r.dueHedges
 	switch {

@@ -3,6 +3,7 @@ package reactor
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -229,6 +230,9 @@ func (c *Config) resolvePolicies() (map[string]methodPolicy, error) {
 			return nil, fieldError(field+".Method", "nil", "every policy names its method")
 		}
 		path := p.Method.Path()
+		if kind := streamKind(p.Method); kind != "" {
+			return nil, fieldError(field+".Method", path, "is a "+kind+" method: policies are for unary methods (a stream's options are its StreamOptions)")
+		}
 		if _, dup := out[path]; dup {
 			return nil, fieldError(field+".Method", path, "has another policy already")
 		}
@@ -376,3 +380,25 @@ var codeNames16 = [...]string{
 	"ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
 	"UNAUTHENTICATED",
 }
+
+// streamKind returns "server-streaming" or "bidirectional or client-streaming" if d is a
+// *calls.StreamMethod or a *calls.BidiMethod, and "" for a unary *calls.Method. Descriptor
+// has no exported method that tells, and calls keeps its unexported side to itself, so New
+// asks d's type, once per policy.
+func streamKind(d calls.Descriptor) string {
+	t := reflect.TypeOf(d)
+	if t.Kind() != reflect.Pointer || t.Elem().PkgPath() != callsPkgPath {
+		return ""
+	}
+	name := t.Elem().Name()
+	switch {
+	case strings.HasPrefix(name, "StreamMethod["):
+		return "server-streaming"
+	case strings.HasPrefix(name, "BidiMethod["):
+		return "bidirectional or client-streaming"
+	}
+	return ""
+}
+
+// callsPkgPath is package calls' import path, as reflect names it.
+var callsPkgPath = reflect.TypeOf(calls.Error{}).PkgPath()

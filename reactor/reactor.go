@@ -71,6 +71,7 @@ type Reactor struct {
 	backends   backendTable           // per-backend counters: lanes and gRPC's balancer (backends.go)
 	handshakes dial.HandshakeLog      // the last failed security handshake, for Stats and failed calls
 	streams    streamTable            // the streams whose end is not delivered yet (streamopen.go)
+	dueStreams streamSchedule         // the streams' timeouts and backoffs, for the one timer (streamdue.go)
 }
 
 // fixed is what New fixes: set before the reactor's goroutines start and only read afterwards,
@@ -169,6 +170,7 @@ func newReactor(cfg Config) (*Reactor, error) {
 	r.ownerRef.Owner = &r.owner
 	r.host.r = r
 	r.streams.r = r
+	r.dueStreams.r = r
 	r.subs = callqueue.NewSubmissionRing(cfg.MaxOutstanding, r.in.Wake())
 	r.overloaded = [2]string{r.overloadMessage(false), r.overloadMessage(true)}
 	r.hostq.Init()

@@ -15,10 +15,17 @@ import (
 // calls' callbacks in the order they arrived; then h.OnEnd runs once, last, with nil if the
 // server ended the stream with OK, or with a *calls.Error that names what ended it first: the
 // server's status, ErrCancelled (Stream.Cancel, or the end of StreamOptions.Context),
-// ErrClosed (CloseStreams, Shutdown, Close), ErrTooLarge for a message over
+// ErrClosed (CloseStreams, Shutdown, Close), ErrTimeout (StreamOptions.Timeout, or the
+// deadline of StreamOptions.Context), ErrTooLarge for a message over
 // Limits.MaxResponseBytes. Once Cancel has returned on the Tick goroutine (called from
 // another goroutine: from the next Tick on), after CloseStreams and once Close has begun, no
 // OnMessage runs for the stream: only its end.
+//
+// With StreamOptions.Resubscribe, a stream that the server or the connection ends with one of
+// its codes is opened again after a backoff, with the request h.Resume builds on this
+// goroutine from the last message delivered, and OnEnd runs only once no reopening follows;
+// none follows Cancel, CloseStreams, Shutdown, Close or the timeout. The timeout and the
+// backoffs are kept on the reactor's one timer, on Config.Clock.
 //
 // At most StreamOptions.MaxWaiting messages wait for Tick; while that many wait, prpc stops
 // reading the stream, so that HTTP/2's flow control holds the server back (its window, 64 KiB
@@ -49,7 +56,8 @@ func Watch[Req, Resp proto.Message](r *Reactor, m *calls.StreamMethod[Req, Resp]
 	if any(req) != nil {
 		msg = req
 	}
-	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), sm.Desc(), msg, opts)
+	s.SetResume(h.Resume)
+	r.openStream(s, s.Messages(), s.Ended(), s.Reopened(), sm.Ops(), sm.Desc(), msg, opts)
 	return (*calls.Stream[Req, Resp])(s)
 }
 
@@ -74,7 +82,7 @@ func Bidi[Req, Resp proto.Message](r *Reactor, m *calls.BidiMethod[Req, Resp],
 	}
 	sm := (*callcore.StreamMethod[Req, Resp])(m)
 	s := callcore.NewStream[Req, Resp](sm.Ops().Path, callcore.StreamHandler[Resp]{OnMessage: h.OnMessage, OnEnd: h.OnEnd})
-	r.openStream(s, s.Messages(), s.Ended(), sm.Ops(), sm.Desc(), nil, opts)
+	r.openStream(s, s.Messages(), s.Ended(), nil, sm.Ops(), sm.Desc(), nil, opts)
 	return (*calls.BidiStream[Req, Resp])(s)
 }
 

@@ -24,11 +24,12 @@ type handleSetter interface {
 }
 
 // openStream opens a stream whose typed handle is h, with the targets of its messages and
-// end; req is Watch's request (nil for Bidi). A stream refused at open gets an owner that
+// end, and of its reopen carrier (Watch's, for Resubscribe); req is Watch's request (nil for
+// Bidi). A stream refused at open gets an owner that
 // holds only its error, and its end goes to the host queue for the next Tick. An admitted one
 // is registered in r's stream table, which MaxStreams bounds, and its receiving goroutine
 // starts.
-func (r *Reactor) openStream(h handleSetter, msgs, end callcore.Target, ops *callcore.Ops, desc *grpc.StreamDesc, req proto.Message, opts *calls.StreamOptions) {
+func (r *Reactor) openStream(h handleSetter, msgs, end, reopen callcore.Target, ops *callcore.Ops, desc *grpc.StreamDesc, req proto.Message, opts *calls.StreamOptions) {
 	s, err := r.newStream(ops, req, desc.ClientStreams, opts)
 	if err != nil {
 		h.SetOwner(&refusedStream{err: markNotSent(err)})
@@ -43,6 +44,12 @@ func (r *Reactor) openStream(h handleSetter, msgs, end callcore.Target, ops *cal
 		h.SetOwner(&refusedStream{err: markNotSent(err)})
 		r.deliverNext(end)
 		return
+	}
+	if s.resub != nil {
+		s.resub.carrier.Target, s.resub.carrier.Ops = reopen, ops
+	}
+	if s.timeout > 0 {
+		r.dueStreams.schedule(streamDue{at: s.opened + int64(s.timeout), s: s})
 	}
 	go s.run()
 }
@@ -69,6 +76,17 @@ func (r *Reactor) newStream(ops *callcore.Ops, req proto.Message, bidi bool, opt
 	if err != nil {
 		return nil, err
 	}
+	if opts.Timeout < 0 {
+		return nil, localError(callerr.InvalidArgument, ops.Path, fmt.Sprintf("StreamOptions.Timeout %v must not be negative (0 means none)", opts.Timeout), nil)
+	}
+	if bidi && opts.Resubscribe != nil {
+		return nil, localError(callerr.InvalidArgument, ops.Path,
+			"StreamOptions.Resubscribe is for Watch only: a Bidi stream's OnEnd opens a new one and sends Unsent again", nil)
+	}
+	resub, err := resolveResubscribe(ops, opts.Resubscribe)
+	if err != nil {
+		return nil, err
+	}
 	var md metadata.MD
 	if len(opts.Metadata) > 0 {
 		var err error
@@ -82,9 +100,13 @@ func (r *Reactor) newStream(ops *callcore.Ops, req proto.Message, bidi bool, opt
 	s := &stream{
 		r: r, ops: ops, req: req, bidi: bidi,
 		keepLatest: opts.KeepLatest, maxWaiting: maxWaiting, meta: opts.ResponseMetadata,
-		ring:  make([]*callcore.Call, maxWaiting),
-		wake:  make(chan struct{}, 1),
-		codec: lanecodec.New(r.cfg.Limits),
+		ring:    make([]*callcore.Call, maxWaiting),
+		wake:    make(chan struct{}, 1),
+		codec:   lanecodec.New(r.cfg.Limits),
+		timeout: opts.Timeout, resub: resub,
+	}
+	if s.timeout > 0 {
+		s.opened = r.now()
 	}
 	s.opts = r.streamCallOptions(s, opts)
 	parent := orBackground(opts.Context)

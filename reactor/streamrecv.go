@@ -14,28 +14,38 @@ import (
 	"github.com/trixnew/prpc/internal/limitcheck"
 )
 
-// run is a stream's receiving goroutine: it opens the transport stream (gRPC's NewStream may
-// wait for a connection), sends Watch's request or starts Bidi's sending goroutine, then
-// reads messages into the ring's carriers while it has room, and pushes them to the outbox;
-// once reading ends, it decides the end and pushes it, last. It exits without pushing
-// anything if Close decided the end meanwhile (abandon).
+// run is a stream's receiving goroutine: it runs the stream's attempts (one, or more with
+// Resubscribe: awaitReopen) and then decides the end and pushes it, last. It exits without
+// pushing anything if Close decided the end meanwhile (abandon).
 func (s *stream) run() {
 	defer s.r.streams.exit()
 	defer s.stopParentWatch()
+	for {
+		n := s.received
+		streamed, err := s.attempt()
+		if !s.reopens(err, s.receivedSince(n)) || !s.awaitReopen() {
+			s.claimEnd(err, streamed, false)
+			return
+		}
+	}
+}
+
+// attempt opens the transport stream (gRPC's NewStream may wait for a connection), sends
+// Watch's request or starts Bidi's sending goroutine, then reads messages into the ring's
+// carriers while it has room, and pushes them to the outbox. It returns whether gRPC gave it
+// a transport stream and what ended it (nil if the stream was stopped before it opened).
+func (s *stream) attempt() (streamed bool, err error) {
 	if s.ctx.Err() != nil { // stopped before it opened
-		s.claimEnd(nil, false, false)
-		return
+		return false, nil
 	}
 	cs, err := s.r.conn.NewStream(s.ctx, s.desc, s.ops.Path, s.opts...)
 	if err != nil {
-		s.claimEnd(err, s.peer.Addr != nil, false)
-		return
+		return s.attemptPeer().Addr != nil, err
 	}
 	if s.bidi {
 		go s.sendLoop(cs)
 	} else if err := s.sendRequest(cs); err != nil {
-		s.claimEnd(err, true, false)
-		return
+		return true, err
 	}
 	err = s.receive(cs)
 	if s.bidi {
@@ -46,7 +56,7 @@ func (s *stream) run() {
 		md := s.r.keepMetadataOf(s.ops.Path, "trailer", cs.Trailer())
 		s.trailer.Store(&md)
 	}
-	s.claimEnd(err, true, false)
+	return true, err
 }
 
 // sendRequest sends Watch's request and closes the client's side. An error is the codec's

@@ -40,6 +40,9 @@ type stream struct {
 	sendMax    int           // Bidi: MaxSendQueue
 	sendq      chan sendItem // Bidi: capacity sendMax + 1, the last place for CloseSend's marker
 	senderDone chan struct{} // Bidi: closed when the sending goroutine exits
+	timeout    time.Duration // StreamOptions.Timeout; 0: none
+	opened     int64         // when Watch or Bidi ran, with a timeout (on the reactor's clock)
+	resub      *resubState   // Resubscribe's policy and the receiver's state of it; nil: off
 
 	// The receiver's.
 	peer       peer.Peer // written by gRPC as the transport stream ends
@@ -47,6 +50,7 @@ type stream struct {
 
 	header, trailer atomic.Pointer[metadata.MD] // with ResponseMetadata, once received
 	stopped         atomic.Bool                 // Cancel, CloseStreams, Close: waiting messages are discarded
+	reopened        atomic.Uint64               // Resubscribe's reopenings (StreamStats.Reopened)
 	wound           bool                        // counted among the table's winding streams; under the table's mutex
 
 	// The ring of carriers (streamring.go): ring and received are the receiver's; consumed
@@ -94,14 +98,18 @@ func (s *stream) stop(cause *calls.Error) {
 // fail ends s with cause, unless something stopped it or its end was decided first, as stop
 // does but delivering the messages waiting: the end of its parent context, a message that
 // did not encode.
-func (s *stream) fail(cause *calls.Error) {
+func (s *stream) fail(cause *calls.Error) { s.failWith(cause, context.Canceled) }
+
+// failWith is fail, the transport's context ending with ctxErr (context.DeadlineExceeded
+// for a timeout, as gRPC names it).
+func (s *stream) failWith(cause *calls.Error, ctxErr error) {
 	s.mu.Lock()
 	if s.cause == nil && !s.ended {
 		s.cause = cause
 	}
 	s.sendClosed = true
 	s.mu.Unlock()
-	s.ctx.End(context.Canceled)
+	s.ctx.End(ctxErr)
 }
 
 // Header implements callcore.StreamOwner.
@@ -181,3 +189,5 @@ func (s *refusedStream) Header() metadata.MD                       { return nil 
 func (s *refusedStream) Trailer() metadata.MD                      { return nil }
 func (s *refusedStream) Take(*callcore.Call) (proto.Message, bool) { return nil, false }
 func (s *refusedStream) End() ([]proto.Message, error)             { return nil, s.err }
+func (s *refusedStream) Reopening() bool                           { return false }
+func (s *refusedStream) Reopen(proto.Message, string)              {}

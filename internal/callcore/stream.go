@@ -73,15 +73,24 @@ type StreamOwner interface {
 	// End is called once, for the stream's end: it returns the messages Send accepted that
 	// gRPC never got, in the order they were sent, and the end's error (nil for OK).
 	End() (unsent []proto.Message, err error)
+	// Reopening is called for the stream's reopen carrier: it reports whether the stream is
+	// still to be reopened (it was not stopped meanwhile), and so whether Resume runs.
+	Reopening() bool
+	// Reopen hands the receiver the request of the stream's next attempt: nil for the first
+	// request, or, with why not empty, no request, the stream ending with
+	// ErrInvalidArgument saying why.
+	Reopen(req proto.Message, why string)
 }
 
 // Stream is the state of a stream's handle, typed: calls.Stream and calls.BidiStream are
 // defined on it. Its two targets, the messages' and the end's, are the same pointer converted
 // (Messages, Ended), so that a stream needs no allocation for them.
 type Stream[Req, Resp proto.Message] struct {
-	owner StreamOwner
-	path  string
-	h     StreamHandler[Resp]
+	owner  StreamOwner
+	path   string
+	h      StreamHandler[Resp]
+	resume func(Resp) Req // Resubscribe's request of a reopening; nil: the first request
+	last   Resp           // the last message handed to OnMessage; the Tick goroutine's
 
 	mu     sync.Mutex
 	unsent []Req // moved from the owner by the end's delivery
@@ -92,6 +101,10 @@ type Stream[Req, Resp proto.Message] struct {
 func NewStream[Req, Resp proto.Message](path string, h StreamHandler[Resp]) *Stream[Req, Resp] {
 	return &Stream[Req, Resp]{path: path, h: h}
 }
+
+// SetResume sets the function that builds a reopening's request, before the handle or its
+// targets are handed out.
+func (s *Stream[Req, Resp]) SetResume(resume func(Resp) Req) { s.resume = resume }
 
 // SetOwner sets the stream's owner, before the handle or its targets are handed out.
 func (s *Stream[Req, Resp]) SetOwner(o StreamOwner) { s.owner = o }
@@ -116,6 +129,9 @@ func (s *Stream[Req, Resp]) Messages() Target { return (*streamMessages[Req, Res
 // Ended returns the target of the stream's end.
 func (s *Stream[Req, Resp]) Ended() Target { return (*streamEnd[Req, Resp])(s) }
 
+// Reopened returns the target of the stream's reopen carrier (Resubscribe).
+func (s *Stream[Req, Resp]) Reopened() Target { return (*streamReopen[Req, Resp])(s) }
+
 // streamMessages is the target of a stream's message carriers.
 type streamMessages[Req, Resp proto.Message] Stream[Req, Resp]
 
@@ -127,6 +143,9 @@ func (t *streamMessages[Req, Resp]) Deliver(h Host, c *Call) {
 		return
 	}
 	msg, _ := v.(Resp) // the receiver decoded into Ops.NewResponse(), a Resp
+	if t.resume != nil {
+		t.last = msg
+	}
 	defer h.Recover()
 	t.h.OnMessage(msg)
 }
@@ -154,4 +173,37 @@ func (t *streamEnd[Req, Resp]) Deliver(h Host, _ *Call) {
 	}
 	defer h.Recover()
 	t.h.OnEnd(err)
+}
+
+// streamReopen is the target of a stream's reopen carrier, which its receiver pushes after the
+// last message of an attempt that a reopening follows.
+type streamReopen[Req, Resp proto.Message] Stream[Req, Resp]
+
+// Deliver implements Target: unless the stream was stopped meanwhile, it runs Resume with the
+// last message delivered and hands the request to the owner (nil without Resume: the first
+// request). A Resume that panics or returns nil hands over why instead.
+func (t *streamReopen[Req, Resp]) Deliver(h Host, _ *Call) {
+	if !t.owner.Reopening() {
+		return
+	}
+	if t.resume == nil {
+		t.owner.Reopen(nil, "")
+		return
+	}
+	req, ok := t.runResume(h)
+	switch {
+	case !ok:
+		t.owner.Reopen(nil, "StreamHandler.Resume panicked")
+	case any(req) == nil || !req.ProtoReflect().IsValid():
+		t.owner.Reopen(nil, "StreamHandler.Resume returned a nil request")
+	default:
+		t.owner.Reopen(req, "")
+	}
+}
+
+// runResume runs Resume under h.Recover and reports whether it returned.
+func (t *streamReopen[Req, Resp]) runResume(h Host) (req Req, ok bool) {
+	defer h.Recover()
+	req = t.resume(t.last)
+	return req, true
 }

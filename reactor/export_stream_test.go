@@ -1,0 +1,17 @@
+package reactor
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/trixnew/prpc/calls"
+	"github.com/trixnew/prpc/internal/callcore"
+)
+
+// StreamReopened returns how many times Resubscribe reopened s, for tests.
+func StreamReopened[Req, Resp proto.Message](s *calls.Stream[Req, Resp]) uint64 {
+	st, ok := (*callcore.Stream[Req, Resp])(s).Owner().(*stream)
+	if !ok {
+		return 0 // refused at open
+	}
+	return st.reopened.Load()
+}
