@@ -341,7 +341,7 @@ func TestClientStream(t *testing.T) {
 	b := reactortest.NewBackend()
 	var mu sync.Mutex
 	var got [][]string
-	reactortest.HandleBidi(b, "/prpctest.Sum/Join", func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
+	reactortest.HandleBidi(b, calls.MustBidiMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Sum/Join"), func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
 		var joined string
 		var msgs []string
 		for {

@@ -44,7 +44,7 @@ func newScriptedWatch(t *testing.T, script ...attemptScript) *scriptedWatch {
 	t.Helper()
 	w := &scriptedWatch{b: reactortest.NewBackend(), clk: reactortest.NewManualClock(time.Now()), handled: make(chan struct{}, 64)}
 	var attempts atomic.Int64
-	reactortest.HandleStream(w.b, watch.Path(), func(ctx context.Context, req *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+	reactortest.HandleStream(w.b, watch, func(ctx context.Context, req *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
 		defer func() { w.handled <- struct{}{} }()
 		i := int(attempts.Add(1)) - 1
 		sc := script[min(i, len(script)-1)]
@@ -262,7 +262,7 @@ func TestWatchResumeFails(t *testing.T) {
 	for _, panics := range []bool{false, true} {
 		t.Run("panics="+strconv.FormatBool(panics), func(t *testing.T) {
 			b := reactortest.NewBackend()
-			reactortest.HandleStream(b, watch.Path(), func(_ context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+			reactortest.HandleStream(b, watch, func(_ context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
 				if err := send(&testpb.EchoResponse{Message: "m0"}); err != nil {
 					return err
 				}

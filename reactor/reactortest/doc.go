@@ -2,9 +2,9 @@
 // in the spirit of net/http/httptest.
 //
 // A Backend is an in-memory gRPC backend: register a Go func per method with Handle (unary),
-// HandleStream (server-streaming) or HandleBidi (bidirectional and client-streaming), or a
-// fake of the server with the function protoc-gen-go-grpc generates (pb.RegisterXServer(b,
-// fake)), as on a grpc.Server, and pass the Backend as reactor.Config.Conn (NewReactor does,
+// HandleStream (server-streaming) or HandleBidi (bidirectional and client-streaming), each
+// given the method's descriptor, or a fake of the server with the function
+// protoc-gen-go-grpc generates (pb.RegisterXServer(b, fake)), as on a grpc.Server, and pass the Backend as reactor.Config.Conn (NewReactor does,
 // and closes the reactor when the test ends). A Backend serves unary and streaming methods,
 // without server interceptors. Calls and streams go through the same codec, limits and
 // reactor machinery as on a network; each direction of a stream holds a window of messages,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/memconn"
 )
 
@@ -34,21 +34,17 @@ type streamRoute struct {
 // unaryDesc describes a unary method, as grpc-go's Invoke opens its stream.
 var unaryDesc = grpc.StreamDesc{}
 
-// HandleStream registers fn as the handler of the server-streaming method at path on b,
-// replacing any earlier handler of path (Handle's, HandleStream's or HandleBidi's), and
+// HandleStream registers fn as the handler of the server-streaming method m on b, replacing
+// any earlier handler of its path (Handle's, HandleStream's or HandleBidi's), and
 // taking precedence over a service registered with RegisterService that has the method.
 // Each stream runs fn on a goroutine of its own, with the stream's one request, once the
 // client has sent it and closed its side, as the handler protoc-gen-go-grpc generates
 // receives it; send sends a message to the client, and blocks while the stream's window is
 // full (see Backend). What fn returns ends the stream with its status, as Backend says of a
 // handler's error: nil ends it OK.
-//
-// path is the method's full path, "/package.Service/Method" (a generated
-// pb.X_Y_FullMethodName). HandleStream panics, with a message that begins
-// "reactortest: HandleStream:", if path is not one or Req is an interface type.
-func HandleStream[Req, Resp proto.Message](b *Backend, path string, fn func(ctx context.Context, req Req, send func(Resp) error) error) {
-	newReq := requestMaker[Req]("HandleStream", path)
-	b.setHandler(path, route{stream: &streamRoute{run: func(ss *handlerStream) error {
+func HandleStream[Req, Resp proto.Message](b *Backend, m *calls.StreamMethod[Req, Resp], fn func(ctx context.Context, req Req, send func(Resp) error) error) {
+	newReq := requestMaker[Req]()
+	b.setHandler(m.Path(), route{stream: &streamRoute{run: func(ss *handlerStream) error {
 		req := newReq()
 		if err := ss.RecvMsg(req); err != nil {
 			return err
@@ -57,20 +53,17 @@ func HandleStream[Req, Resp proto.Message](b *Backend, path string, fn func(ctx 
 	}}})
 }
 
-// HandleBidi registers fn as the handler of the bidirectional or client-streaming method at
-// path on b, replacing any earlier handler of path and taking precedence over a registered
+// HandleBidi registers fn as the handler of the bidirectional or client-streaming method m
+// on b, replacing any earlier handler of its path and taking precedence over a registered
 // service's, as HandleStream does. Each stream runs fn on a goroutine of its own: recv
 // returns the client's requests in order, then io.EOF once the client has closed its side
 // (CloseSend), or the stream's status error once the client has gone; send sends a message
 // to the client, and blocks while the stream's window is full. A client-streaming method's
 // handler sends its one response before it returns nil. What fn returns ends the stream with
 // its status, as for HandleStream.
-//
-// path is the method's full path, as for HandleStream; HandleBidi panics, with a message
-// that begins "reactortest: HandleBidi:", if it is not one or Req is an interface type.
-func HandleBidi[Req, Resp proto.Message](b *Backend, path string, fn func(ctx context.Context, recv func() (Req, error), send func(Resp) error) error) {
-	newReq := requestMaker[Req]("HandleBidi", path)
-	b.setHandler(path, route{stream: &streamRoute{clientStreams: true, run: func(ss *handlerStream) error {
+func HandleBidi[Req, Resp proto.Message](b *Backend, m *calls.BidiMethod[Req, Resp], fn func(ctx context.Context, recv func() (Req, error), send func(Resp) error) error) {
+	newReq := requestMaker[Req]()
+	b.setHandler(m.Path(), route{stream: &streamRoute{clientStreams: true, run: func(ss *handlerStream) error {
 		recv := func() (Req, error) {
 			req := newReq()
 			if err := ss.RecvMsg(req); err != nil {
@@ -83,24 +76,12 @@ func HandleBidi[Req, Resp proto.Message](b *Backend, path string, fn func(ctx co
 	}}})
 }
 
-// requestMaker checks the path and request type a handler is registered with (by fn, named
-// in its panics), and returns a func that makes an empty request.
-func requestMaker[Req proto.Message](fn, path string) func() Req {
-	if !validPath(path) {
-		panic(fmt.Sprintf("reactortest: %s: invalid gRPC method path %q: expected /package.Service/Method", fn, path))
-	}
+// requestMaker returns a func that makes an empty request of a stream handler's type: a
+// generated message type, as the method's descriptor checked.
+func requestMaker[Req proto.Message]() func() Req {
 	var zero Req
-	if any(zero) == nil {
-		panic(fmt.Sprintf("reactortest: %s: %s: the request type must be a concrete generated message type, not an interface", fn, path))
-	}
 	reqType := zero.ProtoReflect().Type()
 	return func() Req { return reqType.New().Interface().(Req) }
-}
-
-// validPath reports whether path has the form of a gRPC method's full path, "/service/method".
-func validPath(path string) bool {
-	service, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-	return strings.HasPrefix(path, "/") && ok && service != "" && method != "" && !strings.Contains(method, "/")
 }
 
 // Streams returns how many streams of the method at path were opened on b (NewStream),

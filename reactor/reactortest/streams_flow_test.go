@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -131,7 +132,7 @@ func TestStreamCancel(t *testing.T) {
 			b := reactortest.NewBackend()
 			b.SetStreamWindow(1)
 			started, ended := make(chan struct{}), make(chan [2]error, 1)
-			reactortest.HandleBidi(b, path, func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
+			reactortest.HandleBidi(b, calls.MustBidiMethod[*testpb.EchoRequest, *testpb.EchoResponse](path), func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
 				close(started)
 				err := tc.handler(ctx, recv, send)
 				ended <- [2]error{err, ctx.Err()}
@@ -199,7 +200,7 @@ func TestStreamHeaderTrailer(t *testing.T) {
 			proceed := make(chan struct{})
 			var seen metadata.MD
 			var method string
-			reactortest.HandleStream(b, path, func(ctx context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+			reactortest.HandleStream(b, calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse](path), func(ctx context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
 				seen, _ = metadata.FromIncomingContext(ctx)
 				method, _ = grpc.Method(ctx)
 				if err := tc.before(ctx, send); err != nil {
@@ -254,7 +255,7 @@ func TestStreamSendHeaderTwice(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const path = "/prpctest.Funcs/Watch"
 	b := reactortest.NewBackend()
-	reactortest.HandleStream(b, path, func(ctx context.Context, _ *testpb.WatchRequest, _ func(*testpb.EchoResponse) error) error {
+	reactortest.HandleStream(b, calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse](path), func(ctx context.Context, _ *testpb.WatchRequest, _ func(*testpb.EchoResponse) error) error {
 		if err := grpc.SendHeader(ctx, metadata.Pairs("a", "1")); err != nil {
 			return err
 		}
@@ -315,7 +316,7 @@ func TestStreamHandlerPanics(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const path = "/prpctest.Funcs/Watch"
 	b := reactortest.NewBackend()
-	reactortest.HandleStream(b, path, func(_ context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+	reactortest.HandleStream(b, calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse](path), func(_ context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
 		if err := send(&testpb.EchoResponse{Message: "before"}); err != nil {
 			return err
 		}
@@ -331,20 +332,7 @@ func TestStreamHandlerPanics(t *testing.T) {
 	require.ErrorContains(t, err, "boom")
 }
 
-// TestStreamHandlePanics checks that HandleStream and HandleBidi refuse a path that is not
-// a method's, naming it.
-func TestStreamHandlePanics(t *testing.T) {
-	b := reactortest.NewBackend()
-	fn := func(context.Context, *testpb.WatchRequest, func(*testpb.EchoResponse) error) error { return nil }
-	for _, path := range []string{"", "Svc/M", "/Svc", "/Svc/", "//M", "/a/b/c"} {
-		require.PanicsWithValue(t, fmt.Sprintf("reactortest: HandleStream: invalid gRPC method path %q: expected /package.Service/Method", path), func() {
-			reactortest.HandleStream(b, path, fn)
-		})
-	}
-	require.PanicsWithValue(t, `reactortest: HandleBidi: invalid gRPC method path "x": expected /package.Service/Method`, func() {
-		reactortest.HandleBidi(b, "x", func(context.Context, func() (*testpb.EchoRequest, error), func(*testpb.EchoResponse) error) error {
-			return nil
-		})
-	})
-	require.Panics(t, func() { b.SetStreamWindow(0) })
+// TestStreamWindowRefused checks that SetStreamWindow refuses a window that holds nothing.
+func TestStreamWindowRefused(t *testing.T) {
+	require.Panics(t, func() { reactortest.NewBackend().SetStreamWindow(0) })
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/standin"
 	"github.com/trixnew/prpc/internal/testpb"
 )
@@ -38,7 +39,7 @@ func TestStreamDeadlineOnManualClock(t *testing.T) {
 			clock := NewManualClock(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
 			b := NewBackend()
 			started := make(chan context.Context, 1)
-			HandleStream(b, path, func(ctx context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+			HandleStream(b, calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse](path), func(ctx context.Context, _ *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
 				started <- ctx
 				if err := send(&testpb.EchoResponse{Message: "before"}); err != nil {
 					return err

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
+	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/reactor/reactortest"
 )
@@ -119,7 +120,7 @@ func TestStreamServerStreaming(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeStreams{}
 			b, _ := streamsBackend(f)
-			reactortest.HandleStream(b, "/prpctest.Funcs/Watch", func(_ context.Context, req *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+			reactortest.HandleStream(b, calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse]("/prpctest.Funcs/Watch"), func(_ context.Context, req *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
 				return f.Watch(req, &sendOnly{send: send})
 			})
 			cs, err := b.NewStream(context.Background(), &testpb.TestService_ServiceDesc.Streams[0], tc.path)
@@ -161,7 +162,7 @@ func TestStreamBidi(t *testing.T) {
 	for _, path := range []string{testpb.TestService_Chat_FullMethodName, "/prpctest.Funcs/Chat"} {
 		t.Run(path, func(t *testing.T) {
 			b, _ := streamsBackend(&fakeStreams{})
-			reactortest.HandleBidi(b, "/prpctest.Funcs/Chat", func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
+			reactortest.HandleBidi(b, calls.MustBidiMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpctest.Funcs/Chat"), func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
 				for {
 					req, err := recv()
 					if err == io.EOF {
@@ -234,7 +235,7 @@ func TestStreamClientStreaming(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := reactortest.NewBackend()
-			reactortest.HandleBidi(b, path, func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
+			reactortest.HandleBidi(b, calls.MustBidiMethod[*testpb.EchoRequest, *testpb.EchoResponse](path), func(ctx context.Context, recv func() (*testpb.EchoRequest, error), send func(*testpb.EchoResponse) error) error {
 				var all strings.Builder
 				for {
 					req, err := recv()
