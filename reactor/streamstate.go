@@ -41,6 +41,9 @@ type stream struct {
 	sendq      chan sendItem // Bidi: capacity sendMax + 1, the last place for CloseSend's marker
 	senderDone chan struct{} // Bidi: closed when the sending goroutine exits
 
+	// What Stats counts beyond the ring (streamstats.go).
+	streamTally
+
 	// The receiver's.
 	peer       peer.Peer // written by gRPC as the transport stream ends
 	endCarrier callcore.Call
@@ -49,10 +52,11 @@ type stream struct {
 	stopped         atomic.Bool                 // Cancel, CloseStreams, Close: waiting messages are discarded
 	wound           bool                        // counted among the table's winding streams; under the table's mutex
 
-	// The ring of carriers (streamring.go): ring and received are the receiver's; consumed
-	// is added to by the Tick goroutine for each message it delivers or discards.
+	// The ring of carriers (streamring.go): ring and received are the receiver's (received
+	// atomic for Stats); consumed is added to by the Tick goroutine for each message it
+	// delivers or discards.
 	ring     []*callcore.Call
-	received uint64
+	received atomic.Uint64
 	consumed atomic.Uint64
 	stalled  atomic.Bool   // the receiver waits on wake for a free place
 	wake     chan struct{} // capacity 1
@@ -64,7 +68,7 @@ type stream struct {
 	cause      *calls.Error   // what stopped the stream first, if anything did
 	endErr     error          // the end's error, once ended
 	latest     *callcore.Call // KeepLatest: the carrier waiting for Tick, if any
-	replaced   uint64         // KeepLatest: messages replaced while waiting
+	replaced   atomic.Uint64  // KeepLatest: messages replaced while waiting; written under mu, read by Stats
 	sendClosed bool           // Send and CloseSend fail with ErrStreamDone
 	unsent     []proto.Message
 }
@@ -121,10 +125,16 @@ func (s *stream) Trailer() metadata.MD {
 }
 
 // End implements callcore.StreamOwner: on the Tick goroutine, as the end is delivered, it
-// forgets s and returns the messages gRPC never got (those the sender gave back, then the
-// queue's leftovers) and the end's error.
+// forgets s, folds its counts into its method's (countStreamEnd), and returns the messages
+// gRPC never got (those the sender gave back, then the queue's leftovers) and the end's error.
 func (s *stream) End() ([]proto.Message, error) {
-	s.r.streams.remove(s)
+	unsent, err := s.takeUnsent()
+	s.r.countStreamEnd(s.entry, s, err, len(unsent))
+	return unsent, err
+}
+
+// takeUnsent returns, once, the messages gRPC never got and the end's error.
+func (s *stream) takeUnsent() ([]proto.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	unsent := s.unsent
@@ -171,8 +181,13 @@ func (c *streamCtx) Value(key any) any {
 	return c.parent.Value(key)
 }
 
-// refusedStream is the owner of a stream refused at open: it holds only the end's error.
-type refusedStream struct{ err error }
+// refusedStream is the owner of a stream refused at open: it holds only the end's error, and
+// the method's entry for counting the end.
+type refusedStream struct {
+	err   error
+	r     *Reactor
+	entry *methodEntry
+}
 
 func (s *refusedStream) Cancel()                                   {}
 func (s *refusedStream) Send(proto.Message) error                  { return calls.ErrStreamDone }
@@ -180,4 +195,7 @@ func (s *refusedStream) CloseSend() error                          { return call
 func (s *refusedStream) Header() metadata.MD                       { return nil }
 func (s *refusedStream) Trailer() metadata.MD                      { return nil }
 func (s *refusedStream) Take(*callcore.Call) (proto.Message, bool) { return nil, false }
-func (s *refusedStream) End() ([]proto.Message, error)             { return nil, s.err }
+func (s *refusedStream) End() ([]proto.Message, error) {
+	s.r.countStreamEnd(s.entry, nil, s.err, 0)
+	return nil, s.err
+}
