@@ -408,11 +408,24 @@ func TestCollectorLint(t *testing.T) {
 	defer func() { require.NoError(t, r.Close(context.Background())) }()
 	reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.NotFound)}, nil)
 	reactortest.Flush(t, r)
+	watch := calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse]("/prpctest.TestService/Watch")
+	ended := false
+	reactor.Watch(r, watch, &testpb.WatchRequest{Count: 1}, nil, calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
+		OnMessage: func(*testpb.EchoResponse) {}, OnEnd: func(error) { ended = true },
+	})
+	for !ended {
+		select {
+		case <-r.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream did not end")
+		}
+		r.Tick(time.Second)
+	}
 	l, err := loop.New(loop.Config{})
 	require.NoError(t, err)
 
 	c := promprpc.NewCollector(promprpc.WithReactor(r), promprpc.WithLoop(l), promprpc.WithBackends())
-	require.ElementsMatch(t, specNames, gather(t, c), "every family is linted")
+	require.ElementsMatch(t, append(specNames, streamNames...), gather(t, c), "every family is linted")
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	require.Empty(t, problems)
