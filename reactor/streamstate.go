@@ -90,7 +90,14 @@ func (s *stream) Cancel() {
 // set before the context ends, so that the receiver, seeing its transport stream fail, finds
 // it.
 func (s *stream) stop(cause *calls.Error) {
+	// The cause is set with stopped, under mu: a receiver whose push finds the stream stopped
+	// and that then decides the end must find the cause, or it would end the stream OK.
+	s.mu.Lock()
+	if s.cause == nil && !s.ended {
+		s.cause = cause
+	}
 	s.stopped.Store(true)
+	s.mu.Unlock()
 	s.r.streams.wind(s)
 	s.fail(cause)
 }
