@@ -114,7 +114,16 @@ type Stats struct {
 	// tick; the calls a Tick in progress delivers count as waiting until it returns.
 	OldestUndelivered time.Duration
 
-	// Methods breaks the counters and latencies down by method path.
+	// StreamsOpen is the number of streams (Watch, Bidi) opened whose end Tick has not
+	// delivered yet: the sum of the methods' StreamStats.Open. Streams count in none of the
+	// calls' counters above.
+	StreamsOpen int
+	// MessagesWaiting is the number of stream messages received and waiting for Tick: the
+	// sum of the methods' StreamStats.Waiting.
+	MessagesWaiting int
+
+	// Methods breaks the counters and latencies down by method path, streams' methods
+	// included.
 	Methods map[string]MethodStats
 
 	// Backends counts transport calls by the backend they reached, sorted by address.
@@ -191,6 +200,9 @@ type MethodStats struct {
 	// Histograms count the latencies of every admitted call of the method delivered since
 	// the reactor started, as Stats.Histograms do.
 	Histograms Histograms
+	// Streams are the statistics of the method's streams; zero for a method whose streams
+	// were never opened (a unary method's).
+	Streams StreamStats
 }
 
 // InvokerStats describes one invoker.
@@ -321,6 +333,7 @@ func (r *Reactor) copyCounts(percentiles bool) (s Stats, samples []phases, perMe
 	}
 	perMethod = make([]methodCopy, 0, len(r.byPath))
 	s.Methods = make(map[string]MethodStats, len(r.byPath))
+	var streams map[string]*StreamStats
 	for path, e := range r.byPath {
 		m := e.counters
 		s.Methods[path] = MethodStats{
@@ -329,12 +342,29 @@ func (r *Reactor) copyCounts(percentiles bool) (s Stats, samples []phases, perMe
 			Coalesced: m.coalesced.Load(), Hedges: m.hedges.Load(), HedgesWon: m.hedgesWon.Load(), HedgesLost: m.hedgesLost.Load(),
 			Failed: maps.Clone(m.failed),
 		}
+		if m.streams.touched {
+			if streams == nil {
+				streams = make(map[string]*StreamStats)
+			}
+			st := m.streamStatsLocked()
+			streams[path] = &st
+		}
 		c := methodCopy{path: path}
 		if percentiles {
 			c.samples = slices.Clone(m.latency.ring)
 		}
 		m.hist.copyTo(&c.hist)
 		perMethod = append(perMethod, c)
+	}
+	if streams != nil {
+		r.streams.addOpenStreams(streams)
+		for path, st := range streams {
+			ms := s.Methods[path]
+			ms.Streams = *st
+			s.Methods[path] = ms
+			s.StreamsOpen += st.Open
+			s.MessagesWaiting += st.Waiting
+		}
 	}
 	return s, samples, perMethod
 }

@@ -23,8 +23,8 @@ var _ slog.LogValuer = Stats{}
 // failed holds the total of Failed and, for each code with failures, its count under the
 // code's name (codes.Code.String), in code order. latency holds Latency's P50 and P99 and the
 // P99 of QueueWait, Transport and TickWait. state is the connectivity state, left out
-// when StateKnown is false. drained and cut_off, the shutdown's figures, follow only when they
-// are not zero. The breakdowns by invoker, method and backend, the percentiles' other
+// when StateKnown is false. streams_open and messages_waiting (StreamsOpen, MessagesWaiting),
+// then drained and cut_off, the shutdown's figures, follow only when they are not zero. The breakdowns by invoker, method and backend, the percentiles' other
 // figures and LastConnError are not logged: log those fields where they are wanted.
 func (s Stats) LogValue() slog.Value {
 	failing := make([]codes.Code, 0, len(s.Failed))
@@ -60,6 +60,12 @@ func (s Stats) LogValue() slog.Value {
 	}
 	if s.StateKnown {
 		attrs = append(attrs, slog.String("state", s.State.String()))
+	}
+	if s.StreamsOpen > 0 {
+		attrs = append(attrs, slog.Int("streams_open", s.StreamsOpen))
+	}
+	if s.MessagesWaiting > 0 {
+		attrs = append(attrs, slog.Int("messages_waiting", s.MessagesWaiting))
 	}
 	if s.Drained > 0 {
 		attrs = append(attrs, slog.Uint64("drained", s.Drained))

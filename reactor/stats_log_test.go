@@ -64,6 +64,19 @@ func TestStatsLogValue(t *testing.T) {
 				`"drained":2,"cut_off":1}}` + "\n",
 		},
 		{
+			name:  "streams",
+			stats: reactor.Stats{StreamsOpen: 2, MessagesWaiting: 5, Drained: 1},
+			text: `level=INFO msg=prpc stats.pending=0 stats.queued=0 stats.in_flight=0 stats.submitted=0 stats.succeeded=0 ` +
+				`stats.failed.total=0 stats.timed_out=0 stats.overloaded=0 stats.cancelled=0 stats.closed=0 stats.never_sent=0 ` +
+				`stats.latency.p50=0s stats.latency.p99=0s stats.latency.queue_wait_p99=0s ` +
+				`stats.latency.transport_p99=0s stats.latency.tick_wait_p99=0s stats.oldest_undelivered=0s ` +
+				`stats.streams_open=2 stats.messages_waiting=5 stats.drained=1` + "\n",
+			json: `{"level":"INFO","msg":"prpc","stats":{"pending":0,"queued":0,"in_flight":0,"submitted":0,"succeeded":0,` +
+				`"failed":{"total":0},"timed_out":0,"overloaded":0,"cancelled":0,"closed":0,"never_sent":0,` +
+				`"latency":{"p50":0,"p99":0,"queue_wait_p99":0,"transport_p99":0,"tick_wait_p99":0},"oldest_undelivered":0,` +
+				`"streams_open":2,"messages_waiting":5,"drained":1}}` + "\n",
+		},
+		{
 			name:  "zero, state unknown",
 			stats: reactor.Stats{},
 			text: `level=INFO msg=prpc stats.pending=0 stats.queued=0 stats.in_flight=0 stats.submitted=0 stats.succeeded=0 ` +

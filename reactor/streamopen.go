@@ -30,18 +30,20 @@ type handleSetter interface {
 // is registered in r's stream table, which MaxStreams bounds, and its receiving goroutine
 // starts.
 func (r *Reactor) openStream(h handleSetter, msgs, end, reopen callcore.Target, ops *callcore.Ops, desc *grpc.StreamDesc, req proto.Message, opts *calls.StreamOptions) {
+	e := r.method(ops)
+	r.countStreamOpen(e)
 	s, err := r.newStream(ops, req, desc.ClientStreams, opts)
 	if err != nil {
-		h.SetOwner(&refusedStream{err: markNotSent(err)})
+		h.SetOwner(&refusedStream{err: markNotSent(err), r: r, entry: e})
 		r.deliverNext(end)
 		return
 	}
-	s.msgs, s.end, s.desc = msgs, end, desc
+	s.msgs, s.end, s.desc, s.entry = msgs, end, desc, e
 	s.endCarrier.Target, s.endCarrier.Ops = end, ops
 	h.SetOwner(s)
 	if err := r.streams.add(s); err != nil {
 		s.stopParentWatch()
-		h.SetOwner(&refusedStream{err: markNotSent(err)})
+		h.SetOwner(&refusedStream{err: markNotSent(err), r: r, entry: e})
 		r.deliverNext(end)
 		return
 	}

@@ -21,7 +21,7 @@ func (s *stream) run() {
 	defer s.r.streams.exit()
 	defer s.stopParentWatch()
 	for {
-		n := s.received
+		n := s.received.Load()
 		streamed, err := s.attempt()
 		if !s.reopens(err, s.receivedSince(n)) || !s.awaitReopen() {
 			s.claimEnd(err, streamed, false)

@@ -240,4 +240,4 @@ func (s *stream) isEnded() bool {
 }
 
 // receivedSince reports whether the receiver pushed a message since it had pushed n.
-func (s *stream) receivedSince(n uint64) bool { return s.received != n }
+func (s *stream) receivedSince(n uint64) bool { return s.received.Load() != n }

@@ -29,10 +29,10 @@ func (s *stream) reserve() (*callcore.Call, bool) {
 	if s.keepLatest {
 		return nil, s.ctx.Err() == nil
 	}
-	for s.received-s.consumed.Load() >= uint64(s.maxWaiting) {
+	for s.received.Load()-s.consumed.Load() >= uint64(s.maxWaiting) {
 		s.stalls.Add(1)
 		s.stalled.Store(true)
-		if s.received-s.consumed.Load() < uint64(s.maxWaiting) {
+		if s.received.Load()-s.consumed.Load() < uint64(s.maxWaiting) {
 			s.stalled.Store(false)
 			break
 		}
@@ -48,7 +48,7 @@ func (s *stream) reserve() (*callcore.Call, bool) {
 	if s.ctx.Err() != nil {
 		return nil, false
 	}
-	i := s.received % uint64(s.maxWaiting)
+	i := s.received.Load() % uint64(s.maxWaiting)
 	c := s.ring[i]
 	if c == nil {
 		c = &callcore.Call{Ops: s.ops, Target: s.msgs}
@@ -69,7 +69,7 @@ func (s *stream) push(c *callcore.Call, msg proto.Message) bool {
 	if s.keepLatest {
 		if s.latest != nil {
 			s.latest.Value = msg // the newer one takes the older's place
-			s.replaced++
+			s.replaced.Add(1)
 			return true
 		}
 		if c = s.ring[0]; c == nil {
@@ -80,7 +80,7 @@ func (s *stream) push(c *callcore.Call, msg proto.Message) bool {
 	}
 	c.Value = msg
 	c.Submitted = s.r.now()
-	s.received++
+	s.received.Add(1)
 	s.r.out.Push(c)
 	s.r.wakeHost()
 	return true
@@ -88,13 +88,19 @@ func (s *stream) push(c *callcore.Call, msg proto.Message) bool {
 
 // Take implements callcore.StreamOwner, on the Tick goroutine: it takes carrier c's message
 // and frees c's place, waking the receiver if it waits for one, then returns the message
-// unless the stream was stopped (the message is discarded).
+// unless the stream was stopped (the message is discarded, and counted so before its place
+// is: streamstats.go).
 func (s *stream) Take(c *callcore.Call) (proto.Message, bool) {
+	stopped := s.stopped.Load()
+	if stopped {
+		s.noteDiscard()
+	}
 	var msg proto.Message
 	if s.keepLatest {
 		s.mu.Lock()
 		msg, c.Value, s.latest = c.Value, nil, nil
 		s.mu.Unlock()
+		s.consumed.Add(1) // for Stats only: the receiver never waits
 	} else {
 		msg, c.Value = c.Value, nil
 		s.consumed.Add(1)
@@ -105,7 +111,7 @@ func (s *stream) Take(c *callcore.Call) (proto.Message, bool) {
 			}
 		}
 	}
-	if s.stopped.Load() {
+	if stopped {
 		return nil, false
 	}
 	return msg, true

@@ -62,6 +62,7 @@ func (s *stream) sendLoop(cs grpc.ClientStream) {
 		encodeErr := s.codec.Err()
 		s.codec.Forget()
 		if err == nil {
+			s.sent.Add(1)
 			continue
 		}
 		s.mu.Lock()

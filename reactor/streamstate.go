@@ -44,19 +44,22 @@ type stream struct {
 	opened     int64         // when Watch or Bidi ran, with a timeout (on the reactor's clock)
 	resub      *resubState   // Resubscribe's policy and the receiver's state of it; nil: off
 
+	// What Stats counts beyond the ring (streamstats.go).
+	streamTally
+
 	// The receiver's.
 	peer       peer.Peer // written by gRPC as the transport stream ends
 	endCarrier callcore.Call
 
 	header, trailer atomic.Pointer[metadata.MD] // with ResponseMetadata, once received
 	stopped         atomic.Bool                 // Cancel, CloseStreams, Close: waiting messages are discarded
-	reopened        atomic.Uint64               // Resubscribe's reopenings (StreamStats.Reopened)
 	wound           bool                        // counted among the table's winding streams; under the table's mutex
 
-	// The ring of carriers (streamring.go): ring and received are the receiver's; consumed
-	// is added to by the Tick goroutine for each message it delivers or discards.
+	// The ring of carriers (streamring.go): ring and received are the receiver's (received
+	// atomic for Stats); consumed is added to by the Tick goroutine for each message it
+	// delivers or discards.
 	ring     []*callcore.Call
-	received uint64
+	received atomic.Uint64
 	consumed atomic.Uint64
 	stalled  atomic.Bool   // the receiver waits on wake for a free place
 	wake     chan struct{} // capacity 1
@@ -68,7 +71,7 @@ type stream struct {
 	cause      *calls.Error   // what stopped the stream first, if anything did
 	endErr     error          // the end's error, once ended
 	latest     *callcore.Call // KeepLatest: the carrier waiting for Tick, if any
-	replaced   uint64         // KeepLatest: messages replaced while waiting
+	replaced   atomic.Uint64  // KeepLatest: messages replaced while waiting; written under mu, read by Stats
 	sendClosed bool           // Send and CloseSend fail with ErrStreamDone
 	unsent     []proto.Message
 }
@@ -90,7 +93,14 @@ func (s *stream) Cancel() {
 // set before the context ends, so that the receiver, seeing its transport stream fail, finds
 // it.
 func (s *stream) stop(cause *calls.Error) {
+	// The cause is set with stopped, under mu: a receiver whose push finds the stream stopped
+	// and that then decides the end must find the cause, or it would end the stream OK.
+	s.mu.Lock()
+	if s.cause == nil && !s.ended {
+		s.cause = cause
+	}
 	s.stopped.Store(true)
+	s.mu.Unlock()
 	s.r.streams.wind(s)
 	s.fail(cause)
 }
@@ -129,10 +139,16 @@ func (s *stream) Trailer() metadata.MD {
 }
 
 // End implements callcore.StreamOwner: on the Tick goroutine, as the end is delivered, it
-// forgets s and returns the messages gRPC never got (those the sender gave back, then the
-// queue's leftovers) and the end's error.
+// forgets s, folds its counts into its method's (countStreamEnd), and returns the messages
+// gRPC never got (those the sender gave back, then the queue's leftovers) and the end's error.
 func (s *stream) End() ([]proto.Message, error) {
-	s.r.streams.remove(s)
+	unsent, err := s.takeUnsent()
+	s.r.countStreamEnd(s.entry, s, err, len(unsent))
+	return unsent, err
+}
+
+// takeUnsent returns, once, the messages gRPC never got and the end's error.
+func (s *stream) takeUnsent() ([]proto.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	unsent := s.unsent
@@ -179,8 +195,13 @@ func (c *streamCtx) Value(key any) any {
 	return c.parent.Value(key)
 }
 
-// refusedStream is the owner of a stream refused at open: it holds only the end's error.
-type refusedStream struct{ err error }
+// refusedStream is the owner of a stream refused at open: it holds only the end's error, and
+// the method's entry for counting the end.
+type refusedStream struct {
+	err   error
+	r     *Reactor
+	entry *methodEntry
+}
 
 func (s *refusedStream) Cancel()                                   {}
 func (s *refusedStream) Send(proto.Message) error                  { return calls.ErrStreamDone }
@@ -188,6 +209,9 @@ func (s *refusedStream) CloseSend() error                          { return call
 func (s *refusedStream) Header() metadata.MD                       { return nil }
 func (s *refusedStream) Trailer() metadata.MD                      { return nil }
 func (s *refusedStream) Take(*callcore.Call) (proto.Message, bool) { return nil, false }
-func (s *refusedStream) End() ([]proto.Message, error)             { return nil, s.err }
-func (s *refusedStream) Reopening() bool                           { return false }
-func (s *refusedStream) Reopen(proto.Message, string)              {}
+func (s *refusedStream) End() ([]proto.Message, error) {
+	s.r.countStreamEnd(s.entry, nil, s.err, 0)
+	return nil, s.err
+}
+func (s *refusedStream) Reopening() bool              { return false }
+func (s *refusedStream) Reopen(proto.Message, string) {}

@@ -74,8 +74,9 @@ type methodCounters struct {
 	failures
 	latency                       latencyWindow
 	hist                          phaseHistograms
-	coalesced                     atomic.Uint64 // counted by the lanes, without mu
-	hedges, hedgesWon, hedgesLost atomic.Uint64 // counted by the lanes, without mu
+	coalesced                     atomic.Uint64  // counted by the lanes, without mu
+	hedges, hedgesWon, hedgesLost atomic.Uint64  // counted by the lanes, without mu
+	streams                       streamCounters // the method's streams (streamstats.go)
 }
 
 func newMethodCounters() *methodCounters {

@@ -54,6 +54,19 @@
 //	prpc.hedge.won         counter    {call}     calls a hedge's response settled
 //	prpc.hedge.lost        counter    {attempt}  attempts cancelled because another decided first
 //
+// A stream method's (reactor.Watch, reactor.Bidi), with the same attributes, from
+// reactor.MethodStats.Streams; a stream method has none of the calls' metrics above:
+//
+//	prpc.streams.open             gauge    {stream}   streams whose end is not delivered yet
+//	prpc.stream.messages          counter  {message}  messages by outcome: received, delivered, replaced, discarded
+//	prpc.stream.messages_waiting  gauge    {message}  messages received and waiting for Tick
+//	prpc.stream.stalls            counter  {stall}    times a receiver stopped reading, its ring full
+//	prpc.stream.reopens           counter  {stream}   reopenings by resubscription
+//	prpc.stream.ends              counter  {stream}   ends delivered, by rpc.grpc.status_code
+//
+// The attribute outcome is named as the Prometheus adapter's label is, so that a dashboard
+// works with either.
+//
 // The reactor's gauges have no attribute of their own: prpc.calls.pending,
 // prpc.calls.max_outstanding, prpc.calls.queued, prpc.calls.in_flight and
 // prpc.calls.in_flight_limit ({call}), and prpc.delivery.oldest_wait (s). A loop's metrics

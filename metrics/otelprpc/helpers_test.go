@@ -75,6 +75,16 @@ var reactorSpec = []specMetric{
 	{"prpc.delivery.oldest_wait", kindGauge, "s", nil},
 }
 
+// streamSpec are the metrics of a reactor's stream methods.
+var streamSpec = []specMetric{
+	{"prpc.streams.open", kindGauge, "{stream}", methodKeys},
+	{"prpc.stream.messages", kindCounter, "{message}", append(methodKeys[:3:3], "outcome")},
+	{"prpc.stream.messages_waiting", kindGauge, "{message}", methodKeys},
+	{"prpc.stream.stalls", kindCounter, "{stall}", methodKeys},
+	{"prpc.stream.reopens", kindCounter, "{stream}", methodKeys},
+	{"prpc.stream.ends", kindCounter, "{stream}", codeKeys},
+}
+
 // backendSpec are the metrics WithBackends adds.
 var backendSpec = []specMetric{
 	{"prpc.backend.calls", kindCounter, "{call}", backendKeys},

@@ -7,13 +7,15 @@ import (
 
 // Attribute keys, as OpenTelemetry's RPC conventions name them, and prpc's own.
 const (
-	keySystem   = attribute.Key("rpc.system")
-	keyService  = attribute.Key("rpc.service")
-	keyMethod   = attribute.Key("rpc.method")
-	keyCode     = attribute.Key("rpc.grpc.status_code")
-	keyServer   = attribute.Key("server.address")
-	keyReactor  = attribute.Key("prpc.reactor")
-	keyLoop     = attribute.Key("prpc.loop")
+	keySystem  = attribute.Key("rpc.system")
+	keyService = attribute.Key("rpc.service")
+	keyMethod  = attribute.Key("rpc.method")
+	keyCode    = attribute.Key("rpc.grpc.status_code")
+	keyServer  = attribute.Key("server.address")
+	keyReactor = attribute.Key("prpc.reactor")
+	keyLoop    = attribute.Key("prpc.loop")
+	keyOutcome = attribute.Key("outcome") // a stream message's; Prometheus's label of the same name
+
 	systemValue = "grpc"
 )
 
@@ -38,6 +40,12 @@ const (
 	hedgeSent
 	hedgeWon
 	hedgeLost
+	streamsOpen
+	streamMessages
+	streamMessagesWaiting
+	streamStalls
+	streamReopens
+	streamEnds
 	callsPending
 	callsMaxOutstanding
 	callsQueued
@@ -92,11 +100,17 @@ var instruments = [numMetrics]instrument{
 	hedgeWon:      {"prpc.hedge.won", "{call}", "Calls settled by a hedge's response before the first attempt's.", counter},
 	hedgeLost: {"prpc.hedge.lost", "{attempt}", "Attempts cancelled because another attempt of the same call decided it first.",
 		counter},
-	callsPending:        {"prpc.calls.pending", "{call}", "Calls admitted and not yet delivered by Tick.", gauge},
-	callsMaxOutstanding: {"prpc.calls.max_outstanding", "{call}", "The bound on pending calls (MaxOutstanding).", gauge},
-	callsQueued:         {"prpc.calls.queued", "{call}", "Admitted calls waiting for a free lane.", gauge},
-	callsInFlight:       {"prpc.calls.in_flight", "{call}", "Calls a lane has taken whose outcome is not yet queued for Tick.", gauge},
-	callsInFlightLimit:  {"prpc.calls.in_flight_limit", "{call}", "The adaptive limit on the calls lanes run at once; 0 when it is disabled.", gauge},
+	streamsOpen:           {"prpc.streams.open", "{stream}", "Streams opened whose end Tick has not delivered yet.", gauge},
+	streamMessages:        {"prpc.stream.messages", "{message}", "Stream messages by outcome: received, and then delivered, replaced by a newer one (KeepLatest) or discarded because the stream was stopped.", counter},
+	streamMessagesWaiting: {"prpc.stream.messages_waiting", "{message}", "Stream messages received and waiting for Tick.", gauge},
+	streamStalls:          {"prpc.stream.stalls", "{stall}", "Times a stream's receiver stopped reading because MaxWaiting messages waited for Tick.", counter},
+	streamReopens:         {"prpc.stream.reopens", "{stream}", "Reopenings of streams ended by a transient code (resubscription).", counter},
+	streamEnds:            {"prpc.stream.ends", "{stream}", "Stream ends delivered by Tick, refusals at open included, by gRPC status code.", counter},
+	callsPending:          {"prpc.calls.pending", "{call}", "Calls admitted and not yet delivered by Tick.", gauge},
+	callsMaxOutstanding:   {"prpc.calls.max_outstanding", "{call}", "The bound on pending calls (MaxOutstanding).", gauge},
+	callsQueued:           {"prpc.calls.queued", "{call}", "Admitted calls waiting for a free lane.", gauge},
+	callsInFlight:         {"prpc.calls.in_flight", "{call}", "Calls a lane has taken whose outcome is not yet queued for Tick.", gauge},
+	callsInFlightLimit:    {"prpc.calls.in_flight_limit", "{call}", "The adaptive limit on the calls lanes run at once; 0 when it is disabled.", gauge},
 	deliveryOldestWait: {"prpc.delivery.oldest_wait", "s", "How long the oldest outcome waiting for Tick has waited; 0 when none waits.",
 		floatGauge},
 	backendCalls:      {"prpc.backend.calls", "{call}", "Transport calls that got a connection to the backend.", counter},

@@ -31,14 +31,22 @@ func TestMapping(t *testing.T) {
 				Hedges: 22, HedgesWon: 23, HedgesLost: 24,
 				Histograms: reactor.Histograms{Latency: hist(100), QueueWait: hist(200), Transport: hist(300), TickWait: hist(400)},
 			},
+			// A stream method: the streams' metrics, none of the calls'.
+			"/game.Inventory/Watch": {
+				Streams: reactor.StreamStats{
+					Opened: 41, Reopened: 42, Open: 43, Ended: map[codes.Code]uint64{codes.OK: 44, codes.Unavailable: 45},
+					Received: 46, Delivered: 47, Replaced: 48, Discarded: 49, Waiting: 50, Stalls: 51, Sent: 52, Unsent: 53,
+				},
+			},
 		},
 		Backends: []reactor.BackendStats{{Addr: "10.0.0.1:50051", Calls: 31, Failed: map[codes.Code]uint64{codes.Unavailable: 32}, HedgesLost: 33}},
 	}
 	start := epoch
 	now := epoch.Add(time.Minute)
 	got := byName(t, otelprpc.NewStatsSource("world", start, true).Collect(st, now, now))
-	requireSpec(t, got, append(reactorSpec, backendSpec...), "prpc.reactor")
+	requireSpec(t, got, append(append(reactorSpec, backendSpec...), streamSpec...), "prpc.reactor")
 	world := attribute.String("prpc.reactor", "world")
+	outcome := func(o string) attribute.Set { return methodAttrs("Watch", world, attribute.String("outcome", o)) }
 
 	counts := []struct {
 		metric string
@@ -59,6 +67,14 @@ func TestMapping(t *testing.T) {
 		{"prpc.hedge.sent", methodAttrs("Get", world), 22},
 		{"prpc.hedge.won", methodAttrs("Get", world), 23},
 		{"prpc.hedge.lost", methodAttrs("Get", world), 24},
+		{"prpc.stream.messages", outcome("received"), 46},
+		{"prpc.stream.messages", outcome("delivered"), 47},
+		{"prpc.stream.messages", outcome("replaced"), 48},
+		{"prpc.stream.messages", outcome("discarded"), 49},
+		{"prpc.stream.stalls", methodAttrs("Watch", world), 51},
+		{"prpc.stream.reopens", methodAttrs("Watch", world), 42},
+		{"prpc.stream.ends", withCode("Watch", 0, world), 44},
+		{"prpc.stream.ends", withCode("Watch", int64(codes.Unavailable), world), 45},
 		{"prpc.backend.calls", attrs(attribute.String("rpc.system", "grpc"), attribute.String("server.address", "10.0.0.1:50051"), world), 31},
 		{"prpc.backend.failed", attrs(attribute.String("rpc.system", "grpc"), attribute.String("server.address", "10.0.0.1:50051"), world,
 			attribute.Int64("rpc.grpc.status_code", int64(codes.Unavailable))), 32},
@@ -66,9 +82,14 @@ func TestMapping(t *testing.T) {
 	}
 	for _, c := range counts {
 		require.Equal(t, c.want, counterValue(t, got[c.metric], c.attrs), c.metric)
-		series := 1
-		if c.metric == "prpc.call.completed" {
+		series := 1 // the stream method has no calls' series, the unary one no streams'
+		switch c.metric {
+		case "prpc.call.completed":
 			series = 3 // codes 0, NotFound and DeadlineExceeded
+		case "prpc.stream.messages":
+			series = 4 // the outcomes
+		case "prpc.stream.ends":
+			series = 2 // codes 0 and Unavailable
 		}
 		require.Len(t, counters(t, got[c.metric]), series, c.metric)
 	}
@@ -80,6 +101,8 @@ func TestMapping(t *testing.T) {
 	for name, want := range gauges {
 		require.Equal(t, want, gauge(t, got[name], reactorAttrs), name)
 	}
+	require.Equal(t, 43.0, gauge(t, got["prpc.streams.open"], methodAttrs("Watch", world)))
+	require.Equal(t, 50.0, gauge(t, got["prpc.stream.messages_waiting"], methodAttrs("Watch", world)))
 	hs := st.Methods["/game.Inventory/Get"].Histograms
 	for name, h := range map[string]reactor.Histogram{
 		"prpc.call.duration": hs.Latency, "prpc.call.queue_wait": hs.QueueWait, "prpc.call.transport": hs.Transport, "prpc.call.tick_wait": hs.TickWait,

@@ -256,6 +256,21 @@ func (s *codeSets) code(c codes.Code) attribute.Set {
 type methodSeries struct {
 	attrs attribute.Set // rpc.system, rpc.service, rpc.method and the reactor's name
 	codeSets
+	outcomes *[len(outcomes)]attribute.Set // a stream method's: attrs with each outcome; made on first use
+}
+
+// outcomes are the values of a stream message's outcome attribute, in StreamStats' order.
+var outcomes = [...]string{"received", "delivered", "replaced", "discarded"}
+
+// outcome returns the method's attribute set with the i-th outcome.
+func (m *methodSeries) outcome(i int) attribute.Set {
+	if m.outcomes == nil {
+		m.outcomes = new([len(outcomes)]attribute.Set)
+		for j, o := range outcomes {
+			m.outcomes[j] = attribute.NewSet(append(slices.Clip(m.base), keyOutcome.String(o))...)
+		}
+	}
+	return m.outcomes[i]
 }
 
 // method returns the series of the method at path, made on first use.
@@ -364,7 +379,8 @@ func (s *reactorSource) add(c *collection, st *reactor.Stats, now time.Time, bac
 		paths = append(paths, path)
 	}
 	slices.Sort(paths) // a stable order of series from one collection to the next
-	// The method metrics get a point per method each (completed, one per code).
+	// The method metrics get a point per method each (completed, one per code); a stream
+	// method gets the streams' instead.
 	for id := callDuration; id <= hedgeLost; id++ {
 		if instruments[id].kind == histogram {
 			c.hists[id] = slices.Grow(c.hists[id], len(paths))
@@ -375,6 +391,12 @@ func (s *reactorSource) add(c *collection, st *reactor.Stats, now time.Time, bac
 	for _, path := range paths {
 		ms := st.Methods[path]
 		m := s.method(path)
+		if ms.Streams.Opened > 0 {
+			s.addStreams(c, m, &ms.Streams, now)
+			if ms.Submitted == 0 {
+				continue // a stream method: no call of it is ever submitted
+			}
+		}
 		hist := func(id metricID, h *reactor.Histogram) {
 			c.hists[id] = append(c.hists[id], c.histPoint(m.attrs, s.start, now, h))
 		}
@@ -417,6 +439,28 @@ func (s *reactorSource) add(c *collection, st *reactor.Stats, now time.Time, bac
 			count(backendHedgesLost, bs.attrs, b.HedgesLost)
 		}
 		s.backends = seen // rows gone since the last collection are forgotten: if they come back, they start anew
+	}
+}
+
+// addStreams adds the metrics of a method's streams st, read at now, to c. The ends with code
+// 0 have a point from the first stream on, as the calls' successes do; another code has one
+// once a stream has ended with it.
+func (s *reactorSource) addStreams(c *collection, m *methodSeries, st *reactor.StreamStats, now time.Time) {
+	point := func(id metricID, attrs attribute.Set, v int64) {
+		c.ints[id] = append(c.ints[id], metricdata.DataPoint[int64]{Attributes: attrs, StartTime: s.start, Time: now, Value: v})
+	}
+	point(streamsOpen, m.attrs, int64(st.Open))
+	for i, v := range [len(outcomes)]uint64{st.Received, st.Delivered, st.Replaced, st.Discarded} {
+		point(streamMessages, m.outcome(i), int64(v))
+	}
+	point(streamMessagesWaiting, m.attrs, int64(st.Waiting))
+	point(streamStalls, m.attrs, int64(st.Stalls))
+	point(streamReopens, m.attrs, int64(st.Reopened))
+	point(streamEnds, m.code(codes.OK), int64(st.Ended[codes.OK]))
+	for _, code := range sortedCodes(st.Ended) {
+		if code != codes.OK {
+			point(streamEnds, m.code(code), int64(st.Ended[code]))
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ const (
 	labelCode     = "rpc_grpc_status_code"
 	labelReactor  = "prpc_reactor"
 	labelAddress  = "server_address"
+	labelOutcome  = "outcome"
 	systemGRPC    = "grpc"
 	metricsPrefix = "prpc_"
 )
@@ -88,6 +89,9 @@ type Collector struct {
 	timedOut, overloaded, cancelled, closed  *prometheus.Desc
 	shed, neverSent, coalesced               *prometheus.Desc
 	hedgeSent, hedgeWon, hedgeLost           *prometheus.Desc
+	// Per stream method.
+	streamsOpen, streamMessages, streamWaiting *prometheus.Desc
+	streamStalls, streamReopens, streamEnds    *prometheus.Desc
 	// Per reactor.
 	pending, maxOutstanding, queued, inFlight, inFlightLimit, oldestWait *prometheus.Desc
 	// Per backend, with WithBackends; nil otherwise.
@@ -192,6 +196,13 @@ func (c *Collector) makeDescs(backends bool) {
 	c.hedgeWon = method("hedge_won_total", "Calls that a hedge's response settled, before the first attempt's.")
 	c.hedgeLost = method("hedge_lost_total", "Attempts cancelled because another attempt of the same call decided it first.")
 
+	c.streamsOpen = method("streams_open", "Streams opened whose end Tick has not delivered yet.")
+	c.streamMessages = method("stream_messages_total", "Stream messages by outcome: received, and then delivered to OnMessage, replaced by a newer one (KeepLatest) or discarded because the stream was stopped.", labelOutcome)
+	c.streamWaiting = method("stream_messages_waiting", "Stream messages received and waiting for Tick.")
+	c.streamStalls = method("stream_stalls_total", "Times a stream's receiver stopped reading because MaxWaiting messages waited for Tick.")
+	c.streamReopens = method("stream_reopens_total", "Reopenings of streams ended by a transient code (resubscription).")
+	c.streamEnds = method("stream_ends_total", "Stream ends delivered by Tick, refusals at open included, by gRPC status code (0 for OK).", labelCode)
+
 	c.pending = gauge("calls_pending", "Calls admitted and not yet delivered by Tick.")
 	c.maxOutstanding = gauge("calls_max_outstanding", "The bound on pending calls (MaxOutstanding): a call beyond it is overloaded.")
 	c.queued = gauge("calls_queued", "Admitted calls waiting for a free lane.")
@@ -220,6 +231,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 			c.duration, c.queueWait, c.transport, c.tickWait,
 			c.submitted, c.completed, c.timedOut, c.overloaded, c.cancelled, c.closed,
 			c.shed, c.neverSent, c.coalesced, c.hedgeSent, c.hedgeWon, c.hedgeLost,
+			c.streamsOpen, c.streamMessages, c.streamWaiting, c.streamStalls, c.streamReopens, c.streamEnds,
 			c.pending, c.maxOutstanding, c.queued, c.inFlight, c.inFlightLimit, c.oldestWait,
 		} {
 			ch <- d
@@ -285,6 +297,12 @@ func (c *Collector) collectReactor(ch chan<- prometheus.Metric, name string, st 
 	for path, m := range st.Methods {
 		service, method := splitPath(path)
 		lv := append(append(buf[:0], rl...), service, method)
+		if m.Streams.Opened > 0 {
+			c.collectStreams(ch, &m.Streams, lv)
+			if m.Submitted == 0 {
+				continue // a stream method: no call of it is ever submitted
+			}
+		}
 		withCode := func(code string) []string { return append(lv[:len(lv):len(lv)], code) }
 		ch <- c.histogram(c.duration, &m.Histograms.Latency, lv)
 		ch <- c.histogram(c.queueWait, &m.Histograms.QueueWait, lv)
@@ -320,6 +338,32 @@ func (c *Collector) collectReactor(ch chan<- prometheus.Metric, name string, st 
 			}
 		}
 	}
+}
+
+// collectStreams sends the metrics of a method's streams s, with the method's label values lv.
+// The ends with code 0 have a series from the first stream on, as the calls' successes do;
+// another code has one once a stream has ended with it.
+func (c *Collector) collectStreams(ch chan<- prometheus.Metric, s *reactor.StreamStats, lv []string) {
+	with := func(v string) []string { return append(lv[:len(lv):len(lv)], v) }
+	ch <- c.methodGauge(c.streamsOpen, float64(s.Open), lv)
+	ch <- c.methodGauge(c.streamWaiting, float64(s.Waiting), lv)
+	ch <- c.counter(c.streamMessages, s.Received, with("received"))
+	ch <- c.counter(c.streamMessages, s.Delivered, with("delivered"))
+	ch <- c.counter(c.streamMessages, s.Replaced, with("replaced"))
+	ch <- c.counter(c.streamMessages, s.Discarded, with("discarded"))
+	ch <- c.counter(c.streamStalls, s.Stalls, lv)
+	ch <- c.counter(c.streamReopens, s.Reopened, lv)
+	ch <- c.counter(c.streamEnds, s.Ended[codes.OK], with("0"))
+	for code, n := range s.Ended {
+		if code != codes.OK {
+			ch <- c.counter(c.streamEnds, n, with(codeLabel(code)))
+		}
+	}
+}
+
+// methodGauge returns v as d's gauge with the label values values.
+func (c *Collector) methodGauge(d *prometheus.Desc, v float64, values []string) prometheus.Metric {
+	return &valueMetric{desc: d, labels: c.labels.get(d, values), value: v, gauge: true}
 }
 
 // counter returns v as d's counter with the label values values.

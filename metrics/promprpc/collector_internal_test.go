@@ -63,6 +63,13 @@ func TestCollectMapsEveryField(t *testing.T) {
 						Latency: hist(1, 2, 3), QueueWait: hist(4, 0, 0), Transport: hist(0, 5, 0), TickWait: hist(0, 0, 6),
 					},
 				},
+				// A stream method: its stream metrics, none of the calls'.
+				"/game.v1.Players/Watch": {
+					Streams: reactor.StreamStats{
+						Opened: 61, Reopened: 62, Open: 63, Ended: map[codes.Code]uint64{codes.OK: 64, codes.Unavailable: 65},
+						Received: 66, Delivered: 67, Replaced: 68, Discarded: 69, Waiting: 70, Stalls: 71, Sent: 72, Unsent: 73,
+					},
+				},
 			},
 			Backends: []reactor.BackendStats{
 				{Addr: "10.0.0.1:443", Calls: 41, Failed: map[codes.Code]uint64{codes.Unavailable: 42}, HedgesLost: 43},
@@ -77,6 +84,9 @@ func TestCollectMapsEveryField(t *testing.T) {
 	// Labels in the registry's order, by name.
 	const m = `prpc_reactor="players",rpc_method="Get",rpc_service="game.v1.Players",rpc_system="grpc"`
 	const mc = `prpc_reactor="players",rpc_grpc_status_code="%s",rpc_method="Get",rpc_service="game.v1.Players",rpc_system="grpc"`
+	const w = `prpc_reactor="players",rpc_method="Watch",rpc_service="game.v1.Players",rpc_system="grpc"`
+	const wc = `prpc_reactor="players",rpc_grpc_status_code="%s",rpc_method="Watch",rpc_service="game.v1.Players",rpc_system="grpc"`
+	const wo = `outcome="%s",prpc_reactor="players",rpc_method="Watch",rpc_service="game.v1.Players",rpc_system="grpc"`
 	const r1 = `prpc_reactor="players",server_address="10.0.0.1:443"`
 	const r2 = `prpc_reactor="players",server_address="(removed)"`
 	want := `
@@ -164,6 +174,28 @@ prpc_hedge_won_total{` + m + `} 29
 # HELP prpc_hedge_lost_total Attempts cancelled because another attempt of the same call decided it first.
 # TYPE prpc_hedge_lost_total counter
 prpc_hedge_lost_total{` + m + `} 30
+# HELP prpc_streams_open Streams opened whose end Tick has not delivered yet.
+# TYPE prpc_streams_open gauge
+prpc_streams_open{` + w + `} 63
+# HELP prpc_stream_messages_waiting Stream messages received and waiting for Tick.
+# TYPE prpc_stream_messages_waiting gauge
+prpc_stream_messages_waiting{` + w + `} 70
+# HELP prpc_stream_messages_total Stream messages by outcome: received, and then delivered to OnMessage, replaced by a newer one (KeepLatest) or discarded because the stream was stopped.
+# TYPE prpc_stream_messages_total counter
+prpc_stream_messages_total{` + fmt.Sprintf(wo, "received") + `} 66
+prpc_stream_messages_total{` + fmt.Sprintf(wo, "delivered") + `} 67
+prpc_stream_messages_total{` + fmt.Sprintf(wo, "replaced") + `} 68
+prpc_stream_messages_total{` + fmt.Sprintf(wo, "discarded") + `} 69
+# HELP prpc_stream_stalls_total Times a stream's receiver stopped reading because MaxWaiting messages waited for Tick.
+# TYPE prpc_stream_stalls_total counter
+prpc_stream_stalls_total{` + w + `} 71
+# HELP prpc_stream_reopens_total Reopenings of streams ended by a transient code (resubscription).
+# TYPE prpc_stream_reopens_total counter
+prpc_stream_reopens_total{` + w + `} 62
+# HELP prpc_stream_ends_total Stream ends delivered by Tick, refusals at open included, by gRPC status code (0 for OK).
+# TYPE prpc_stream_ends_total counter
+prpc_stream_ends_total{` + fmt.Sprintf(wc, "0") + `} 64
+prpc_stream_ends_total{` + fmt.Sprintf(wc, "14") + `} 65
 # HELP prpc_backend_calls_total Transport calls that got a connection to the backend.
 # TYPE prpc_backend_calls_total counter
 prpc_backend_calls_total{` + r1 + `} 41

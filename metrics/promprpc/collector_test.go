@@ -228,6 +228,82 @@ func gather(t *testing.T, c *promprpc.Collector) []string {
 	return names
 }
 
+// Streams on an in-memory backend: a stream whose host does not tick holds MaxWaiting
+// messages and stalls; once it is delivered, its messages and its OK end are counted, beside
+// a stream refused at open; a stream method has none of the calls' series.
+func TestCollectorStreams(t *testing.T) {
+	const path = "/game.v1.Feed/Watch"
+	feed := calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse](path)
+	b := reactortest.NewBackend()
+	reactortest.HandleStream(b, path, func(_ context.Context, req *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+		for range 3 {
+			if err := send(&testpb.EchoResponse{Message: req.GetMessage()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	r := reactortest.NewReactor(t, b, reactor.Config{Clock: reactortest.NewManualClock(epoch)})
+	c := promprpc.NewCollector(promprpc.WithReactor(r))
+	ended := 0
+	h := calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
+		OnMessage: func(*testpb.EchoResponse) {},
+		OnEnd:     func(error) { ended++ },
+	}
+	reactor.Watch(r, feed, &testpb.WatchRequest{Message: "m"}, &calls.StreamOptions{MaxWaiting: 2}, h)
+	require.Eventually(t, func() bool { return r.Stats().Methods[path].Streams.Stalls == 1 }, 10*time.Second, time.Millisecond,
+		"the ring of 2 is full and the receiver waits")
+
+	const m = `rpc_method="Watch",rpc_service="game.v1.Feed",rpc_system="grpc"`
+	families := []string{"prpc_streams_open", "prpc_stream_messages_waiting", "prpc_stream_messages_total",
+		"prpc_stream_stalls_total", "prpc_stream_reopens_total", "prpc_stream_ends_total",
+		"prpc_call_submitted_total", "prpc_call_duration_seconds"}
+	messages := func(received, delivered int) string {
+		return fmt.Sprintf(`# HELP prpc_stream_messages_total Stream messages by outcome: received, and then delivered to OnMessage, replaced by a newer one (KeepLatest) or discarded because the stream was stopped.
+# TYPE prpc_stream_messages_total counter
+prpc_stream_messages_total{outcome="received",`+m+`} %d
+prpc_stream_messages_total{outcome="delivered",`+m+`} %d
+prpc_stream_messages_total{outcome="replaced",`+m+`} 0
+prpc_stream_messages_total{outcome="discarded",`+m+`} 0
+`, received, delivered)
+	}
+	gauges := func(open, waiting int) string {
+		return fmt.Sprintf(`# HELP prpc_streams_open Streams opened whose end Tick has not delivered yet.
+# TYPE prpc_streams_open gauge
+prpc_streams_open{`+m+`} %d
+# HELP prpc_stream_messages_waiting Stream messages received and waiting for Tick.
+# TYPE prpc_stream_messages_waiting gauge
+prpc_stream_messages_waiting{`+m+`} %d
+`, open, waiting)
+	}
+	const reopens = `# HELP prpc_stream_reopens_total Reopenings of streams ended by a transient code (resubscription).
+# TYPE prpc_stream_reopens_total counter
+prpc_stream_reopens_total{` + m + `} 0
+`
+	const endsHelp = `# HELP prpc_stream_ends_total Stream ends delivered by Tick, refusals at open included, by gRPC status code (0 for OK).
+# TYPE prpc_stream_ends_total counter
+`
+	compare(t, c, gauges(1, 2)+messages(2, 0)+reopens+endsHelp+`prpc_stream_ends_total{rpc_grpc_status_code="0",`+m+`} 0
+# HELP prpc_stream_stalls_total Times a stream's receiver stopped reading because MaxWaiting messages waited for Tick.
+# TYPE prpc_stream_stalls_total counter
+prpc_stream_stalls_total{`+m+`} 1
+`, families...)
+
+	reactor.Watch(r, feed, (*testpb.WatchRequest)(nil), nil, h) // refused: InvalidArgument
+	for ended < 2 {
+		select {
+		case <-r.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the ends are not delivered")
+		}
+		r.Tick(time.Second)
+	}
+	compare(t, c, gauges(0, 0)+messages(3, 3)+reopens+endsHelp+
+		`prpc_stream_ends_total{rpc_grpc_status_code="0",`+m+`} 1
+prpc_stream_ends_total{rpc_grpc_status_code="3",`+m+`} 1
+`, "prpc_streams_open", "prpc_stream_messages_waiting", "prpc_stream_messages_total", "prpc_stream_reopens_total", "prpc_stream_ends_total")
+}
+
 // A loop's ticks on a manual clock, so that every duration is exact: 50, 70, 30, 230 and
 // 10 ms at 20 TPS. The second and fourth end after the next tick's due time (overruns), and
 // the fourth, ending 380 ms in, passes over the due times at 200, 250 and 300 ms (skipped).
@@ -332,11 +408,24 @@ func TestCollectorLint(t *testing.T) {
 	defer func() { require.NoError(t, r.Close(context.Background())) }()
 	reactor.Call(r, echo, &testpb.EchoRequest{FailCode: int32(codes.NotFound)}, nil)
 	reactortest.Flush(t, r)
+	watch := calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse]("/prpctest.TestService/Watch")
+	ended := false
+	reactor.Watch(r, watch, &testpb.WatchRequest{Count: 1}, nil, calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
+		OnMessage: func(*testpb.EchoResponse) {}, OnEnd: func(error) { ended = true },
+	})
+	for !ended {
+		select {
+		case <-r.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream did not end")
+		}
+		r.Tick(time.Second)
+	}
 	l, err := loop.New(loop.Config{})
 	require.NoError(t, err)
 
 	c := promprpc.NewCollector(promprpc.WithReactor(r), promprpc.WithLoop(l), promprpc.WithBackends())
-	require.ElementsMatch(t, specNames, gather(t, c), "every family is linted")
+	require.ElementsMatch(t, append(specNames, streamNames...), gather(t, c), "every family is linted")
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	require.Empty(t, problems)

@@ -39,6 +39,16 @@
 //	prpc_hedge_won_total             counter    calls a hedge's response settled
 //	prpc_hedge_lost_total            counter    attempts cancelled because another decided first
 //
+// Per stream method (reactor.Watch, reactor.Bidi), with the same labels, from
+// MethodStats.Streams; a stream method has none of the calls' series above:
+//
+//	prpc_streams_open              gauge    streams whose end is not delivered yet (Open)
+//	prpc_stream_messages_total     counter  messages by outcome: received, delivered, replaced, discarded
+//	prpc_stream_messages_waiting   gauge    messages received and waiting for Tick (Waiting)
+//	prpc_stream_stalls_total       counter  times a receiver stopped reading, its ring full (Stalls)
+//	prpc_stream_reopens_total      counter  reopenings by resubscription (Reopened)
+//	prpc_stream_ends_total         counter  ends delivered, by rpc_grpc_status_code (Ended)
+//
 // Per reactor:
 //
 //	prpc_calls_pending                 gauge  calls admitted and not yet delivered (Stats.Pending)

@@ -65,6 +65,17 @@ var specNames = []string{
 	"prpc_backend_hedges_lost_total",
 }
 
+// streamNames are the Prometheus names of docs/metrics.md's streams' metrics, which a
+// reactor exports once a stream has been opened.
+var streamNames = []string{
+	"prpc_streams_open",
+	"prpc_stream_messages_total",
+	"prpc_stream_messages_waiting",
+	"prpc_stream_stalls_total",
+	"prpc_stream_reopens_total",
+	"prpc_stream_ends_total",
+}
+
 // scrape GETs url and parses the text exposition format it returns.
 func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
