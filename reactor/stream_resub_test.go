@@ -198,6 +198,9 @@ func TestWatchResubscribe(t *testing.T) {
 			require.Equal(t, tc.wantGiven, given)
 			require.Equal(t, len(tc.delays)+1, w.opened())
 			require.EqualValues(t, len(tc.delays), reactor.StreamReopened(s))
+			st := w.r.Stats().Methods[watch.Path()].Streams
+			require.EqualValues(t, len(tc.delays), st.Reopened, "Stats counts each reopening")
+			require.EqualValues(t, 1, st.Opened, "a reopened stream counts once in Opened")
 		})
 	}
 }
