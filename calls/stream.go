@@ -128,10 +128,12 @@ type StreamHandler[Req, Resp proto.Message] struct {
 	OnMessage func(msg Resp)
 
 	// OnEnd runs once, after the last OnMessage: with nil if the server ended the stream
-	// with OK, otherwise with a *Error that says what ended it first (the server's status,
-	// ErrCancelled, ErrClosed, ErrTooLarge, ErrOverloaded, ErrInvalidArgument; see
-	// reactor.Watch) and, through NotSent, whether the stream certainly never reached a
-	// server. It may be nil.
+	// with OK and every message was delivered, otherwise with a *Error that says what ended
+	// it first (the server's status, ErrCancelled, ErrClosed, ErrTooLarge, ErrOverloaded,
+	// ErrInvalidArgument; see reactor.Watch) and, through NotSent, whether the stream
+	// certainly never reached a server. A Cancel, CloseStreams or Close that discards
+	// messages after the server ended the stream OK makes the end its own error, so that nil
+	// always means nothing was lost. It may be nil.
 	OnEnd func(err error)
 
 	// Resume, with StreamOptions.Resubscribe, returns the request of a reopening: it runs

@@ -15,3 +15,10 @@ func StreamReopened[Req, Resp proto.Message](s *calls.Stream[Req, Resp]) uint64 
 	}
 	return st.reopened.Load()
 }
+
+// StreamEndDecided reports whether s's end is decided (pushed for Tick or about to be), for
+// tests that stop a stream after its end.
+func StreamEndDecided[Req, Resp proto.Message](s *calls.Stream[Req, Resp]) bool {
+	st, ok := (*callcore.Stream[Req, Resp])(s).Owner().(*stream)
+	return !ok || st.isEnded()
+}

@@ -210,3 +210,39 @@ func TestWatchBackendStops(t *testing.T) {
 		require.Equal(t, seq("m", 0, 20), l.msgs)
 	})
 }
+
+// TestStopAfterOKEnd: a stop that comes after the server ended the stream OK, while its
+// messages still wait for Tick, discards them, and the end is then the stop's error, never
+// nil, which would say that every message was delivered.
+func TestStopAfterOKEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		stop     func(r *reactor.Reactor, s *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse])
+		want     error
+		wantMsgs int
+	}{
+		{"no stop", func(*reactor.Reactor, *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse]) {}, nil, 5},
+		{"Cancel", func(_ *reactor.Reactor, s *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse]) { s.Cancel() }, calls.ErrCancelled, 0},
+		{"CloseStreams", func(r *reactor.Reactor, _ *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse]) { r.CloseStreams() }, calls.ErrClosed, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testserver.Start(t)
+			r := newStreamReactor(t, srv.Addr(), reactor.Config{})
+			var l streamLog
+			s := reactor.Watch(r, watch, &testpb.WatchRequest{Count: 5, Message: "m"}, nil, l.watchHandler())
+			require.Eventually(t, func() bool { return reactor.StreamEndDecided(s) }, 5*time.Second, time.Millisecond)
+			tc.stop(r, s)
+			waitFor(t, r, l.ended)
+			l.checkEnd(t)
+			require.Len(t, l.msgs, tc.wantMsgs)
+			if tc.want == nil {
+				require.NoError(t, l.err)
+				return
+			}
+			require.ErrorIs(t, l.err, tc.want)
+			st := r.Stats().Methods[watch.Path()].Streams
+			require.EqualValues(t, 5, st.Discarded, "the messages waiting were discarded")
+			require.EqualValues(t, 1, st.Ended[status.Code(l.err)], "the end counted under the stop's code")
+		})
+	}
+}

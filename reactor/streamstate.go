@@ -69,6 +69,7 @@ type stream struct {
 	ended      bool           // the end is decided: by the receiver, or by Close for a receiver a hook holds
 	abandoned  bool           // Close decided the end: the receiver pushes nothing more
 	cause      *calls.Error   // what stopped the stream first, if anything did
+	stopCause  *calls.Error   // the first Cancel, CloseStreams or Close, even after the end was decided
 	endErr     error          // the end's error, once ended
 	latest     *callcore.Call // KeepLatest: the carrier waiting for Tick, if any
 	replaced   atomic.Uint64  // KeepLatest: messages replaced while waiting; written under mu, read by Stats
@@ -98,6 +99,9 @@ func (s *stream) stop(cause *calls.Error) {
 	s.mu.Lock()
 	if s.cause == nil && !s.ended {
 		s.cause = cause
+	}
+	if s.stopCause == nil {
+		s.stopCause = cause
 	}
 	s.stopped.Store(true)
 	s.mu.Unlock()
@@ -147,7 +151,9 @@ func (s *stream) End() ([]proto.Message, error) {
 	return unsent, err
 }
 
-// takeUnsent returns, once, the messages gRPC never got and the end's error.
+// takeUnsent returns, once, the messages gRPC never got and the end's error: the stop's cause
+// rather than OK if a stop discarded messages. On the Tick goroutine, after the stream's last
+// message was taken (the end is pushed after it), so discardFrom is final.
 func (s *stream) takeUnsent() ([]proto.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -164,6 +170,11 @@ func (s *stream) takeUnsent() ([]proto.Message, error) {
 		break
 	}
 	s.unsent = nil
+	if s.endErr == nil && s.discardFrom.Load() != 0 {
+		// The server ended the stream OK, but a stop that came after discarded messages
+		// waiting for Tick: nil would say that every message was delivered.
+		return unsent, s.stopCause
+	}
 	return unsent, s.endErr
 }
 
