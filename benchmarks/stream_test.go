@@ -43,7 +43,8 @@ const streamWarmUp = 1000
 //
 // ns/op is the wall time per message, from opening the stream to its end; host-ns/msg is the
 // host goroutine's thread CPU time per message (where the OS reports it), what a game loop
-// pays; msgs/s the throughput. B/msg and allocs/msg are the process's allocations per message,
+// pays; msgs/s the throughput; wake-ups/msg how often the host woke (a Tick, or a wait on
+// the channel that returned), per message. B/msg and allocs/msg are the process's allocations per message,
 // the server's included.
 func BenchmarkStreamDelivery(b *testing.B) {
 	srv := testserver.Start(b)
@@ -57,8 +58,8 @@ func BenchmarkStreamDelivery(b *testing.B) {
 				b.Error(err)
 			}
 		}()
-		streamBench(b, func(n int) (int, error) {
-			var got int
+		streamBench(b, func(n int) (int, int, error) {
+			var got, wakeUps int
 			var end error
 			done := false
 			reactor.Watch(r, watch, &testpb.WatchRequest{Count: int64(n), Message: "m"}, nil,
@@ -68,9 +69,10 @@ func BenchmarkStreamDelivery(b *testing.B) {
 				})
 			for !done {
 				<-r.Ready()
+				wakeUps++
 				r.Tick(hostBudget)
 			}
-			return got, end
+			return got, wakeUps, end
 		})
 	})
 	b.Run("handwritten", func(b *testing.B) {
@@ -80,7 +82,7 @@ func BenchmarkStreamDelivery(b *testing.B) {
 		}
 		defer cc.Close()
 		client := testpb.NewTestServiceClient(cc)
-		streamBench(b, func(n int) (int, error) {
+		streamBench(b, func(n int) (int, int, error) {
 			ch := make(chan *testpb.EchoResponse, streamWindow)
 			end := make(chan error, 1)
 			go func() {
@@ -97,15 +99,16 @@ func BenchmarkStreamDelivery(b *testing.B) {
 				}
 				end <- err
 			}()
-			got := 0
+			got, wakeUps := 0, 0
 			for m := range ch { // wait for the next message, then take those already there
 				_ = m
 				got++
+				wakeUps++
 				for drained := false; !drained; {
 					select {
 					case m, ok := <-ch:
 						if !ok {
-							return got, <-end
+							return got, wakeUps, <-end
 						}
 						_ = m
 						got++
@@ -114,17 +117,17 @@ func BenchmarkStreamDelivery(b *testing.B) {
 					}
 				}
 			}
-			return got, <-end
+			return got, wakeUps, <-end
 		})
 	})
 }
 
 // streamBench runs one stream of streamWarmUp messages through receive, then one of b.N
 // messages, measured, and reports its figures. receive opens a stream of n messages on the
-// calling goroutine, receives them all and returns how many it received and the stream's
-// end.
-func streamBench(b *testing.B, receive func(n int) (int, error)) {
-	if got, err := receive(streamWarmUp); err != nil || got != streamWarmUp {
+// calling goroutine, receives them all and returns how many it received, how many times the
+// host woke to take them, and the stream's end.
+func streamBench(b *testing.B, receive func(n int) (int, int, error)) {
+	if got, _, err := receive(streamWarmUp); err != nil || got != streamWarmUp {
 		b.Fatalf("warm-up: %d of %d messages, end %v", got, streamWarmUp, err)
 	}
 	runtime.GC()
@@ -135,7 +138,7 @@ func streamBench(b *testing.B, receive func(n int) (int, error)) {
 	c0, ok0 := threadcpu.Now()
 	b.ResetTimer()
 	start := time.Now()
-	got, err := receive(b.N)
+	got, wakeUps, err := receive(b.N)
 	wall := time.Since(start)
 	b.StopTimer()
 	c1, ok1 := threadcpu.Now()
@@ -146,6 +149,7 @@ func streamBench(b *testing.B, receive func(n int) (int, error)) {
 	n := float64(b.N)
 	b.ReportMetric(float64(wall.Nanoseconds())/n, "ns/op")
 	b.ReportMetric(n/wall.Seconds(), "msgs/s")
+	b.ReportMetric(float64(wakeUps)/n, "wake-ups/msg")
 	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/n, "allocs/msg")
 	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/msg")
 	if ok0 && ok1 {

@@ -223,7 +223,9 @@ func TestStopAfterOKEnd(t *testing.T) {
 	}{
 		{"no stop", func(*reactor.Reactor, *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse]) {}, nil, 5},
 		{"Cancel", func(_ *reactor.Reactor, s *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse]) { s.Cancel() }, calls.ErrCancelled, 0},
-		{"CloseStreams", func(r *reactor.Reactor, _ *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse]) { r.CloseStreams() }, calls.ErrClosed, 0},
+		{"CloseStreams", func(r *reactor.Reactor, _ *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse]) {
+			r.CloseStreams()
+		}, calls.ErrClosed, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := testserver.Start(t)
