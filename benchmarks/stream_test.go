@@ -166,7 +166,8 @@ const tickWindow = 1024
 // goroutine, locked to its OS thread, sleeps a millisecond between ticks while the server
 // sends b.N messages as fast as flow control lets it, and each tick takes what has arrived,
 // through reactor.Watch and Tick (prpc-watch) or by draining the hand-written goroutine's
-// channel (handwritten), both with room for tickWindow messages. host-ns/msg counts the
+// channel (handwritten; handwritten-budget reads the clock after each message and stops once
+// the budget is spent, as Tick does), all with room for tickWindow messages. host-ns/msg counts the
 // host's thread CPU time inside the ticks alone, so it is the delivery's cost per message,
 // without the cost of sleeping and waking; ticks/op is ticks per message.
 func BenchmarkStreamTickCost(b *testing.B) {
@@ -197,43 +198,58 @@ func BenchmarkStreamTickCost(b *testing.B) {
 			return func() bool { r.Tick(hostBudget); return done }
 		})
 	})
-	b.Run("handwritten", func(b *testing.B) {
-		cc, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
+	for _, budgeted := range []bool{false, true} {
+		name := "handwritten"
+		if budgeted {
+			name = "handwritten-budget"
 		}
-		defer cc.Close()
-		client := testpb.NewTestServiceClient(cc)
-		tickBench(b, func(n int) (tick func() bool) {
-			ch := make(chan *testpb.EchoResponse, tickWindow)
-			go func() {
-				defer close(ch)
-				stream, err := client.Watch(context.Background(), &testpb.WatchRequest{Count: int64(n), Message: "m"})
-				for err == nil {
-					var m *testpb.EchoResponse
-					if m, err = stream.Recv(); err == nil {
-						ch <- m
-					}
-				}
-				if !errors.Is(err, io.EOF) {
-					b.Error(err)
-				}
-			}()
-			got := 0
-			return func() bool {
-				for {
-					select {
-					case _, ok := <-ch:
-						if !ok {
-							return true
-						}
-						got++
-					default:
-						return false
-					}
+		b.Run(name, func(b *testing.B) { handwrittenTicks(b, srv.Addr(), budgeted) })
+	}
+}
+
+// handwrittenTicks is BenchmarkStreamTickCost's hand-written client: the generated stub's
+// Watch, a goroutine calling Recv into a channel, drained each tick; with budgeted, the drain
+// reads the clock after each message and stops once hostBudget is spent, as Tick does.
+func handwrittenTicks(b *testing.B, addr string, budgeted bool) {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Close()
+	client := testpb.NewTestServiceClient(cc)
+	tickBench(b, func(n int) (tick func() bool) {
+		ch := make(chan *testpb.EchoResponse, tickWindow)
+		go func() {
+			defer close(ch)
+			stream, err := client.Watch(context.Background(), &testpb.WatchRequest{Count: int64(n), Message: "m"})
+			for err == nil {
+				var m *testpb.EchoResponse
+				if m, err = stream.Recv(); err == nil {
+					ch <- m
 				}
 			}
-		})
+			if !errors.Is(err, io.EOF) {
+				b.Error(err)
+			}
+		}()
+		got := 0
+		return func() bool {
+			start := time.Now()
+			for {
+				select {
+				case _, ok := <-ch:
+					if !ok {
+						return true
+					}
+					got++
+					if budgeted && time.Since(start) >= hostBudget {
+						return false
+					}
+				default:
+					return false
+				}
+			}
+		}
 	})
 }
 
