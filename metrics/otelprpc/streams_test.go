@@ -27,7 +27,7 @@ var watch = calls.MustStreamMethod[*wrapperspb.Int64Value, *wrapperspb.StringVal
 // metrics.
 func TestStreamMetrics(t *testing.T) {
 	b := reactortest.NewBackend()
-	reactortest.HandleStream(b, "/game.Inventory/Watch", func(ctx context.Context, req *wrapperspb.Int64Value, send func(*wrapperspb.StringValue) error) error {
+	reactortest.HandleStream(b, watch, func(ctx context.Context, req *wrapperspb.Int64Value, send func(*wrapperspb.StringValue) error) error {
 		for i := int64(0); req.GetValue() == 0 || i < req.GetValue(); i++ {
 			if err := send(wrapperspb.String("m")); err != nil {
 				return err

@@ -235,7 +235,7 @@ func TestCollectorStreams(t *testing.T) {
 	const path = "/game.v1.Feed/Watch"
 	feed := calls.MustStreamMethod[*testpb.WatchRequest, *testpb.EchoResponse](path)
 	b := reactortest.NewBackend()
-	reactortest.HandleStream(b, path, func(_ context.Context, req *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
+	reactortest.HandleStream(b, feed, func(_ context.Context, req *testpb.WatchRequest, send func(*testpb.EchoResponse) error) error {
 		for range 3 {
 			if err := send(&testpb.EchoResponse{Message: req.GetMessage()}); err != nil {
 				return err
