@@ -320,37 +320,59 @@ func (cfg *Config) dialOptions(subconns *dial.SubconnTable) (dial.Options, error
 
 // resolve checks b and returns it with every default filled in.
 func (b Backoff) resolve() (Backoff, error) {
-	if b.BaseDelay == 0 {
-		b.BaseDelay = defaultBackoffBase
-	}
-	if b.MaxDelay == 0 {
-		b.MaxDelay = max(defaultBackoffMax, b.BaseDelay)
-	}
-	if b.Multiplier == 0 {
-		b.Multiplier = defaultBackoffMultiplier
-	}
-	switch b.Jitter {
-	case 0:
-		b.Jitter = defaultBackoffJitter
-	case None:
-		b.Jitter = 0
-	}
+	c := backoffCurve{base: b.BaseDelay, most: b.MaxDelay, mult: b.Multiplier, jitter: b.Jitter}
+	field, v, rule := c.resolve("Backoff.")
+	b.BaseDelay, b.MaxDelay, b.Multiplier, b.Jitter = c.base, c.most, c.mult, c.jitter
 	if b.MinConnectTimeout == 0 {
 		b.MinConnectTimeout = defaultMinConnectTimeout
 	}
 	switch {
-	case b.BaseDelay < 0 || b.BaseDelay > MaxBackoffDelay:
-		return b, fieldError("Backoff.BaseDelay", b.BaseDelay, fmt.Sprintf("must be more than 0 and at most MaxBackoffDelay, %v (0 means the default, %v)", MaxBackoffDelay, defaultBackoffBase))
-	case b.MaxDelay < b.BaseDelay || b.MaxDelay > MaxBackoffDelay:
-		return b, fieldError("Backoff.MaxDelay", b.MaxDelay, fmt.Sprintf("must be at least Backoff.BaseDelay (%v) and at most MaxBackoffDelay, %v (0 means the default, %v)", b.BaseDelay, MaxBackoffDelay, defaultBackoffMax))
-	case b.Multiplier < 1 || math.IsNaN(b.Multiplier):
-		return b, fieldError("Backoff.Multiplier", b.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultBackoffMultiplier))
-	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
-		return b, fieldError("Backoff.Jitter", b.Jitter, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v; None, -1, means no jitter)", defaultBackoffJitter))
+	case field != "":
+		return b, fieldError(field, v, rule)
 	case b.MinConnectTimeout < 0 || b.MinConnectTimeout > MaxMinConnectTimeout:
 		return b, fieldError("Backoff.MinConnectTimeout", b.MinConnectTimeout, fmt.Sprintf("must be more than 0 and at most MaxMinConnectTimeout, %v (0 means the default, %v)", MaxMinConnectTimeout, defaultMinConnectTimeout))
 	}
 	return b, nil
+}
+
+// backoffCurve is what the reconnect backoff (Config.Backoff) and a stream's resubscription
+// (calls.Resubscribe) share: the first and the longest delay, the growth and the jitter,
+// with the same defaults and bounds.
+type backoffCurve struct {
+	base, most   time.Duration
+	mult, jitter float64
+}
+
+// resolve fills c's zero fields with their defaults (None jitter: none) and checks them. If
+// one is out of bounds, it returns its name (prefix, then the field's), its value and the
+// rule it breaks; otherwise field is "".
+func (c *backoffCurve) resolve(prefix string) (field string, v any, rule string) {
+	if c.base == 0 {
+		c.base = defaultBackoffBase
+	}
+	if c.most == 0 {
+		c.most = max(defaultBackoffMax, c.base)
+	}
+	if c.mult == 0 {
+		c.mult = defaultBackoffMultiplier
+	}
+	switch c.jitter {
+	case 0:
+		c.jitter = defaultBackoffJitter
+	case None:
+		c.jitter = 0
+	}
+	switch {
+	case c.base < 0 || c.base > MaxBackoffDelay:
+		return prefix + "BaseDelay", c.base, fmt.Sprintf("must be more than 0 and at most MaxBackoffDelay, %v (0 means the default, %v)", MaxBackoffDelay, defaultBackoffBase)
+	case c.most < c.base || c.most > MaxBackoffDelay:
+		return prefix + "MaxDelay", c.most, fmt.Sprintf("must be at least %sBaseDelay (%v) and at most MaxBackoffDelay, %v (0 means the default, %v)", prefix, c.base, MaxBackoffDelay, defaultBackoffMax)
+	case c.mult < 1 || math.IsNaN(c.mult):
+		return prefix + "Multiplier", c.mult, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultBackoffMultiplier)
+	case c.jitter < 0 || c.jitter > 1 || math.IsNaN(c.jitter):
+		return prefix + "Jitter", c.jitter, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v; None, -1, means no jitter)", defaultBackoffJitter)
+	}
+	return "", nil, ""
 }
 
 // minKeepaliveTime is the shortest Keepalive.Time grpc-go honours.

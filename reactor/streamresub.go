@@ -3,7 +3,6 @@ package reactor
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -32,12 +31,10 @@ import (
 // resubState is a stream's Resubscribe, resolved, and the receiver's state of it.
 type resubState struct {
 	// Set at open, read-only after.
-	codes       map[codes.Code]bool
-	base, most  time.Duration
-	mult        float64
-	jitter      float64
-	maxAttempts int
-	carrier     callcore.Call // the reopen carrier: Target the stream's reopen target
+	codes        map[codes.Code]bool
+	backoffCurve // the delays' curve, as Config.Backoff's
+	maxAttempts  int
+	carrier      callcore.Call // the reopen carrier: Target the stream's reopen target
 
 	resumed chan resumeReq // capacity 1: Reopen's request, from the Tick goroutine
 	backoff chan struct{}  // capacity 1: the backoff is over, from the reactor goroutine
@@ -61,50 +58,30 @@ func resolveResubscribe(ops *callcore.Ops, rs *calls.Resubscribe) (*resubState, 
 		return nil, nil
 	}
 	bad := func(field string, v any, rule string) *calls.Error {
-		return localError(callerr.InvalidArgument, ops.Path, fmt.Sprintf("StreamOptions.Resubscribe.%s %v %s", field, v, rule), nil)
+		return localError(callerr.InvalidArgument, ops.Path, fmt.Sprintf("%s %v %s", field, v, rule), nil)
 	}
+	const prefix = "StreamOptions.Resubscribe."
 	st := &resubState{
-		codes: make(map[codes.Code]bool, max(len(rs.Codes), 1)),
-		base:  rs.BaseDelay, most: rs.MaxDelay, mult: rs.Multiplier, jitter: rs.Jitter,
-		maxAttempts: rs.MaxAttempts,
-		resumed:     make(chan resumeReq, 1),
-		backoff:     make(chan struct{}, 1),
+		codes:        make(map[codes.Code]bool, max(len(rs.Codes), 1)),
+		backoffCurve: backoffCurve{base: rs.BaseDelay, most: rs.MaxDelay, mult: rs.Multiplier, jitter: rs.Jitter},
+		maxAttempts:  rs.MaxAttempts,
+		resumed:      make(chan resumeReq, 1),
+		backoff:      make(chan struct{}, 1),
 	}
 	for _, c := range rs.Codes {
 		if c == codes.OK || c == codes.Canceled {
-			return nil, bad("Codes", rs.Codes, "must not hold OK or Canceled: a stream that ended OK is over, and Canceled is the client's own")
+			return nil, bad(prefix+"Codes", rs.Codes, "must not hold OK or Canceled: a stream that ended OK is over, and Canceled is the client's own")
 		}
 		st.codes[c] = true
 	}
 	if len(rs.Codes) == 0 {
 		st.codes[codes.Unavailable] = true
 	}
-	if st.base == 0 {
-		st.base = defaultBackoffBase
+	if field, v, rule := st.resolve(prefix); field != "" {
+		return nil, bad(field, v, rule)
 	}
-	if st.most == 0 {
-		st.most = max(defaultBackoffMax, st.base)
-	}
-	if st.mult == 0 {
-		st.mult = defaultBackoffMultiplier
-	}
-	switch st.jitter {
-	case 0:
-		st.jitter = defaultBackoffJitter
-	case None:
-		st.jitter = 0
-	}
-	switch {
-	case st.base < 0 || st.base > MaxBackoffDelay:
-		return nil, bad("BaseDelay", rs.BaseDelay, fmt.Sprintf("must be more than 0 and at most %v (0 means the default, %v)", MaxBackoffDelay, defaultBackoffBase))
-	case st.most < st.base || st.most > MaxBackoffDelay:
-		return nil, bad("MaxDelay", rs.MaxDelay, fmt.Sprintf("must be at least BaseDelay (%v) and at most %v (0 means the default, %v)", st.base, MaxBackoffDelay, defaultBackoffMax))
-	case st.mult < 1 || math.IsNaN(st.mult):
-		return nil, bad("Multiplier", rs.Multiplier, fmt.Sprintf("must be at least 1 (0 means the default, %v)", defaultBackoffMultiplier))
-	case st.jitter < 0 || st.jitter > 1 || math.IsNaN(st.jitter):
-		return nil, bad("Jitter", rs.Jitter, fmt.Sprintf("must be more than 0 and at most 1 (0 means the default, %v; reactor.None, -1, means no jitter)", defaultBackoffJitter))
-	case rs.MaxAttempts < 0:
-		return nil, bad("MaxAttempts", rs.MaxAttempts, "must not be negative (0 means no bound)")
+	if rs.MaxAttempts < 0 {
+		return nil, bad(prefix+"MaxAttempts", rs.MaxAttempts, "must not be negative (0 means no bound)")
 	}
 	return st, nil
 }
