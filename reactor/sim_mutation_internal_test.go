@@ -45,7 +45,7 @@ func TestMutations(t *testing.T) {
 			first, failed := uint64(0), 0
 			var firstErr error
 			for seed := uint64(1); seed <= simMutationSeeds; seed++ {
-				w, err := runSeed(seed, simMaxEvents, false)
+				w, err := runSeed(t, seed, simMaxEvents, false)
 				if err != nil {
 					t.Fatal(err)
 				}
