@@ -345,10 +345,10 @@ func (w *simWorld) step() {
 				w.note("Close's context runs out: the reactor cuts off what is left")
 			})
 		}
-		if len(w.liveStreams) > 0 && !w.stuckStreams && w.pct(5) {
-			// Close's grace passed with stream goroutines held by a hook: it decides
-			// their ends itself.
-			add(1, func() {
+		if !w.stuckStreams && w.heldStream() {
+			// Close's grace passed with stream goroutines held by a hook in the transport:
+			// it decides their ends itself.
+			add(10, func() {
 				w.stuckStreams = true
 				w.r.stuckStreams = w.r.streams.abandon()
 				w.note("Close gives up on %d stream goroutines held in a hook", w.r.stuckStreams)

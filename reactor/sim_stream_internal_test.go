@@ -64,6 +64,10 @@ type simStream struct {
 	keepLatest bool
 	resub      map[codes.Code]bool // Resubscribe's codes; nil: off
 	timeoutAt  time.Duration       // on the simulated clock; 0: no timeout
+	// held: a hook of the host (a stream interceptor ignoring its context) holds the
+	// goroutine in the transport once the stream's context has ended, until Close gives up
+	// on it.
+	held bool
 
 	ops     chan simOp    // capacity 1: what the receiver waits for
 	reply   chan simReply // capacity 1
@@ -148,6 +152,7 @@ func (w *simWorld) openStream() {
 		}
 		opts.Resubscribe = rs
 	}
+	st.held = w.pct(10)
 	if w.pct(30) {
 		opts.Timeout = time.Duration(1+w.rng.IntN(300)) * time.Millisecond
 		st.timeoutAt = w.clock.now + opts.Timeout
@@ -420,7 +425,7 @@ func (w *simWorld) streamsTimedOut() {
 func (w *simWorld) pendingStream() *simStream {
 	n := 0
 	for _, st := range w.liveStreams {
-		if st.pending != nil {
+		if w.answerable(st) {
 			n++
 		}
 	}
@@ -429,7 +434,7 @@ func (w *simWorld) pendingStream() *simStream {
 	}
 	k := w.rng.IntN(n)
 	for _, st := range w.liveStreams {
-		if st.pending != nil {
+		if w.answerable(st) {
 			if k == 0 {
 				return st
 			}
@@ -437,6 +442,22 @@ func (w *simWorld) pendingStream() *simStream {
 		}
 	}
 	return nil
+}
+
+// answerable reports whether the simulator may answer what st's goroutine waits for in
+// the transport: it waits, and no hook holds it.
+func (w *simWorld) answerable(st *simStream) bool {
+	return st.pending != nil && !(st.held && st.s.ctx.Err() != nil)
+}
+
+// heldStream reports whether a hook holds a stream's goroutine in the transport.
+func (w *simWorld) heldStream() bool {
+	for _, st := range w.liveStreams {
+		if st.pending != nil && !w.answerable(st) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkStreams verifies the streams' invariants between steps.
