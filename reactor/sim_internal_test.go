@@ -228,10 +228,11 @@ func (w *simWorld) play(stopAfter int) {
 			return
 		}
 		w.step()
-		if len(w.liveStreams) > 0 {
+		if w.streamsWoken && len(w.liveStreams) > 0 {
 			synctest.Wait() // every stream goroutine the step woke runs to its next wait
 			w.pollStreams()
 		}
+		w.streamsWoken = false
 		w.steps++
 		w.readOutbox()
 		w.check()
@@ -351,6 +352,7 @@ func (w *simWorld) step() {
 			add(10, func() {
 				w.stuckStreams = true
 				w.r.stuckStreams = w.r.streams.abandon()
+				w.streamsWoken = true
 				w.note("Close gives up on %d stream goroutines held in a hook", w.r.stuckStreams)
 			})
 		}

@@ -135,6 +135,7 @@ func simNewStream(ctx context.Context) (grpc.ClientStream, error) {
 
 // openStream has the game open a Watch stream with drawn options.
 func (w *simWorld) openStream() {
+	w.streamsWoken = true
 	st := &simStream{id: len(w.streams) + 1, ops: make(chan simOp, 1), reply: make(chan simReply, 1)}
 	w.streams = append(w.streams, st)
 	opts := &calls.StreamOptions{Context: context.WithValue(context.Background(), simStreamKey{}, st)}
@@ -294,6 +295,7 @@ func (w *simWorld) pollStreams() {
 func (w *simWorld) streamStep(st *simStream) {
 	op := st.pending
 	st.pending = nil
+	w.streamsWoken = true
 	s := st.s
 	if op.open {
 		st.attempts++
@@ -386,6 +388,7 @@ func (w *simWorld) stopStream(st *simStream, cause error) {
 	if st.s == nil {
 		return
 	}
+	w.streamsWoken = true
 	st.stopped = true
 	if !st.decided && !st.s.isEnded() && st.first == nil && !st.timedOut {
 		st.first = cause
@@ -472,7 +475,7 @@ func (w *simWorld) checkStreams() {
 			w.fail("stream %d: its receiver waits for a place in its ring, which has %d free: a lost wake-up", st.id, uint64(st.maxWaiting)-(rcv-cons))
 		}
 	}
-	if w.steps%8 == 0 || w.host == hostClosed {
+	if w.steps%128 == 0 || w.host == hostClosed {
 		w.checkStreamStats()
 	}
 }

@@ -185,6 +185,9 @@ type simWorld struct {
 	// stuckStreams is set once Close has given up on the stream goroutines still waiting in
 	// the transport, as if a hook held them.
 	stuckStreams bool
+	// streamsWoken is set by a step that may have woken a stream goroutine: the simulator
+	// then waits for them, and only then.
+	streamsWoken bool
 
 	logging bool     // note events: off for speed, on to report a failure
 	events  []string // the events noted
@@ -671,6 +674,7 @@ func (w *simWorld) turnStep() {
 		e.hedge()
 		w.turn = simTurn{phase: turnStreams}
 	case turnStreams:
+		w.streamsWoken = true
 		w.streamsTimedOut()
 		e.streamsDue()
 		w.turn = simTurn{phase: turnEnd}
@@ -734,6 +738,7 @@ func (w *simWorld) tick() {
 	budget := time.Duration(w.rng.IntN(3000)) * time.Microsecond
 	start := w.clock.now
 	w.inTick = true
+	w.streamsWoken = true
 	rep := w.r.Tick(budget)
 	w.inTick = false
 	elapsed := w.clock.now - start
