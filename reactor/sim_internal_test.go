@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -31,24 +32,24 @@ func TestSimulation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("PRPC_SIM_SEED=%q: %v", s, err)
 		}
-		w, err := runSeed(seed, simMaxEvents, true)
+		w, err := runSeed(t, seed, simMaxEvents, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("seed %d: %v; %d calls, %d steps\n%s", seed, w, len(w.calls), w.steps, w.log(0))
 		if w.err != nil {
-			t.Fatal(describeFailure(seed, w))
+			t.Fatal(describeFailure(t, seed, w))
 		}
 		return
 	}
 	n, first := envUint(t, "PRPC_SIM_SEEDS", simSeeds), envUint(t, "PRPC_SIM_FIRST", 1)
 	start := time.Now()
-	sum := runSeeds(first, n, func(seed uint64, w *simWorld, err error) {
+	sum := runSeeds(t, first, n, func(seed uint64, w *simWorld, err error) {
 		if err != nil {
 			t.Errorf("seed %d: %v", seed, err)
 			return
 		}
-		t.Error(describeFailure(seed, w))
+		t.Error(describeFailure(t, seed, w))
 	})
 	if sum.failed == 0 {
 		t.Logf("%d seeds from %d in %v: every invariant held; per seed at least %d calls and %d steps, %d calls and %d steps on average; Close gave up on stuck lanes in %d seeds; %d calls joined a flight; %d resends; %d calls shed; %d hedges sent, %d won",
@@ -98,7 +99,7 @@ type seedsSummary struct {
 // runSeeds runs seeds first to first+n-1 on GOMAXPROCS goroutines, calls report (from one
 // goroutine at a time) for each seed that fails, and sums them up. It stops reporting after
 // the first few failures.
-func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error)) seedsSummary {
+func runSeeds(t *testing.T, first, n uint64, report func(seed uint64, w *simWorld, err error)) seedsSummary {
 	// The worlds are small and short-lived: collect garbage less often than by default.
 	defer debug.SetGCPercent(debug.SetGCPercent(2000))
 	var next atomic.Uint64
@@ -113,7 +114,7 @@ func runSeeds(first, n uint64, report func(seed uint64, w *simWorld, err error))
 				if seed >= first+n {
 					return
 				}
-				w, err := runSeed(seed, simMaxEvents, false)
+				w, err := runSeed(t, seed, simMaxEvents, false)
 				mu.Lock()
 				if err == nil {
 					sum.calls += uint64(len(w.calls))
@@ -161,20 +162,20 @@ func envUint(t *testing.T, name string, def uint64) uint64 {
 // describeFailure says which invariant seed broke, then finds and prints the shortest prefix
 // of its events that still breaks one: the run's first events, up to a point after which the
 // host stops at once and closes.
-func describeFailure(seed uint64, w *simWorld) string {
-	shortest := shortestFailingPrefix(seed, w.steps)
+func describeFailure(t *testing.T, seed uint64, w *simWorld) string {
+	shortest := shortestFailingPrefix(t, seed, w.steps)
 	return fmt.Sprintf("seed %d (%v): %v\n\nthe shortest failing prefix: the first %d steps of the seed, then the host stops and closes (PRPC_SIM_SEED=%d reruns the whole seed):\n%s",
 		seed, w, w.err, shortest.played, seed, shortest.log(80))
 }
 
 // shortestFailingPrefix returns the run of seed that breaks an invariant when the host stops
 // playing after the fewest steps, at most max.
-func shortestFailingPrefix(seed uint64, max int) *simWorld {
+func shortestFailingPrefix(t *testing.T, seed uint64, max int) *simWorld {
 	lo, hi := 0, max
-	best, _ := runSeed(seed, hi, true)
+	best, _ := runSeed(t, seed, hi, true)
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if w, err := runSeed(seed, mid, true); err == nil && w.err != nil {
+		if w, err := runSeed(t, seed, mid, true); err == nil && w.err != nil {
 			hi, best = mid, w
 		} else {
 			lo = mid + 1
@@ -187,21 +188,29 @@ func shortestFailingPrefix(seed uint64, max int) *simWorld {
 // simMinCalls calls over simMinEvents steps and decides to stop), then stops, drains or
 // closes, and the run goes on until Close has returned. It stops at the first broken
 // invariant.
-func runSeed(seed uint64, stopAfter int, logging bool) (*simWorld, error) {
-	w, err := newSimWorld(seed)
-	if err != nil {
-		return nil, err
-	}
-	w.logging = logging
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				w.fail("panic at step %d: %v\n%s", w.steps, p, debug.Stack())
-			}
+//
+// The seed runs in a testing/synctest bubble of t's, so that the simulator can wait for the
+// streams' goroutines between its steps (sim_stream_internal_test.go).
+func runSeed(t *testing.T, seed uint64, stopAfter int, logging bool) (w *simWorld, err error) {
+	synctest.Test(t, func(*testing.T) {
+		w, err = newSimWorld(seed)
+		if err != nil {
+			return
+		}
+		w.logging = logging
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					w.fail("panic at step %d: %v\n%s", w.steps, p, debug.Stack())
+				}
+			}()
+			w.play(stopAfter)
 		}()
-		w.play(stopAfter)
-	}()
-	return w, nil
+		// After a broken invariant the run stops wherever it was: no stream goroutine may
+		// outlive the bubble.
+		w.releaseStreams(synctest.Wait)
+	})
+	return w, err
 }
 
 // play runs the world's steps until Close has returned or an invariant breaks.
@@ -219,6 +228,11 @@ func (w *simWorld) play(stopAfter int) {
 			return
 		}
 		w.step()
+		if w.streamsWoken && len(w.liveStreams) > 0 {
+			synctest.Wait() // every stream goroutine the step woke runs to its next wait
+			w.pollStreams()
+		}
+		w.streamsWoken = false
 		w.steps++
 		w.readOutbox()
 		w.check()
@@ -230,6 +244,7 @@ func (w *simWorld) stop() {
 	w.played = w.steps
 	if w.pct(60) {
 		w.host = hostDraining
+		w.closeStreams(false) // Shutdown stops every stream as it begins
 		w.note("the host stops playing and drains")
 		return
 	}
@@ -239,6 +254,7 @@ func (w *simWorld) stop() {
 // beginClose is the host's Close beginning.
 func (w *simWorld) beginClose() {
 	w.host = hostClosing
+	w.closeStreams(true) // Close stops the streams before the reactor goroutine
 	w.r.beginClose()
 	w.note("the host closes the reactor")
 }
@@ -249,7 +265,7 @@ func (w *simWorld) step() {
 		weight int
 		run    func()
 	}
-	var choices [16]choice
+	var choices [24]choice
 	k := 0
 	add := func(weight int, run func()) {
 		if weight > 0 {
@@ -292,6 +308,21 @@ func (w *simWorld) step() {
 		}
 	}
 	add(3, w.cancelOne)
+	if w.host == hostPlaying && len(w.streams) < simMaxStreams {
+		add(1, w.openStream)
+	}
+	if st := w.pendingStream(); st != nil && !(w.stuckStreams && w.host == hostClosing) {
+		add(20, func() { w.streamStep(st) })
+	}
+	if len(w.streams) > 0 {
+		add(1, w.cancelStream)
+		if w.host == hostPlaying && w.pct(20) {
+			add(1, func() {
+				w.closeStreams(false)
+				w.note("game calls CloseStreams")
+			})
+		}
+	}
 	add(1, func() {
 		w.backendDown = !w.backendDown
 		w.note("the backend goes %s", map[bool]string{true: "down", false: "up"}[w.backendDown])
@@ -315,7 +346,17 @@ func (w *simWorld) step() {
 				w.note("Close's context runs out: the reactor cuts off what is left")
 			})
 		}
-		if w.engineDone {
+		if !w.stuckStreams && w.heldStream() {
+			// Close's grace passed with stream goroutines held by a hook in the transport:
+			// it decides their ends itself.
+			add(10, func() {
+				w.stuckStreams = true
+				w.r.stuckStreams = w.r.streams.abandon()
+				w.streamsWoken = true
+				w.note("Close gives up on %d stream goroutines held in a hook", w.r.stuckStreams)
+			})
+		}
+		if w.engineDone && (len(w.liveStreams) == 0 || w.stuckStreams) {
 			add(50, w.closeReturns)
 		}
 	}
@@ -388,5 +429,12 @@ func (w *simWorld) closeReturns() {
 	if r.out.Len() != 0 {
 		w.fail("after Close, a lane that Close had given up on queued its call for Tick")
 	}
+	// So do the transport streams of the stream goroutines it gave up on: each returns
+	// without queueing anything, its end delivered already.
+	w.releaseStreams(synctest.Wait)
+	if r.out.Len() != 0 {
+		w.fail("after Close, a stream goroutine that Close had given up on queued a message or an end for Tick")
+	}
 	w.checkClosed()
+	w.checkStreamsClosed()
 }

@@ -31,6 +31,12 @@ var simMutations = []struct {
 	{"coalesce-any-age", "a call joins a transport call however long it has been running, past CoalesceMaxAge", 10},
 	{"shed-sent", "a lane sends a call that can no longer finish in time, then fails it as shed", 10},
 	{"coalesce-fail-later", "a transport call that ends at its deadline fails the calls that joined it with later deadlines", 10},
+	{"stream-end-twice", "a stream's end is decided again after it was decided: Close's, then its receiver's", 20},
+	{"stream-read-ahead", "a stream's receiver reads the next message while its ring is full", 10},
+	{"stream-lost-wake", "Tick frees a place in a stream's ring without waking the receiver that waits for one", 10},
+	{"stream-after-cancel", "the messages waiting when a stream is cancelled are delivered after the cancel", 10},
+	{"stream-keep-oldest", "a keep-latest stream keeps the waiting message and drops the newer one", 10},
+	{"stream-reopen-stopped", "Resume runs, to reopen a stream, after the stream was cancelled", 10},
 }
 
 // TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks
@@ -45,7 +51,7 @@ func TestMutations(t *testing.T) {
 			first, failed := uint64(0), 0
 			var firstErr error
 			for seed := uint64(1); seed <= simMutationSeeds; seed++ {
-				w, err := runSeed(seed, simMaxEvents, false)
+				w, err := runSeed(t, seed, simMaxEvents, false)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -79,15 +79,17 @@ func (t *simTimer) Stop() bool {
 	return was
 }
 
-// simConn is the reactor's connection, which nothing calls: the simulator runs the transport.
+// simConn is the reactor's connection: no lane calls it, since the simulator runs the
+// lanes' transport; a stream's goroutine opens its transport stream through it, which waits
+// for the simulator (sim_stream_internal_test.go).
 type simConn struct{}
 
 func (simConn) Invoke(context.Context, string, any, any, ...grpc.CallOption) error {
 	panic("simulation: a lane invoked the connection")
 }
 
-func (simConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	panic("simulation: a lane opened a stream")
+func (simConn) NewStream(ctx context.Context, _ *grpc.StreamDesc, _ string, _ ...grpc.CallOption) (grpc.ClientStream, error) {
+	return simNewStream(ctx)
 }
 
 // simForm is how game code submitted a call.
@@ -178,6 +180,15 @@ type simWorld struct {
 	backendSlow  bool // every attempt takes tens to hundreds of milliseconds
 	chainOdds    int  // 1 in chainOdds callbacks chains a call
 
+	streams     []*simStream // every stream the game opened
+	liveStreams []*simStream // those whose receiving goroutine has not returned
+	// stuckStreams is set once Close has given up on the stream goroutines still waiting in
+	// the transport, as if a hook held them.
+	stuckStreams bool
+	// streamsWoken is set by a step that may have woken a stream goroutine: the simulator
+	// then waits for them, and only then.
+	streamsWoken bool
+
 	logging bool     // note events: off for speed, on to report a failure
 	events  []string // the events noted
 	steps   int
@@ -201,6 +212,7 @@ const (
 	turnEvents
 	turnExpire
 	turnHedge
+	turnStreams
 	turnEnd
 	turnStopping // the turn found the reactor done: the lanes stop, then finish
 )
@@ -660,6 +672,11 @@ func (w *simWorld) turnStep() {
 		}
 	case turnHedge:
 		e.hedge()
+		w.turn = simTurn{phase: turnStreams}
+	case turnStreams:
+		w.streamsWoken = true
+		w.streamsTimedOut()
+		e.streamsDue()
 		w.turn = simTurn{phase: turnEnd}
 	case turnEnd:
 		if e.end() {
@@ -712,7 +729,7 @@ func (w *simWorld) turnWanted() bool {
 		return true
 	}
 	r := w.r
-	return r.subs.Ready() || r.in.Pending() > 0 || w.hedgesScheduled() || w.timerDue()
+	return r.subs.Ready() || r.in.Pending() > 0 || w.hedgesScheduled() || r.dueStreams.pending.Load() || w.timerDue()
 }
 
 // tick has the host run Tick with a random budget, and checks the budget on the simulated
@@ -721,6 +738,7 @@ func (w *simWorld) tick() {
 	budget := time.Duration(w.rng.IntN(3000)) * time.Microsecond
 	start := w.clock.now
 	w.inTick = true
+	w.streamsWoken = true
 	rep := w.r.Tick(budget)
 	w.inTick = false
 	elapsed := w.clock.now - start
@@ -743,6 +761,9 @@ func (w *simWorld) readOutbox() {
 			w.outSeen = 0 // Tick swapped the queue out
 		}
 		for _, rec := range queued[w.outSeen:] {
+			if rec.Ops.Path == simWatch.Path() {
+				continue // a stream's carrier: its messages are checked as they are delivered
+			}
 			c := w.callOf(rec)
 			if c == nil {
 				w.fail("a record in the delivery queue belongs to no submitted call")
@@ -786,6 +807,9 @@ func (w *simWorld) check() {
 	}
 	w.checkLimitState()
 	w.checkHedges()
+	if len(w.liveStreams) > 0 {
+		w.checkStreams()
+	}
 	// Between steps no Tick is in progress: the gauge holds a time exactly when a settled
 	// call waits for Tick, in the outbox or in the batch in hand.
 	_, gauge := r.out.Oldest()

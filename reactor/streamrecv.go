@@ -111,7 +111,7 @@ func (s *stream) receive(cs grpc.ClientStream) error {
 // whose receiver a hook holds: ErrClosed, and the receiver pushes nothing more.
 func (s *stream) claimEnd(err error, streamed, abandon bool) bool {
 	s.mu.Lock()
-	if s.ended {
+	if s.ended && mutation != "stream-end-twice" {
 		s.mu.Unlock()
 		return false
 	}

@@ -181,7 +181,7 @@ func (s *stream) attemptPeer() *peer.Peer {
 // Reopening implements callcore.StreamOwner, on the Tick goroutine: Resume runs only for a
 // stream that was not stopped or failed since its receiver pushed the reopen carrier.
 func (s *stream) Reopening() bool {
-	return !s.stopped.Load() && s.ctx.Err() == nil
+	return mutation == "stream-reopen-stopped" || !s.stopped.Load() && s.ctx.Err() == nil
 }
 
 // Reopen implements callcore.StreamOwner, on the Tick goroutine: it hands the receiver the

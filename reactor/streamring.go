@@ -29,7 +29,7 @@ func (s *stream) reserve() (*callcore.Call, bool) {
 	if s.keepLatest {
 		return nil, s.ctx.Err() == nil
 	}
-	for s.received.Load()-s.consumed.Load() >= uint64(s.maxWaiting) {
+	for s.received.Load()-s.consumed.Load() >= uint64(s.maxWaiting) && mutation != "stream-read-ahead" {
 		s.stalls.Add(1)
 		s.stalled.Store(true)
 		if s.received.Load()-s.consumed.Load() < uint64(s.maxWaiting) {
@@ -68,7 +68,9 @@ func (s *stream) push(c *callcore.Call, msg proto.Message) bool {
 	}
 	if s.keepLatest {
 		if s.latest != nil {
-			s.latest.Value = msg // the newer one takes the older's place
+			if mutation != "stream-keep-oldest" {
+				s.latest.Value = msg // the newer one takes the older's place
+			}
 			s.replaced.Add(1)
 			return true
 		}
@@ -91,7 +93,7 @@ func (s *stream) push(c *callcore.Call, msg proto.Message) bool {
 // unless the stream was stopped (the message is discarded, and counted so before its place
 // is: streamstats.go).
 func (s *stream) Take(c *callcore.Call) (proto.Message, bool) {
-	stopped := s.stopped.Load()
+	stopped := s.stopped.Load() && mutation != "stream-after-cancel"
 	if stopped {
 		s.noteDiscard()
 	}
@@ -104,7 +106,7 @@ func (s *stream) Take(c *callcore.Call) (proto.Message, bool) {
 	} else {
 		msg, c.Value = c.Value, nil
 		s.consumed.Add(1)
-		if s.stalled.Load() {
+		if s.stalled.Load() && mutation != "stream-lost-wake" {
 			select {
 			case s.wake <- struct{}{}:
 			default:
