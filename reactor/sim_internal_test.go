@@ -189,14 +189,16 @@ func shortestFailingPrefix(t *testing.T, seed uint64, max int) *simWorld {
 // closes, and the run goes on until Close has returned. It stops at the first broken
 // invariant.
 //
-// The seed runs in a testing/synctest bubble of t's, so that the simulator can wait for the
-// streams' goroutines between its steps (sim_stream_internal_test.go).
+// A seed whose game opens streams runs in a testing/synctest bubble of t's, so that the
+// simulator can wait for the streams' goroutines between its steps
+// (sim_stream_internal_test.go); the others run directly.
 func runSeed(t *testing.T, seed uint64, stopAfter int, logging bool) (w *simWorld, err error) {
-	synctest.Test(t, func(*testing.T) {
+	run := func(wait func()) {
 		w, err = newSimWorld(seed)
 		if err != nil {
 			return
 		}
+		w.withStreams, w.wait = seedHasStreams(seed), wait
 		w.logging = logging
 		func() {
 			defer func() {
@@ -208,8 +210,13 @@ func runSeed(t *testing.T, seed uint64, stopAfter int, logging bool) (w *simWorl
 		}()
 		// After a broken invariant the run stops wherever it was: no stream goroutine may
 		// outlive the bubble.
-		w.releaseStreams(synctest.Wait)
-	})
+		w.releaseStreams()
+	}
+	if !seedHasStreams(seed) {
+		run(func() {})
+		return w, err
+	}
+	synctest.Test(t, func(*testing.T) { run(synctest.Wait) })
 	return w, err
 }
 
@@ -229,7 +236,7 @@ func (w *simWorld) play(stopAfter int) {
 		}
 		w.step()
 		if w.streamsWoken && len(w.liveStreams) > 0 {
-			synctest.Wait() // every stream goroutine the step woke runs to its next wait
+			w.wait() // every stream goroutine the step woke runs to its next wait
 			w.pollStreams()
 		}
 		w.streamsWoken = false
@@ -308,7 +315,7 @@ func (w *simWorld) step() {
 		}
 	}
 	add(3, w.cancelOne)
-	if w.host == hostPlaying && len(w.streams) < simMaxStreams {
+	if w.withStreams && w.host == hostPlaying && len(w.streams) < simMaxStreams {
 		add(1, w.openStream)
 	}
 	if st := w.pendingStream(); st != nil && !(w.stuckStreams && w.host == hostClosing) {
@@ -431,7 +438,7 @@ func (w *simWorld) closeReturns() {
 	}
 	// So do the transport streams of the stream goroutines it gave up on: each returns
 	// without queueing anything, its end delivered already.
-	w.releaseStreams(synctest.Wait)
+	w.releaseStreams()
 	if r.out.Len() != 0 {
 		w.fail("after Close, a stream goroutine that Close had given up on queued a message or an end for Tick")
 	}

@@ -37,6 +37,14 @@ var simWatch = calls.MustStreamMethod[*testpb.EchoRequest, *testpb.EchoResponse]
 // little.
 const simMaxStreams = 8
 
+// simStreamEvery is how often a seed opens streams: seeds 1, 1+simStreamEvery, … do (the
+// others run as before streams existed, outside a synctest bubble), since a seed with streams
+// costs the simulator several times one without.
+const simStreamEvery = 4
+
+// seedHasStreams reports whether seed's game opens streams.
+func seedHasStreams(seed uint64) bool { return seed%simStreamEvery == 1 }
+
 // simStreamKey is the context key under which a stream's options carry its simStream, for
 // the simulated transport.
 type simStreamKey struct{}
@@ -85,6 +93,7 @@ type simStream struct {
 	endErr    error       // OnEnd's error
 	stopped   bool        // the game cancelled it, or CloseStreams or Close stopped it
 	first     error       // the first cause the simulator applied before the end was decided
+	firstStop error       // the first stop the simulator applied, before or after the end was decided
 	timedOut  bool        // its timeout fell before the end was decided
 	decided   bool        // the simulator saw its end decided: nothing it does later is the first cause
 	exited    bool        // its receiving goroutine returned
@@ -250,6 +259,11 @@ func (w *simWorld) streamEnd(st *simStream, err error) {
 		if !errors.Is(err, calls.ErrTimeout) {
 			w.fail("stream %d: timed out first, ended with %v", st.id, err)
 		}
+	case st.finalCode != nil && *st.finalCode == codes.OK && st.stopped && st.delivered != st.sent:
+		// A stop after the server's OK discarded messages: the end is the stop's, never nil.
+		if !errors.Is(err, st.firstStop) {
+			w.fail("stream %d: the server ended it OK, a stop (%v) discarded messages, OnEnd got %v", st.id, st.firstStop, err)
+		}
 	case st.finalCode != nil:
 		if got := status.Code(err); got != *st.finalCode {
 			w.fail("stream %d: the server ended it with %v, OnEnd got %v", st.id, *st.finalCode, err)
@@ -390,6 +404,9 @@ func (w *simWorld) stopStream(st *simStream, cause error) {
 	}
 	w.streamsWoken = true
 	st.stopped = true
+	if st.firstStop == nil {
+		st.firstStop = cause
+	}
 	if !st.decided && !st.s.isEnded() && st.first == nil && !st.timedOut {
 		st.first = cause
 		st.decided = true
@@ -520,10 +537,10 @@ func (w *simWorld) checkStreamsClosed() {
 // releaseStreams answers every stream goroutine still waiting in the transport with its
 // context's error, once every stream is stopped, so that the seed's bubble ends with no
 // goroutine left: after a broken invariant, or after Close gave up on some.
-func (w *simWorld) releaseStreams(wait func()) {
+func (w *simWorld) releaseStreams() {
 	w.r.streams.stopAll(true)
 	for range 64 {
-		wait()
+		w.wait()
 		w.pollStreams()
 		if len(w.liveStreams) == 0 {
 			return

@@ -180,6 +180,8 @@ type simWorld struct {
 	backendSlow  bool // every attempt takes tens to hundreds of milliseconds
 	chainOdds    int  // 1 in chainOdds callbacks chains a call
 
+	withStreams bool         // the game opens streams (seedHasStreams)
+	wait        func()       // waits until every stream goroutine is blocked: synctest.Wait in a seed with streams
 	streams     []*simStream // every stream the game opened
 	liveStreams []*simStream // those whose receiving goroutine has not returned
 	// stuckStreams is set once Close has given up on the stream goroutines still waiting in
