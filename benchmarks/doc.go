@@ -43,10 +43,16 @@
 //   - BenchmarkHedgedFailover: reads spread over three loopback backends, one of which is
 //     killed mid-run, unhedged (gRPC's retry) and with MethodPolicy.Hedge: the reads that
 //     succeeded, those that failed by code, the hedges sent and won (run it with -benchtime
-//     1x).
+//     1x);
+//   - BenchmarkStreamTickCost: a server stream's messages delivered to a host ticking every
+//     millisecond, through reactor.Watch and through a goroutine calling Recv into a channel
+//     the host drains, with and without a budget: the host's thread CPU inside its ticks per
+//     message;
+//   - BenchmarkStreamDelivery: the same stream received by a host that waits between batches
+//     (Ready, or the channel) rather than ticking: its thread CPU and wake-ups per message.
 //
-// The last five run the scenarios of ./internal/policybench, which the burst command's
-// policies suite runs too.
+// BenchmarkCoalescedBurst to BenchmarkStreamTickCost run the scenarios of
+// ./internal/policybench, which the burst command's policies suite runs too.
 //
 // The burst suite, which reproduces pRPC's published tables with plain grpc-go side by side,
 // is the command in ./burst:

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/trixnew/prpc/benchmarks/internal/policybench"
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/testserver"
@@ -157,132 +158,32 @@ func streamBench(b *testing.B, receive func(n int) (int, int, error)) {
 	}
 }
 
-// tickWindow is how many messages wait for the host at most in BenchmarkStreamTickCost, in
-// both clients: enough for a tick's worth of a fast stream.
-const tickWindow = 1024
-
 // BenchmarkStreamTickCost measures what delivering a stream's messages costs a game loop that
-// ticks at a fixed rate, as a game server does, rather than waking for each batch: the host
-// goroutine, locked to its OS thread, sleeps a millisecond between ticks while the server
-// sends b.N messages as fast as flow control lets it, and each tick takes what has arrived,
-// through reactor.Watch and Tick (prpc-watch) or by draining the hand-written goroutine's
-// channel (handwritten; handwritten-budget reads the clock after each message and stops once
-// the budget is spent, as Tick does), all with room for tickWindow messages. host-ns/msg counts the
-// host's thread CPU time inside the ticks alone, so it is the delivery's cost per message,
-// without the cost of sleeping and waking; ticks/op is ticks per message.
+// ticks at a fixed rate, as a game server does, rather than waking for each batch: the
+// policies suite's stream scenario (policybench.RunStream), a server in this process sending
+// b.N messages as fast as flow control lets it, and a host locked to its OS thread that
+// ticks every millisecond, each tick taking what has arrived, with room for 1,024 messages
+// waiting: through reactor.Watch and Tick (prpc-watch), by draining the hand-written
+// goroutine's channel (handwritten), or by draining it under the tick's budget, reading the
+// clock after each message as Tick does (handwritten-budget). host-ns/msg is the host's
+// thread CPU time inside the ticks alone per message, the delivery's cost without the cost of
+// sleeping and waking; ticks/op is ticks per message.
 func BenchmarkStreamTickCost(b *testing.B) {
-	srv := testserver.Start(b)
-	b.Run("prpc-watch", func(b *testing.B) {
-		r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() {
-			if err := r.Close(context.Background()); err != nil {
-				b.Error(err)
+	for _, c := range policybench.StreamCases(policybench.DefaultStream()) {
+		b.Run(c.Name, func(b *testing.B) {
+			cfg := c.Config
+			cfg.Messages = b.N
+			res, err := policybench.RunStream(cfg)
+			if err != nil {
+				b.Fatal(err)
 			}
-		}()
-		tickBench(b, func(n int) (tick func() bool) {
-			var got int
-			done := false
-			reactor.Watch(r, watch, &testpb.WatchRequest{Count: int64(n), Message: "m"}, &calls.StreamOptions{MaxWaiting: tickWindow},
-				calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
-					OnMessage: func(*testpb.EchoResponse) { got++ },
-					OnEnd: func(err error) {
-						if err != nil || got != n {
-							b.Errorf("%d of %d messages, end %v", got, n, err)
-						}
-						done = true
-					},
-				})
-			return func() bool { r.Tick(hostBudget); return done }
+			n := float64(b.N)
+			b.ReportMetric(float64(res.Elapsed.Nanoseconds())/n, "ns/op")
+			b.ReportMetric(res.MessagesPerSecond(), "msgs/s")
+			b.ReportMetric(float64(res.Ticks)/n, "ticks/op")
+			if res.HostCPU > 0 {
+				b.ReportMetric(res.HostNsPerMessage(), "host-ns/msg")
+			}
 		})
-	})
-	for _, budgeted := range []bool{false, true} {
-		name := "handwritten"
-		if budgeted {
-			name = "handwritten-budget"
-		}
-		b.Run(name, func(b *testing.B) { handwrittenTicks(b, srv.Addr(), budgeted) })
-	}
-}
-
-// handwrittenTicks is BenchmarkStreamTickCost's hand-written client: the generated stub's
-// Watch, a goroutine calling Recv into a channel, drained each tick; with budgeted, the drain
-// reads the clock after each message and stops once hostBudget is spent, as Tick does.
-func handwrittenTicks(b *testing.B, addr string, budgeted bool) {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cc.Close()
-	client := testpb.NewTestServiceClient(cc)
-	tickBench(b, func(n int) (tick func() bool) {
-		ch := make(chan *testpb.EchoResponse, tickWindow)
-		go func() {
-			defer close(ch)
-			stream, err := client.Watch(context.Background(), &testpb.WatchRequest{Count: int64(n), Message: "m"})
-			for err == nil {
-				var m *testpb.EchoResponse
-				if m, err = stream.Recv(); err == nil {
-					ch <- m
-				}
-			}
-			if !errors.Is(err, io.EOF) {
-				b.Error(err)
-			}
-		}()
-		got := 0
-		return func() bool {
-			start := time.Now()
-			for {
-				select {
-				case _, ok := <-ch:
-					if !ok {
-						return true
-					}
-					got++
-					if budgeted && time.Since(start) >= hostBudget {
-						return false
-					}
-				default:
-					return false
-				}
-			}
-		}
-	})
-}
-
-// tickBench runs a stream of streamWarmUp messages, then one of b.N, measured, each through
-// the tick func open returns, called every millisecond until it reports the stream's end,
-// and reports the host's thread CPU time inside the ticks per message.
-func tickBench(b *testing.B, open func(n int) (tick func() bool)) {
-	run := func(n int) (cpu time.Duration, ticks int, known bool) {
-		tick := open(n)
-		known = true
-		for {
-			time.Sleep(time.Millisecond) // the game loop's pace between ticks
-			c0, ok0 := threadcpu.Now()
-			done := tick()
-			c1, ok1 := threadcpu.Now()
-			cpu += c1 - c0
-			known = known && ok0 && ok1
-			ticks++
-			if done {
-				return cpu, ticks, known
-			}
-		}
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	run(streamWarmUp)
-	runtime.GC()
-	b.ResetTimer()
-	cpu, ticks, known := run(b.N)
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(ticks)/n, "ticks/op")
-	if known {
-		b.ReportMetric(float64(cpu.Nanoseconds())/n, "host-ns/msg")
 	}
 }

@@ -67,7 +67,7 @@
 //	fast           fast-standard, then fast-extreme
 //	all            standard, extreme, fast-standard, then fast-extreme
 //	loop           2,000, 5,000 and 20,000 calls inside a game loop (runs only when asked)
-//	policies       prpc's call policies, scenario by scenario (runs only when asked)
+//	policies       prpc's call policies, and a stream, scenario by scenario (runs only when asked)
 //
 // or a comma-separated list of them, such as all,loop; each shape of the burst suites runs
 // three trials per client, each trial every client once, back to back, in the order
@@ -225,7 +225,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) (placements *string) {
 		"fast-standard, fast-extreme (the same shapes against the fast backend, a handler that does no work), fast (both fast suites), "+
 		"all (the four burst suites), "+
 		"loop (bursts of 2,000, 5,000 and 20,000 calls inside a 20 TPS loop.Run doing 10 ms of game work per tick, prpc against a hand-written pool), "+
-		"policies (prpc's call policies, each against loopback servers in this process: coalesced reads, in one tick and spread over time, overload, hedged reads, and failover with a backend killed)")
+		"policies (prpc's call policies, each against loopback servers in this process: coalesced reads, in one tick and spread over time, overload, hedged reads, failover with a backend killed, and a server stream delivered to a ticking host beside the hand-written channel)")
 	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's one burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")

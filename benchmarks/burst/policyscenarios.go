@@ -17,11 +17,12 @@ import (
 func policyScenarios(short bool) []policyScenario {
 	co, ov, he, fo := policybench.DefaultCoalesce(), policybench.DefaultOverload(), policybench.DefaultHedge(), policybench.DefaultFailover()
 	player, tick := policybench.DefaultSpread(policybench.PerPlayer), policybench.DefaultSpread(policybench.PerTick)
+	st := policybench.DefaultStream()
 	if short {
 		co, ov, he, fo = co.Short(), ov.Short(), he.Short(), fo.Short()
-		player, tick = player.Short(), tick.Short()
+		player, tick, st = player.Short(), tick.Short(), st.Short()
 	}
-	return []policyScenario{coalesceScenario(co), spreadScenario(player, tick), overloadScenario(ov), hedgeScenario(he), failoverScenario(fo)}
+	return []policyScenario{coalesceScenario(co), spreadScenario(player, tick), overloadScenario(ov), hedgeScenario(he), failoverScenario(fo), streamScenario(st)}
 }
 
 // coalesceScenario is the coalesced-reads scenario over base: policybench.CoalesceCases.
@@ -313,4 +314,36 @@ func durationText(d time.Duration) string {
 		return fmt.Sprintf("%d s", d/time.Second)
 	}
 	return fmt.Sprintf("%g ms", ms(d))
+}
+
+// streamScenario is the stream scenario over base: policybench.StreamCases, a server stream
+// delivered to a ticking host through prpc and through the hand-written channel.
+func streamScenario(base policybench.StreamConfig) policyScenario {
+	s := policyScenario{
+		Name: "streams", Title: "A server stream delivered to a ticking host",
+		About: fmt.Sprintf("A server in this process sends %s messages on one stream (TestService.Watch) as fast as HTTP/2's flow control lets it; "+
+			"the host, locked to its OS thread, ticks every %s, each tick taking the messages that have arrived, with room for %s messages waiting: "+
+			"through reactor.Watch, its messages delivered by Tick(%s) (prpc-watch, MaxWaiting %s); "+
+			"through what a Go developer writes without prpc, the generated stub's Watch and a goroutine calling Recv into a channel of %s messages, which each tick drains (handwritten); "+
+			"and the same drain reading the clock after each message and stopping once the tick's %s are spent, as Tick does to keep its budget (handwritten-budget). "+
+			"Each trial starts the server and the client and receives a stream of 1,000 messages to warm up: "+
+			"the messages per second from opening the measured stream to its end, and the host's thread CPU time inside its ticks per message, what delivering a message costs the game loop.",
+			thousands(base.Messages), durationText(base.TickEvery), thousands(base.Window), durationText(base.Budget), thousands(base.Window),
+			thousands(base.Window), durationText(base.Budget)),
+		Labels: []string{"delivered by"},
+		Figures: []policyFigure{
+			{Key: "messages_per_s", Head: "messages/s"},
+			{Key: "host_ns_per_message", Head: "loop-thread CPU per message (ns)", Digits: 1},
+		},
+	}
+	for _, c := range policybench.StreamCases(base) {
+		by := map[policybench.StreamClient]string{
+			policybench.StreamPRPC: "Tick", policybench.StreamHand: "the channel, drained", policybench.StreamHandBudget: "the channel, drained under the budget",
+		}[c.Config.Client]
+		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{by}, trial: func() (PolicyTrial, error) {
+			res, err := policybench.RunStream(c.Config)
+			return PolicyTrial{Figures: []float64{res.MessagesPerSecond(), res.HostNsPerMessage()}}, err
+		}})
+	}
+	return s
 }

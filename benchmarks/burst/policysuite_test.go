@@ -18,8 +18,8 @@ func TestPoliciesSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.suites()) > 0 || len(o.loopShapes()) > 0 || len(o.policies) != 5 {
-		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the five scenarios alone",
+	if len(o.suites()) > 0 || len(o.loopShapes()) > 0 || len(o.policies) != 6 {
+		t.Fatalf("-suite policies: %d burst suites, %d loop shapes, %d scenarios; want the six scenarios alone",
 			len(o.suites()), len(o.loopShapes()), len(o.policies))
 	}
 	o.policies = policyScenarios(true)

@@ -26,7 +26,11 @@
 //   - failover (RunFailover, FailoverCases): reads spread over three backends, one of which
 //     is killed mid-run, unhedged (gRPC's retry) and hedged (MethodPolicy.Hedge as the
 //     documentation shows it, and with NonFatalCodes [Unavailable]): the reads that
-//     succeeded, those that failed by code, and the hedges sent and won.
+//     succeeded, those that failed by code, and the hedges sent and won;
+//   - a server stream delivered to a ticking host (RunStream, StreamCases): a stream sent as
+//     fast as flow control lets it, taken each tick through reactor.Watch and Tick, and through
+//     the hand-written channel drained whole or under the tick's budget: messages per second and
+//     the host's thread CPU per message.
 //
 // Each configuration has a Short form, small enough for the tests.
 package policybench

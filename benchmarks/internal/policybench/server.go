@@ -108,3 +108,15 @@ func delay(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Watch implements testpb.TestServiceServer: it sends req.Count messages, each with the
+// request's message, as fast as the stream's flow control lets it, then ends the stream OK.
+func (e echoService) Watch(req *testpb.WatchRequest, stream grpc.ServerStreamingServer[testpb.EchoResponse]) error {
+	resp := &testpb.EchoResponse{Message: req.GetMessage()}
+	for range req.GetCount() {
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
