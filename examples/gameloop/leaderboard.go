@@ -63,7 +63,7 @@ func (b *leaderboard) summary() string {
 	case b.ends > 0:
 		end = "ended: " + b.endErr.Error()
 	}
-	return fmt.Sprintf("%d boards streamed (WatchLeaderboard, newest kept); leader %s; %s", b.boards, leader, end)
+	return fmt.Sprintf("%d boards streamed (WatchLeaderboard, newest kept); leader when the game stopped: %s; %s", b.boards, leader, end)
 }
 
 // problem says what is wrong with the stream at the end of a run, or "" if nothing is: it
