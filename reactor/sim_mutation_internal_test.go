@@ -37,6 +37,8 @@ var simMutations = []struct {
 	{"stream-after-cancel", "the messages waiting when a stream is cancelled are delivered after the cancel", 10},
 	{"stream-keep-oldest", "a keep-latest stream keeps the waiting message and drops the newer one", 10},
 	{"stream-reopen-stopped", "Resume runs, to reopen a stream, after the stream was cancelled", 10},
+	{"stream-end-hostq", "a stream's end goes to the host queue, ahead of its messages waiting in the outbox", 40},
+	{"stream-no-backoff", "a stream reopens once Resume has given its request, without waiting for its backoff", 10},
 }
 
 // TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks

@@ -71,6 +71,7 @@ type simStream struct {
 	maxWaiting int
 	keepLatest bool
 	resub      map[codes.Code]bool // Resubscribe's codes; nil: off
+	base       time.Duration       // Resubscribe's BaseDelay
 	timeoutAt  time.Duration       // on the simulated clock; 0: no timeout
 	// held: a hook of the host (a stream interceptor ignoring its context) holds the
 	// goroutine in the transport once the stream's context has ended, until Close gives up
@@ -86,6 +87,12 @@ type simStream struct {
 	attempts int
 	lastEnd  codes.Code // how the last attempt ended
 	sent     int        // the newest message the server sent (messages are numbered from 1)
+
+	// The backoffs.
+	endedAt    time.Duration // when the last attempt ended, on the simulated clock
+	sentInThis bool          // the server sent a message in the current attempt
+	sentInLast bool          // the server sent a message in the last attempt that ended
+	inARow     int           // reopenings since the last attempt in which the server sent a message
 
 	// What the game saw and did.
 	delivered int         // the newest message OnMessage got
@@ -155,7 +162,7 @@ func (w *simWorld) openStream() {
 	}
 	if w.pct(50) {
 		rs := &calls.Resubscribe{Jitter: None, BaseDelay: time.Duration(1+w.rng.IntN(50)) * time.Millisecond}
-		st.resub = map[codes.Code]bool{codes.Unavailable: true}
+		st.resub, st.base = map[codes.Code]bool{codes.Unavailable: true}, rs.BaseDelay
 		if w.pct(50) {
 			rs.Codes = []codes.Code{codes.Unavailable, codes.Internal}
 			st.resub[codes.Internal] = true
@@ -320,6 +327,7 @@ func (w *simWorld) streamStep(st *simStream) {
 		}
 		if w.backendDown {
 			st.lastEnd = codes.Unavailable
+			w.attemptEnds(st)
 			w.decide(st)
 			st.reply <- simReply{err: status.Error(codes.Unavailable, "simulated: no connection")}
 			w.note("stream %d: NewStream fails: the backend is down", st.id)
@@ -334,7 +342,7 @@ func (w *simWorld) streamStep(st *simStream) {
 		default:
 			cs.end = []codes.Code{codes.Internal, codes.NotFound, codes.PermissionDenied}[w.rng.IntN(3)]
 		}
-		st.cs = cs
+		st.cs, st.sentInThis = cs, false
 		st.reply <- simReply{cs: cs}
 		w.note("stream %d: attempt %d opens: %d messages, then %v", st.id, st.attempts, cs.left, cs.end)
 		return
@@ -351,6 +359,7 @@ func (w *simWorld) streamStep(st *simStream) {
 	}
 	if cs.left == 0 {
 		st.lastEnd = cs.end
+		w.attemptEnds(st)
 		w.decide(st)
 		err := io.EOF
 		if cs.end != codes.OK {
@@ -365,21 +374,49 @@ func (w *simWorld) streamStep(st *simStream) {
 	if st.sent < int(cs.req.GetDelayMs()) {
 		w.fail("stream %d: reopened from message %d, the server sent %d", st.id, cs.req.GetDelayMs(), st.sent)
 	}
-	st.sent = int(cs.req.GetDelayMs()) + 1
+	st.sent, st.sentInThis = int(cs.req.GetDelayMs())+1, true
 	cs.req = &testpb.EchoRequest{DelayMs: int64(st.sent)}
 	st.reply <- simReply{msg: strconv.Itoa(st.sent)}
 	w.note("stream %d: the server sends message %d", st.id, st.sent)
 }
 
+// attemptEnds notes when the current attempt of st ended, with the server's end or a failed
+// NewStream, for the backoff of a reopening that follows.
+func (w *simWorld) attemptEnds(st *simStream) {
+	st.endedAt, st.sentInLast, st.sentInThis = w.clock.now, st.sentInThis, false
+}
+
 // checkReopen verifies a reopening as its goroutine opens the transport stream again: its
-// last attempt ended with one of Resubscribe's codes, and nothing stopped the stream.
+// last attempt ended with one of Resubscribe's codes, nothing stopped the stream, and never
+// before the backoff is over.
 func (w *simWorld) checkReopen(st *simStream) {
+	if st.sentInLast {
+		st.inARow = 0
+	}
+	st.inARow++
 	switch {
 	case st.stopped:
 		w.fail("stream %d: reopened after it was stopped", st.id)
 	case !st.resub[st.lastEnd]:
 		w.fail("stream %d: reopened after an attempt ended with %v, not one of its codes", st.id, st.lastEnd)
+	case w.clock.now < st.endedAt+w.leastBackoff(st):
+		w.fail("stream %d: reopened at %v, its attempt %d ended at %v, before its backoff of at least %v was over",
+			st.id, w.clock.now, st.attempts, st.endedAt, w.leastBackoff(st))
 	}
+}
+
+// leastBackoff returns the shortest backoff st's reopening may wait: BaseDelay, times the
+// default Multiplier for each reopening in a row after the first, at most the default
+// MaxDelay (no jitter). The receiver counts the reopenings in a row from its last attempt
+// that pushed a message, which with KeepLatest may be earlier than the last in which the
+// server sent one (a message that replaced a waiting one is not pushed), so its backoff is
+// this one or longer.
+func (w *simWorld) leastBackoff(st *simStream) time.Duration {
+	d, most := float64(st.base), float64(max(defaultBackoffMax, st.base))
+	for i := 1; i < st.inARow && d < most; i++ {
+		d *= defaultBackoffMultiplier
+	}
+	return time.Duration(min(d, most))
 }
 
 // decide notes that the attempt's end, st.lastEnd, ends the stream unless a reopening

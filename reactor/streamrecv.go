@@ -123,6 +123,10 @@ func (s *stream) claimEnd(err error, streamed, abandon bool) bool {
 	s.mu.Unlock()
 	s.r.streams.wind(s)
 	s.endCarrier.Submitted = s.r.now()
+	if mutation == "stream-end-hostq" {
+		s.r.deliverNext(s.end) // the end goes ahead of the messages waiting in the outbox
+		return true
+	}
 	s.r.out.Push(&s.endCarrier)
 	s.r.wakeHost()
 	return true

@@ -143,7 +143,7 @@ func (s *stream) awaitReopen() bool {
 	s.r.wakeHost()
 	s.r.dueStreams.schedule(streamDue{at: s.r.now() + int64(st.delay()), s: s, backoff: true})
 	var next resumeReq
-	resumed, over := false, false
+	resumed, over := false, mutation == "stream-no-backoff"
 	for !resumed || !over {
 		select {
 		case next = <-st.resumed:
