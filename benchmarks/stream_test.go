@@ -2,8 +2,6 @@ package benchmarks
 
 import (
 	"context"
-	"errors"
-	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -84,22 +82,7 @@ func BenchmarkStreamDelivery(b *testing.B) {
 		defer cc.Close()
 		client := testpb.NewTestServiceClient(cc)
 		streamBench(b, func(n int) (int, int, error) {
-			ch := make(chan *testpb.EchoResponse, streamWindow)
-			end := make(chan error, 1)
-			go func() {
-				defer close(ch)
-				stream, err := client.Watch(context.Background(), &testpb.WatchRequest{Count: int64(n), Message: "m"})
-				for err == nil {
-					var m *testpb.EchoResponse
-					if m, err = stream.Recv(); err == nil {
-						ch <- m
-					}
-				}
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				end <- err
-			}()
+			ch, end := policybench.RecvInto(client, n, streamWindow)
 			got, wakeUps := 0, 0
 			for m := range ch { // wait for the next message, then take those already there
 				_ = m

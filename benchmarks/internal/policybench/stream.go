@@ -180,11 +180,12 @@ func watchTicks(r *reactor.Reactor, cfg StreamConfig, n int) func() (bool, error
 	}
 }
 
-// channelTicks opens a stream of n messages through the generated stub on a goroutine that
-// calls Recv into a channel of cfg.Window messages, and returns the tick that drains it: all
-// of it, or, for StreamHandBudget, until cfg.Budget is spent.
-func channelTicks(client testpb.TestServiceClient, cfg StreamConfig, n int) func() (bool, error) {
-	ch := make(chan *testpb.EchoResponse, cfg.Window)
+// RecvInto is the hand-written alternative to reactor.Watch: it opens a Watch stream of n
+// messages through the generated stub and starts a goroutine that calls Recv and sends each
+// message on a channel of window messages, which it closes at the stream's end, then sends
+// the end (nil for OK) on the second channel.
+func RecvInto(client testpb.TestServiceClient, n, window int) (<-chan *testpb.EchoResponse, <-chan error) {
+	ch := make(chan *testpb.EchoResponse, window)
 	end := make(chan error, 1)
 	go func() {
 		defer close(ch)
@@ -200,6 +201,14 @@ func channelTicks(client testpb.TestServiceClient, cfg StreamConfig, n int) func
 		}
 		end <- err
 	}()
+	return ch, end
+}
+
+// channelTicks opens a stream of n messages through the generated stub on a goroutine that
+// calls Recv into a channel of cfg.Window messages, and returns the tick that drains it: all
+// of it, or, for StreamHandBudget, until cfg.Budget is spent.
+func channelTicks(client testpb.TestServiceClient, cfg StreamConfig, n int) func() (bool, error) {
+	ch, end := RecvInto(client, n, cfg.Window)
 	got, budgeted := 0, cfg.Client == StreamHandBudget
 	return func() (bool, error) {
 		start := time.Now()
