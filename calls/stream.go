@@ -123,11 +123,22 @@ func (m *BidiMethod[Req, Resp]) core() *callcore.StreamMethod[Req, Resp] {
 // is isolated as a promise callback's is (reactor.Config.OnCallbackPanic).
 type StreamHandler[Req, Resp proto.Message] struct {
 	// OnMessage runs once for each message received, in the order received, under Tick's
-	// budget, interleaved with the calls' callbacks in arrival order. Required: a nil
-	// OnMessage panics when the stream is opened. The message is the handler's from then on.
+	// budget, interleaved with the calls' callbacks in arrival order. The message is the
+	// handler's from then on. Exactly one of OnMessage and OnMessages is required: a stream
+	// opened with neither or both panics.
 	OnMessage func(msg Resp)
 
-	// OnEnd runs once, after the last OnMessage: with nil if the server ended the stream
+	// OnMessages, instead of OnMessage, runs once for each run of messages that arrived one
+	// after another, with no call's completion or other stream's message between them:
+	// msgs holds one or more messages, in the order received, never more than
+	// StreamOptions.MaxWaiting. Tick reads its clock once per run rather than once per
+	// message, so a run costs the host less than its messages one by one; the budget counts
+	// a run as one callback. The messages are the handler's; msgs itself is the stream's,
+	// valid only until OnMessages returns, and reused for the next run. With KeepLatest
+	// each run is the one newest message.
+	OnMessages func(msgs []Resp)
+
+	// OnEnd runs once, after the last OnMessage (or OnMessages): with nil if the server ended the stream
 	// with OK and every message was delivered, otherwise with a *Error that says what ended
 	// it first (the server's status, ErrCancelled, ErrClosed, ErrTooLarge, ErrOverloaded,
 	// ErrInvalidArgument; see reactor.Watch) and, through NotSent, whether the stream

@@ -120,10 +120,11 @@ type fixed struct {
 
 // TickReport says what one Tick did.
 type TickReport struct {
-	// Delivered is the number of settled calls whose callbacks ran.
+	// Delivered is the number of settled calls whose callbacks ran, and of stream
+	// messages delivered (a run of StreamHandler.OnMessages counts its messages).
 	Delivered int
-	// Remaining is the number of settled calls left for the next Tick because the budget
-	// was spent.
+	// Remaining is the number of settled calls and stream messages left for the next Tick
+	// because the budget was spent.
 	Remaining int
 	// Elapsed is the time Tick spent delivering (zero for an idle Tick).
 	Elapsed time.Duration

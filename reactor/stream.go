@@ -10,9 +10,10 @@ import (
 // Watch opens a server stream of method m with request req and returns its handle at once.
 // It never blocks and does no network I/O; it is safe from any goroutine. opts may be nil.
 //
-// Each message the server sends runs h.OnMessage once, on the goroutine that calls Tick (or
-// Shutdown, Close), in the order received, under Tick's budget and interleaved with the
-// calls' callbacks in the order they arrived; then h.OnEnd runs once, last, with nil if the
+// Each message the server sends runs h.OnMessage once (or goes to h.OnMessages in a run of
+// messages that arrived together), on the goroutine that calls Tick (or Shutdown, Close), in
+// the order received, under Tick's budget and interleaved with the calls' callbacks in the
+// order they arrived; then h.OnEnd runs once, last, with nil if the
 // server ended the stream with OK, or with a *calls.Error that names what ended it first: the
 // server's status, ErrCancelled (Stream.Cancel, or the end of StreamOptions.Context),
 // ErrClosed (CloseStreams, Shutdown, Close), ErrTimeout (StreamOptions.Timeout, or the
@@ -37,8 +38,8 @@ import (
 // OnEnd runs at the first Tick that starts after Watch returns, its error NotSent.
 //
 // A stream takes none of the invoker lanes: a goroutine of its own opens it (gRPC's NewStream
-// may wait for a connection), sends req and receives the messages. A nil r, m or
-// h.OnMessage panics.
+// may wait for a connection), sends req and receives the messages. A nil r or m panics, as
+// does a handler with neither or both of OnMessage and OnMessages.
 func Watch[Req, Resp proto.Message](r *Reactor, m *calls.StreamMethod[Req, Resp], req Req,
 	opts *calls.StreamOptions, h calls.StreamHandler[Req, Resp]) *calls.Stream[Req, Resp] {
 	if r == nil {
@@ -47,11 +48,8 @@ func Watch[Req, Resp proto.Message](r *Reactor, m *calls.StreamMethod[Req, Resp]
 	if m == nil {
 		panic("prpc: reactor.Watch with a nil *calls.StreamMethod")
 	}
-	if h.OnMessage == nil {
-		panic("prpc: reactor.Watch with a nil StreamHandler.OnMessage")
-	}
 	sm := (*callcore.StreamMethod[Req, Resp])(m)
-	s := callcore.NewStream[Req, Resp](sm.Ops().Path, callcore.StreamHandler[Resp]{OnMessage: h.OnMessage, OnEnd: h.OnEnd})
+	s := callcore.NewStream[Req, Resp](sm.Ops().Path, handlerOf("Watch", h))
 	var msg proto.Message
 	if any(req) != nil {
 		msg = req
@@ -67,8 +65,8 @@ func Watch[Req, Resp proto.Message](r *Reactor, m *calls.StreamMethod[Req, Resp]
 // sending goroutine, which encodes it and hands it to gRPC, and never blocks the caller; at
 // most StreamOptions.MaxSendQueue messages wait. Once the stream has ended, BidiStream.Unsent
 // lists the messages Send accepted that gRPC never took, to send again on a new stream. A
-// client-streaming method's one response is its stream's one message. A nil r, m or
-// h.OnMessage panics.
+// client-streaming method's one response is its stream's one message. A nil r or m panics,
+// as does a handler with neither or both of OnMessage and OnMessages.
 func Bidi[Req, Resp proto.Message](r *Reactor, m *calls.BidiMethod[Req, Resp],
 	opts *calls.StreamOptions, h calls.StreamHandler[Req, Resp]) *calls.BidiStream[Req, Resp] {
 	if r == nil {
@@ -77,11 +75,8 @@ func Bidi[Req, Resp proto.Message](r *Reactor, m *calls.BidiMethod[Req, Resp],
 	if m == nil {
 		panic("prpc: reactor.Bidi with a nil *calls.BidiMethod")
 	}
-	if h.OnMessage == nil {
-		panic("prpc: reactor.Bidi with a nil StreamHandler.OnMessage")
-	}
 	sm := (*callcore.StreamMethod[Req, Resp])(m)
-	s := callcore.NewStream[Req, Resp](sm.Ops().Path, callcore.StreamHandler[Resp]{OnMessage: h.OnMessage, OnEnd: h.OnEnd})
+	s := callcore.NewStream[Req, Resp](sm.Ops().Path, handlerOf("Bidi", h))
 	r.openStream(s, s.Messages(), s.Ended(), nil, sm.Ops(), sm.Desc(), nil, opts)
 	return (*calls.BidiStream[Req, Resp])(s)
 }
@@ -91,4 +86,16 @@ func Bidi[Req, Resp proto.Message](r *Reactor, m *calls.BidiMethod[Req, Resp],
 // streams opened afterwards are served. Safe from any goroutine; it never blocks.
 func (r *Reactor) CloseStreams() {
 	r.streams.stopAll(false)
+}
+
+// handlerOf returns h's callbacks for the stream's typed state, or panics, naming what (Watch
+// or Bidi), unless h has exactly one of OnMessage and OnMessages.
+func handlerOf[Req, Resp proto.Message](what string, h calls.StreamHandler[Req, Resp]) callcore.StreamHandler[Resp] {
+	switch {
+	case h.OnMessage == nil && h.OnMessages == nil:
+		panic("prpc: reactor." + what + " with neither StreamHandler.OnMessage nor OnMessages")
+	case h.OnMessage != nil && h.OnMessages != nil:
+		panic("prpc: reactor." + what + " with both StreamHandler.OnMessage and OnMessages: set one")
+	}
+	return callcore.StreamHandler[Resp]{OnMessage: h.OnMessage, OnMessages: h.OnMessages, OnEnd: h.OnEnd}
 }

@@ -160,12 +160,7 @@ func TestWatchRefusedAtOpen(t *testing.T) {
 			require.True(t, errors.As(l.err, &ce) && ce.NotSent())
 		})
 	}
-	require.PanicsWithValue(t, "prpc: reactor.Watch with a nil StreamHandler.OnMessage", func() {
-		reactor.Watch(r, watch, &testpb.WatchRequest{}, nil, calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{})
-	})
-	require.PanicsWithValue(t, "prpc: reactor.Bidi with a nil StreamHandler.OnMessage", func() {
-		reactor.Bidi(r, chat, nil, calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{})
-	})
+	// A handler without OnMessage panics: TestStreamHandlerNeedsOneOnMessage.
 }
 
 // TestMaxStreams: a stream beyond MaxStreams ends with ErrOverloaded, NotSent, at the next

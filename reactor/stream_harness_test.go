@@ -23,6 +23,7 @@ type streamLog struct {
 	onMsg  func(*testpb.EchoResponse)
 	events *[]string // shared with other streams and calls, for interleaving; nil if unused
 	name   string
+	runs   [][]string // with a batch handler: each run OnMessages was given
 }
 
 func (l *streamLog) watchHandler() calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse] {
@@ -31,6 +32,28 @@ func (l *streamLog) watchHandler() calls.StreamHandler[*testpb.WatchRequest, *te
 
 func (l *streamLog) chatHandler() calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse] {
 	return calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{OnMessage: l.message, OnEnd: l.end}
+}
+
+// watchBatchHandler is watchHandler with OnMessages instead of OnMessage.
+func (l *streamLog) watchBatchHandler() calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse] {
+	return calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{OnMessages: l.messages, OnEnd: l.end}
+}
+
+// chatBatchHandler is chatHandler with OnMessages instead of OnMessage.
+func (l *streamLog) chatBatchHandler() calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse] {
+	return calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{OnMessages: l.messages, OnEnd: l.end}
+}
+
+// messages records a run, then each of its messages as message does.
+func (l *streamLog) messages(ms []*testpb.EchoResponse) {
+	run := make([]string, len(ms))
+	for i, m := range ms {
+		run[i] = m.GetMessage()
+	}
+	l.runs = append(l.runs, run)
+	for _, m := range ms {
+		l.message(m)
+	}
 }
 
 func (l *streamLog) message(m *testpb.EchoResponse) {

@@ -107,6 +107,19 @@ func resumeFrom(given *[]string) func(*testpb.EchoResponse) *testpb.WatchRequest
 	}
 }
 
+// resubscribeCase is a case of TestWatchResubscribe.
+type resubscribeCase struct {
+	name       string
+	script     []attemptScript
+	resub      calls.Resubscribe
+	noResume   bool
+	delays     []time.Duration // each reopening's backoff, in order
+	wantMsgs   []string
+	wantStarts []int64
+	wantGiven  []string // what Resume was given
+	wantCode   codes.Code
+}
+
 // TestWatchResubscribe: a stream ended by one of Resubscribe's codes is reopened after its
 // backoff, exactly when due on the manual clock, with the request Resume builds from the last
 // message delivered, so that every message arrives once and in order across the attempts;
@@ -114,17 +127,7 @@ func resumeFrom(given *[]string) func(*testpb.EchoResponse) *testpb.WatchRequest
 // message; MaxAttempts ends it; other codes end it at once.
 func TestWatchResubscribe(t *testing.T) {
 	const base = 100 * time.Millisecond
-	tests := []struct {
-		name       string
-		script     []attemptScript
-		resub      calls.Resubscribe
-		noResume   bool
-		delays     []time.Duration // each reopening's backoff, in order
-		wantMsgs   []string
-		wantStarts []int64
-		wantGiven  []string // what Resume was given
-		wantCode   codes.Code
-	}{{
+	tests := []resubscribeCase{{
 		name:       "Unavailable reopens after the last message",
 		script:     []attemptScript{{n: 3, code: codes.Unavailable}, {n: 2, code: codes.Unavailable}, {n: 4}},
 		resub:      calls.Resubscribe{BaseDelay: base, Multiplier: 2, Jitter: reactor.None},
@@ -176,33 +179,44 @@ func TestWatchResubscribe(t *testing.T) {
 		wantCode:   codes.Unavailable,
 	}}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newScriptedWatch(t, tc.script...)
-			var l streamLog
-			var given []string
-			h := l.watchHandler()
-			if !tc.noResume {
-				h.Resume = resumeFrom(&given)
+		for _, batched := range []bool{false, true} {
+			name := tc.name
+			if batched {
+				name += ", OnMessages"
 			}
-			resub := tc.resub
-			s := reactor.Watch(w.r, watch, &testpb.WatchRequest{}, &calls.StreamOptions{Resubscribe: &resub}, h)
-			for i, d := range tc.delays {
-				w.dueIn(t, d)
-				w.tickUntil(t, "reopening "+strconv.Itoa(i+1), func() bool { return w.opened() == i+2 })
-			}
-			w.tickUntil(t, "the end", l.ended)
-			l.checkEnd(t)
-			require.Equal(t, tc.wantCode, status.Code(l.err), "%v", l.err)
-			require.Equal(t, tc.wantMsgs, l.msgs, "each message once, in order")
-			require.Equal(t, tc.wantStarts, w.requestStarts())
-			require.Equal(t, tc.wantGiven, given)
-			require.Equal(t, len(tc.delays)+1, w.opened())
-			require.EqualValues(t, len(tc.delays), reactor.StreamReopened(s))
-			st := w.r.Stats().Methods[watch.Path()].Streams
-			require.EqualValues(t, len(tc.delays), st.Reopened, "Stats counts each reopening")
-			require.EqualValues(t, 1, st.Opened, "a reopened stream counts once in Opened")
-		})
+			t.Run(name, func(t *testing.T) { testWatchResubscribe(t, tc, batched) })
+		}
 	}
+}
+
+func testWatchResubscribe(t *testing.T, tc resubscribeCase, batched bool) {
+	w := newScriptedWatch(t, tc.script...)
+	var l streamLog
+	var given []string
+	h := l.watchHandler()
+	if batched {
+		h = l.watchBatchHandler() // Resume is given the last message of the last run
+	}
+	if !tc.noResume {
+		h.Resume = resumeFrom(&given)
+	}
+	resub := tc.resub
+	s := reactor.Watch(w.r, watch, &testpb.WatchRequest{}, &calls.StreamOptions{Resubscribe: &resub}, h)
+	for i, d := range tc.delays {
+		w.dueIn(t, d)
+		w.tickUntil(t, "reopening "+strconv.Itoa(i+1), func() bool { return w.opened() == i+2 })
+	}
+	w.tickUntil(t, "the end", l.ended)
+	l.checkEnd(t)
+	require.Equal(t, tc.wantCode, status.Code(l.err), "%v", l.err)
+	require.Equal(t, tc.wantMsgs, l.msgs, "each message once, in order")
+	require.Equal(t, tc.wantStarts, w.requestStarts())
+	require.Equal(t, tc.wantGiven, given)
+	require.Equal(t, len(tc.delays)+1, w.opened())
+	require.EqualValues(t, len(tc.delays), reactor.StreamReopened(s))
+	st := w.r.Stats().Methods[watch.Path()].Streams
+	require.EqualValues(t, len(tc.delays), st.Reopened, "Stats counts each reopening")
+	require.EqualValues(t, 1, st.Opened, "a reopened stream counts once in Opened")
 }
 
 // TestWatchResubscribeStoppedInBackoff: a stream cancelled, closed or timed out while it

@@ -21,6 +21,7 @@ import (
 // handleSetter is what openStream asks of a typed handle.
 type handleSetter interface {
 	SetOwner(callcore.StreamOwner)
+	Batched() bool
 }
 
 // openStream opens a stream whose typed handle is h, with the targets of its messages and
@@ -39,6 +40,7 @@ func (r *Reactor) openStream(h handleSetter, msgs, end, reopen callcore.Target, 
 		return
 	}
 	s.msgs, s.end, s.desc, s.entry = msgs, end, desc, e
+	s.runs = h.Batched() && !s.keepLatest
 	s.endCarrier.Target, s.endCarrier.Ops = end, ops
 	h.SetOwner(s)
 	if err := r.streams.add(s); err != nil {

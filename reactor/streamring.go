@@ -51,7 +51,7 @@ func (s *stream) reserve() (*callcore.Call, bool) {
 	i := s.received.Load() % uint64(s.maxWaiting)
 	c := s.ring[i]
 	if c == nil {
-		c = &callcore.Call{Ops: s.ops, Target: s.msgs}
+		c = &callcore.Call{Ops: s.ops, Target: s.msgs, Run: s.runs}
 		s.ring[i] = c
 	}
 	return c, true
@@ -117,4 +117,24 @@ func (s *stream) Take(c *callcore.Call) (proto.Message, bool) {
 		return nil, false
 	}
 	return msg, true
+}
+
+// Release implements callcore.StreamOwner, on the Tick goroutine, for a run of n carriers
+// whose messages were taken out (never with KeepLatest, whose carrier the receiver may refill
+// under mu): it frees their places, waking the receiver if it waits for one, and reports
+// false if the stream was stopped (the messages are discarded, and counted so before their
+// places are, as Take counts one).
+func (s *stream) Release(n int) bool {
+	stopped := s.stopped.Load() && mutation != "stream-after-cancel"
+	if stopped {
+		s.noteDiscard()
+	}
+	s.consumed.Add(uint64(n))
+	if s.stalled.Load() && mutation != "stream-lost-wake" {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return !stopped
 }

@@ -29,6 +29,7 @@ type stream struct {
 	req        proto.Message // Watch's request; nil for Bidi
 	bidi       bool
 	keepLatest bool
+	runs       bool // a batch handler (OnMessages) without KeepLatest: carriers are delivered in runs
 	meta       bool // ResponseMetadata
 	maxWaiting int
 	desc       *grpc.StreamDesc
@@ -220,6 +221,7 @@ func (s *refusedStream) CloseSend() error                          { return call
 func (s *refusedStream) Header() metadata.MD                       { return nil }
 func (s *refusedStream) Trailer() metadata.MD                      { return nil }
 func (s *refusedStream) Take(*callcore.Call) (proto.Message, bool) { return nil, false }
+func (s *refusedStream) Release(int) bool                          { return false }
 func (s *refusedStream) End() ([]proto.Message, error) {
 	s.r.countStreamEnd(s.entry, nil, s.err, 0)
 	return nil, s.err

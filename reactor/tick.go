@@ -28,7 +28,10 @@ type hostSide struct {
 // until budget is spent. It delivers only calls that were settled when it started, so
 // callbacks that submit new calls cannot stretch it; it delivers at least one waiting call
 // (a budget ≤ 0 delivers exactly one) and keeps the rest, in order, for the next Tick,
-// signalling Ready again.
+// signalling Ready again. It reads the clock after each callback, so it overruns the budget
+// by one callback at most. Streams' messages are delivered in the same order and under the
+// same budget, each a callback of its own, or with StreamHandler.OnMessages each run of one
+// stream's messages one callback.
 //
 // Calls that Call or Go rejected at submission, and callbacks registered on a promise already
 // delivered, always run at the first Tick that starts after Call (or Go, Then, OnError,
@@ -156,10 +159,14 @@ func (r *Reactor) deliverSettled(t *tickBudget) (left int, busy bool) {
 			r.head, end, fresh = 0, fresh, 0
 		}
 		c := r.delivery[r.head]
-		r.delivery[r.head] = nil
-		r.head++
-		r.deliver(c, t.now)
-		t.delivered++
+		if c.Run {
+			t.delivered += r.deliverRun(c, end, t.now)
+		} else {
+			r.delivery[r.head] = nil
+			r.head++
+			r.deliver(c, t.now)
+			t.delivered++
+		}
 		if t.spent() {
 			break
 		}
@@ -201,6 +208,24 @@ func (r *Reactor) deliver(c *callcore.Call, now int64) {
 		r.disown(c.Req, c.Extra) // before the outcome is visible: the request is the caller's again
 	}
 	c.Target.Deliver(&r.host, c)
+}
+
+// deliverRun delivers stream carrier c, which is delivery[head], with the carriers of its
+// stream that follow it before end, in one callback of the stream's batch handler, and
+// returns how many it delivered. Only carriers that are next to each other in the batch in
+// hand make a run: a stream's messages keep their place among the calls' completions and
+// the other streams' messages.
+func (r *Reactor) deliverRun(c *callcore.Call, end int, now int64) int {
+	j := r.head + 1
+	for j < end && r.delivery[j].Target == c.Target {
+		j++
+	}
+	run := r.delivery[r.head:j]
+	r.head = j
+	r.deliveredAt = now
+	c.Target.(callcore.RunTarget).DeliverRun(&r.host, run)
+	clear(run)
+	return len(run)
 }
 
 // host is the reactor as delivering a call sees it (callcore.Host): it runs on the Tick

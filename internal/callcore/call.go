@@ -104,6 +104,16 @@ type Target interface {
 	Deliver(h Host, c *Call)
 }
 
+// RunTarget is the Target of carriers marked Run: the messages of a stream with a batch
+// handler. The owner hands it a run of carriers at once, c and those of the same Target that
+// follow c in the batch in hand, so that a run costs one callback and one reading of the clock.
+type RunTarget interface {
+	Target
+	// DeliverRun delivers run, one or more carriers of the target's stream in the order
+	// received, in one callback.
+	DeliverRun(h Host, run []*Call)
+}
+
 // Func is the Target of a call submitted with a callback and no promise: the callback runs
 // once, with the response or the error.
 type Func[Resp proto.Message] func(Resp, error)
@@ -168,6 +178,10 @@ type Call struct {
 	Extra        *Extra        // nil unless the call has metadata, a parent context, call options or a snapshot
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
+	// Run marks a stream's carrier whose Target is a RunTarget: Tick hands it, with the
+	// carriers of the same Target that follow it in the batch in hand, to DeliverRun.
+	// Written once when the carrier is made.
+	Run bool
 
 	// Scheduling fields: owned by the reactor goroutine, but for Claimed, state (the claim) and
 	// cancel, whose comments say who writes them.

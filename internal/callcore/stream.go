@@ -46,8 +46,9 @@ func (m *StreamMethod[Req, Resp]) Desc() *grpc.StreamDesc { return &m.desc }
 // StreamHandler is the state of calls.StreamHandler: what runs, on the Tick goroutine, for a
 // stream's messages and its end.
 type StreamHandler[Resp proto.Message] struct {
-	OnMessage func(Resp)
-	OnEnd     func(error)
+	OnMessage  func(Resp)
+	OnMessages func([]Resp) // instead of OnMessage: a run of messages in one callback
+	OnEnd      func(error)
 }
 
 // StreamOwner is what a stream's handle and its targets ask of the reactor that runs the
@@ -70,6 +71,10 @@ type StreamOwner interface {
 	// hand to OnMessage, or false if the stream was stopped meanwhile (the message is
 	// discarded). Either way c's place is free again once it returns.
 	Take(c *Call) (proto.Message, bool)
+	// Release is called for a run of n carriers, the stream's next ones, once their
+	// messages were taken from them: it frees their places, and reports false if the stream
+	// was stopped meanwhile (the messages are discarded), as Take does.
+	Release(n int) bool
 	// End is called once, for the stream's end: it returns the messages Send accepted that
 	// gRPC never got, in the order they were sent, and the end's error (nil for OK).
 	End() (unsent []proto.Message, err error)
@@ -91,6 +96,7 @@ type Stream[Req, Resp proto.Message] struct {
 	h      StreamHandler[Resp]
 	resume func(Resp) Req // Resubscribe's request of a reopening; nil: the first request
 	last   Resp           // the last message handed to OnMessage; the Tick goroutine's
+	run    []Resp         // OnMessages's slice, reused from one run to the next; the Tick goroutine's
 
 	mu     sync.Mutex
 	unsent []Req // moved from the owner by the end's delivery
@@ -108,6 +114,9 @@ func (s *Stream[Req, Resp]) SetResume(resume func(Resp) Req) { s.resume = resume
 
 // SetOwner sets the stream's owner, before the handle or its targets are handed out.
 func (s *Stream[Req, Resp]) SetOwner(o StreamOwner) { s.owner = o }
+
+// Batched reports whether the stream's messages go to OnMessages, in runs.
+func (s *Stream[Req, Resp]) Batched() bool { return s.h.OnMessages != nil }
 
 // Path returns the stream's method path.
 func (s *Stream[Req, Resp]) Path() string { return s.path }
@@ -135,8 +144,9 @@ func (s *Stream[Req, Resp]) Reopened() Target { return (*streamReopen[Req, Resp]
 // streamMessages is the target of a stream's message carriers.
 type streamMessages[Req, Resp proto.Message] Stream[Req, Resp]
 
-// Deliver implements Target: it runs OnMessage with c's message, unless the stream was
-// stopped since it arrived. It never calls h.Delivered: a carrier is not a call.
+// Deliver implements Target: it runs OnMessage (or OnMessages, with a run of one) with c's
+// message, unless the stream was stopped since it arrived. It never calls h.Delivered: a
+// carrier is not a call.
 func (t *streamMessages[Req, Resp]) Deliver(h Host, c *Call) {
 	v, ok := t.owner.Take(c)
 	if !ok {
@@ -146,8 +156,41 @@ func (t *streamMessages[Req, Resp]) Deliver(h Host, c *Call) {
 	if t.resume != nil {
 		t.last = msg
 	}
+	if t.h.OnMessage == nil {
+		t.runMessages(h, append(t.run[:0], msg))
+		return
+	}
 	defer h.Recover()
 	t.h.OnMessage(msg)
+}
+
+// DeliverRun implements RunTarget: it runs OnMessages once with run's messages, unless the
+// stream was stopped since they arrived. Their places are freed once the messages are out of
+// the carriers, before OnMessages runs, as Deliver frees one.
+func (t *streamMessages[Req, Resp]) DeliverRun(h Host, run []*Call) {
+	msgs := t.run[:0]
+	for _, c := range run {
+		msg, _ := c.Value.(Resp)
+		c.Value = nil
+		msgs = append(msgs, msg)
+	}
+	if !t.owner.Release(len(run)) {
+		clear(msgs)
+		return
+	}
+	if t.resume != nil {
+		t.last = msgs[len(msgs)-1]
+	}
+	t.runMessages(h, msgs)
+}
+
+// runMessages runs OnMessages with msgs, then keeps msgs's array for the next run, cleared so
+// that it holds no message the handler was given.
+func (t *streamMessages[Req, Resp]) runMessages(h Host, msgs []Resp) {
+	t.run = msgs
+	defer clear(msgs)
+	defer h.Recover()
+	t.h.OnMessages(msgs)
 }
 
 // streamEnd is the target of a stream's end.

@@ -27,6 +27,9 @@ type StreamClient string
 const (
 	// StreamPRPC is reactor.Watch, its messages delivered by Tick.
 	StreamPRPC StreamClient = "prpc-watch"
+	// StreamPRPCBatch is reactor.Watch with a batch handler (StreamHandler.OnMessages): Tick
+	// hands each run of messages that arrived together to one callback.
+	StreamPRPCBatch StreamClient = "prpc-watch-batch"
 	// StreamHand is what a Go developer writes without prpc: the generated stub's Watch, a
 	// goroutine calling Recv and sending each message on a channel, which each tick drains.
 	StreamHand StreamClient = "handwritten"
@@ -68,7 +71,7 @@ type StreamCase struct {
 // StreamCases returns the scenario's cases over base: each client in turn.
 func StreamCases(base StreamConfig) []StreamCase {
 	var out []StreamCase
-	for _, c := range []StreamClient{StreamPRPC, StreamHand, StreamHandBudget} {
+	for _, c := range []StreamClient{StreamPRPC, StreamPRPCBatch, StreamHand, StreamHandBudget} {
 		cfg := base
 		cfg.Client = c
 		out = append(out, StreamCase{Name: string(c), Config: cfg})
@@ -109,7 +112,7 @@ func RunStream(cfg StreamConfig) (StreamResult, error) {
 	defer srv.Stop()
 	var open func(n int) (tick func() (done bool, err error))
 	switch cfg.Client {
-	case StreamPRPC:
+	case StreamPRPC, StreamPRPCBatch:
 		r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
 		if err != nil {
 			return StreamResult{}, err
@@ -161,16 +164,19 @@ func tickStream(tick func() (bool, error), tickEvery time.Duration) (StreamResul
 	}
 }
 
-// watchTicks opens a stream of n messages through reactor.Watch and returns the tick that
-// delivers them: Tick(cfg.Budget).
+// watchTicks opens a stream of n messages through reactor.Watch, with a batch handler for
+// StreamPRPCBatch, and returns the tick that delivers them: Tick(cfg.Budget).
 func watchTicks(r *reactor.Reactor, cfg StreamConfig, n int) func() (bool, error) {
 	got, done := 0, false
 	var end error
-	reactor.Watch(r, watch, &testpb.WatchRequest{Count: int64(n), Message: "m"}, &calls.StreamOptions{MaxWaiting: cfg.Window},
-		calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
-			OnMessage: func(*testpb.EchoResponse) { got++ },
-			OnEnd:     func(err error) { end, done = err, true },
-		})
+	h := calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
+		OnMessage: func(*testpb.EchoResponse) { got++ },
+		OnEnd:     func(err error) { end, done = err, true },
+	}
+	if cfg.Client == StreamPRPCBatch {
+		h.OnMessage, h.OnMessages = nil, func(msgs []*testpb.EchoResponse) { got += len(msgs) }
+	}
+	reactor.Watch(r, watch, &testpb.WatchRequest{Count: int64(n), Message: "m"}, &calls.StreamOptions{MaxWaiting: cfg.Window}, h)
 	return func() (bool, error) {
 		r.Tick(cfg.Budget)
 		if done && end == nil && got != n {
