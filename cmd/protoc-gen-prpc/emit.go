@@ -359,9 +359,10 @@ func (e *serviceEmitter) emitStreamMethod(m *protogen.Method) {
 		writeDoc(g, m.Comments.Leading,
 			m.GoName+" opens a stream of "+methodPath(m)+" ("+s.descriptors[m]+"), a server stream, as "+
 				"reactor.Watch does: it returns the stream's handle at once, and h.OnMessage runs for "+
-				"each message, in the order received, inside the reactor's Tick and under its budget, "+
-				"then h.OnEnd once, last; the handle's Cancel ends it. opts may be nil; h.OnMessage is "+
-				"required. The stream owns req until it ends.",
+				"each message (or h.OnMessages for each run of them), in the order received, inside the "+
+				"reactor's Tick and under its budget, then h.OnEnd once, last; the handle's Cancel ends "+
+				"it. opts may be nil; one of h.OnMessage and h.OnMessages is required. The stream owns "+
+				"req until it ends.",
 			e.methodDeprecated(m))
 		g.P(append(append(append(append([]any{"func (c *", s.client, ") ", m.GoName, "(req *", in, ", opts *", e.runtime.streamOptions, ", h "},
 			types(e.runtime.streamHandler)...), ") *"), types(e.runtime.stream)...), " {")...)
@@ -370,8 +371,8 @@ func (e *serviceEmitter) emitStreamMethod(m *protogen.Method) {
 		return
 	}
 	kind, _ := streamKind(m)
-	delivery := "h.OnMessage runs for each message, in the order received, inside the reactor's " +
-		"Tick and under its budget, then h.OnEnd once, last"
+	delivery := "h.OnMessage runs for each message (or h.OnMessages for each run of them), in the " +
+		"order received, inside the reactor's Tick and under its budget, then h.OnEnd once, last"
 	if !m.Desc.IsStreamingServer() {
 		delivery = "h.OnMessage runs once, inside the reactor's Tick, with the method's one response " +
 			"once the client's side is closed, then h.OnEnd once, last"
@@ -380,7 +381,7 @@ func (e *serviceEmitter) emitStreamMethod(m *protogen.Method) {
 		m.GoName+" opens a stream of "+methodPath(m)+" ("+s.descriptors[m]+"), "+kind+", as reactor.Bidi "+
 			"does: it returns the stream's handle at once, whose Send queues a message without blocking "+
 			"and whose CloseSend closes the client's side; "+delivery+". The handle's Cancel ends it. "+
-			"opts may be nil; h.OnMessage is required.",
+			"opts may be nil; one of h.OnMessage and h.OnMessages is required.",
 		e.methodDeprecated(m))
 	g.P(append(append(append(append([]any{"func (c *", s.client, ") ", m.GoName, "(opts *", e.runtime.streamOptions, ", h "},
 		types(e.runtime.streamHandler)...), ") *"), types(e.runtime.bidiStream)...), " {")...)

@@ -216,9 +216,9 @@ func (c *TestServiceClient) GoEcho(req *testpb.EchoRequest, opts *calls.Options,
 //
 // Watch opens a stream of /prpctest.TestService/Watch (TestService_Watch), a server stream, as
 // reactor.Watch does: it returns the stream's handle at once, and h.OnMessage runs for each
-// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
-// once, last; the handle's Cancel ends it. opts may be nil; h.OnMessage is required. The stream
-// owns req until it ends.
+// message (or h.OnMessages for each run of them), in the order received, inside the reactor's
+// Tick and under its budget, then h.OnEnd once, last; the handle's Cancel ends it. opts may be
+// nil; one of h.OnMessage and h.OnMessages is required. The stream owns req until it ends.
 func (c *TestServiceClient) Watch(req *testpb.WatchRequest, opts *calls.StreamOptions, h calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]) *calls.Stream[*testpb.WatchRequest, *testpb.EchoResponse] {
 	return reactor.Watch(c.r, TestService_Watch, req, opts, h)
 }
@@ -229,8 +229,9 @@ func (c *TestServiceClient) Watch(req *testpb.WatchRequest, opts *calls.StreamOp
 // Chat opens a stream of /prpctest.TestService/Chat (TestService_Chat), a bidirectional stream,
 // as reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
 // without blocking and whose CloseSend closes the client's side; h.OnMessage runs for each
-// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
-// once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+// message (or h.OnMessages for each run of them), in the order received, inside the reactor's
+// Tick and under its budget, then h.OnEnd once, last. The handle's Cancel ends it. opts may be
+// nil; one of h.OnMessage and h.OnMessages is required.
 func (c *TestServiceClient) Chat(opts *calls.StreamOptions, h calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]) *calls.BidiStream[*testpb.EchoRequest, *testpb.EchoResponse] {
 	return reactor.Bidi(c.r, TestService_Chat, opts, h)
 }

@@ -260,9 +260,10 @@ func (c *DataServiceClient) GoGetLeaderboard(req *networkpb.GetLeaderboardReques
 //
 // WatchLeaderboard opens a stream of /network.DataService/WatchLeaderboard
 // (DataService_WatchLeaderboard), a server stream, as reactor.Watch does: it returns the
-// stream's handle at once, and h.OnMessage runs for each message, in the order received, inside
-// the reactor's Tick and under its budget, then h.OnEnd once, last; the handle's Cancel ends
-// it. opts may be nil; h.OnMessage is required. The stream owns req until it ends.
+// stream's handle at once, and h.OnMessage runs for each message (or h.OnMessages for each run
+// of them), in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
+// once, last; the handle's Cancel ends it. opts may be nil; one of h.OnMessage and h.OnMessages
+// is required. The stream owns req until it ends.
 func (c *DataServiceClient) WatchLeaderboard(req *networkpb.GetLeaderboardRequest, opts *calls.StreamOptions, h calls.StreamHandler[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse]) *calls.Stream[*networkpb.GetLeaderboardRequest, *networkpb.GetLeaderboardResponse] {
 	return reactor.Watch(c.r, DataService_WatchLeaderboard, req, opts, h)
 }

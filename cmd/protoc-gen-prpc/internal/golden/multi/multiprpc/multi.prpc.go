@@ -310,9 +310,9 @@ func (c *LobbyClient) GoKick(req *multi.KickRequest, opts *calls.Options, fn fun
 //
 // Watch opens a stream of /golden.multi.Lobby/Watch (Lobby_Watch), a server stream, as
 // reactor.Watch does: it returns the stream's handle at once, and h.OnMessage runs for each
-// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
-// once, last; the handle's Cancel ends it. opts may be nil; h.OnMessage is required. The stream
-// owns req until it ends.
+// message (or h.OnMessages for each run of them), in the order received, inside the reactor's
+// Tick and under its budget, then h.OnEnd once, last; the handle's Cancel ends it. opts may be
+// nil; one of h.OnMessage and h.OnMessages is required. The stream owns req until it ends.
 func (c *LobbyClient) Watch(req *multi.JoinRequest, opts *calls.StreamOptions, h calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]) *calls.Stream[*multi.JoinRequest, *multi.JoinResponse] {
 	return reactor.Watch(c.r, Lobby_Watch, req, opts, h)
 }
@@ -323,7 +323,8 @@ func (c *LobbyClient) Watch(req *multi.JoinRequest, opts *calls.StreamOptions, h
 // reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
 // without blocking and whose CloseSend closes the client's side; h.OnMessage runs once, inside
 // the reactor's Tick, with the method's one response once the client's side is closed, then
-// h.OnEnd once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+// h.OnEnd once, last. The handle's Cancel ends it. opts may be nil; one of h.OnMessage and
+// h.OnMessages is required.
 func (c *LobbyClient) Upload(opts *calls.StreamOptions, h calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]) *calls.BidiStream[*multi.JoinRequest, *multi.JoinResponse] {
 	return reactor.Bidi(c.r, Lobby_Upload, opts, h)
 }
@@ -333,8 +334,9 @@ func (c *LobbyClient) Upload(opts *calls.StreamOptions, h calls.StreamHandler[*m
 // Chat opens a stream of /golden.multi.Lobby/Chat (Lobby_Chat), a bidirectional stream, as
 // reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
 // without blocking and whose CloseSend closes the client's side; h.OnMessage runs for each
-// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
-// once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+// message (or h.OnMessages for each run of them), in the order received, inside the reactor's
+// Tick and under its budget, then h.OnEnd once, last. The handle's Cancel ends it. opts may be
+// nil; one of h.OnMessage and h.OnMessages is required.
 func (c *LobbyClient) Chat(opts *calls.StreamOptions, h calls.StreamHandler[*multi.JoinRequest, *multi.JoinResponse]) *calls.BidiStream[*multi.JoinRequest, *multi.JoinResponse] {
 	return reactor.Bidi(c.r, Lobby_Chat, opts, h)
 }

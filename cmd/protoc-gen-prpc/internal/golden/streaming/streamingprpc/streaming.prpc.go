@@ -120,9 +120,10 @@ func NewFeedClient(r *reactor.Reactor) *FeedClient {
 //
 // Subscribe opens a stream of /golden.streaming.Feed/Subscribe (Feed_Subscribe), a server
 // stream, as reactor.Watch does: it returns the stream's handle at once, and h.OnMessage runs
-// for each message, in the order received, inside the reactor's Tick and under its budget, then
-// h.OnEnd once, last; the handle's Cancel ends it. opts may be nil; h.OnMessage is required.
-// The stream owns req until it ends.
+// for each message (or h.OnMessages for each run of them), in the order received, inside the
+// reactor's Tick and under its budget, then h.OnEnd once, last; the handle's Cancel ends it.
+// opts may be nil; one of h.OnMessage and h.OnMessages is required. The stream owns req until
+// it ends.
 func (c *FeedClient) Subscribe(req *streaming.Event, opts *calls.StreamOptions, h calls.StreamHandler[*streaming.Event, *streaming.Event]) *calls.Stream[*streaming.Event, *streaming.Event] {
 	return reactor.Watch(c.r, Feed_Subscribe, req, opts, h)
 }
@@ -132,8 +133,9 @@ func (c *FeedClient) Subscribe(req *streaming.Event, opts *calls.StreamOptions, 
 // Chat opens a stream of /golden.streaming.Feed/Chat (Feed_Chat), a bidirectional stream, as
 // reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
 // without blocking and whose CloseSend closes the client's side; h.OnMessage runs for each
-// message, in the order received, inside the reactor's Tick and under its budget, then h.OnEnd
-// once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+// message (or h.OnMessages for each run of them), in the order received, inside the reactor's
+// Tick and under its budget, then h.OnEnd once, last. The handle's Cancel ends it. opts may be
+// nil; one of h.OnMessage and h.OnMessages is required.
 func (c *FeedClient) Chat(opts *calls.StreamOptions, h calls.StreamHandler[*streaming.Event, *streaming.Event]) *calls.BidiStream[*streaming.Event, *streaming.Event] {
 	return reactor.Bidi(c.r, Feed_Chat, opts, h)
 }
@@ -144,7 +146,8 @@ func (c *FeedClient) Chat(opts *calls.StreamOptions, h calls.StreamHandler[*stre
 // reactor.Bidi does: it returns the stream's handle at once, whose Send queues a message
 // without blocking and whose CloseSend closes the client's side; h.OnMessage runs once, inside
 // the reactor's Tick, with the method's one response once the client's side is closed, then
-// h.OnEnd once, last. The handle's Cancel ends it. opts may be nil; h.OnMessage is required.
+// h.OnEnd once, last. The handle's Cancel ends it. opts may be nil; one of h.OnMessage and
+// h.OnMessages is required.
 func (c *FeedClient) Publish(opts *calls.StreamOptions, h calls.StreamHandler[*streaming.Event, *streaming.Summary]) *calls.BidiStream[*streaming.Event, *streaming.Summary] {
 	return reactor.Bidi(c.r, Feed_Publish, opts, h)
 }
