@@ -26,9 +26,12 @@ const (
 
 // connectCases are the cases run against the connect-go peer: grpc-go's cases (the connect
 // peer serves EmptyCall too, and answers methods it does not serve with its HTTP mux's 404,
-// which gRPC reads as Unimplemented), and status_details, which grpc-go's TestService cannot
-// serve.
-var connectCases = append(grpcCases[:len(grpcCases):len(grpcCases)], interopCase{"status_details", runStatusDetails})
+// which gRPC reads as Unimplemented), status_details, which grpc-go's TestService cannot
+// serve, and unimplemented_stream, on a method grpc-go's TestService serves.
+var connectCases = append(grpcCases[:len(grpcCases):len(grpcCases)],
+	interopCase{"status_details", runStatusDetails},
+	interopCase{"unimplemented_stream", runUnimplementedStream},
+)
 
 // connectHeaderTimeout bounds how long the connect peer waits for a request's headers.
 const connectHeaderTimeout = 10 * time.Second

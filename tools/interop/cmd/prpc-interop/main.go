@@ -29,7 +29,8 @@
 //
 // With -peer connect it serves the TestService with connect-go instead (see startConnect), in
 // process, plaintext over HTTP/2 cleartext, and adds status_details, a status whose details
-// connect-go fills and grpc-go's TestService cannot:
+// connect-go fills and grpc-go's TestService cannot, and unimplemented_stream, a stream of a
+// method connect-go's mux does not route:
 //
 //	go run ./cmd/prpc-interop -peer connect
 //

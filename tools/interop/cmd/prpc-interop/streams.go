@@ -20,6 +20,7 @@ var (
 	streamingOutputCall = calls.MustStreamMethod[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]("/grpc.testing.TestService/StreamingOutputCall")
 	streamingInputCall  = calls.MustBidiMethod[*testpb.StreamingInputCallRequest, *testpb.StreamingInputCallResponse]("/grpc.testing.TestService/StreamingInputCall")
 	fullDuplexCall      = calls.MustBidiMethod[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]("/grpc.testing.TestService/FullDuplexCall")
+	halfDuplexCall      = calls.MustBidiMethod[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]("/grpc.testing.TestService/HalfDuplexCall")
 )
 
 // Sizes from the interop test descriptions: the requests' payloads of client_streaming and
@@ -269,4 +270,28 @@ func runStatusCodeAndMessageStream(r *reactor.Reactor) error {
 		return fmt.Errorf("%d responses, want none", got)
 	}
 	return requireStatus(endErr, codes.Unknown, statusMessage)
+}
+
+// runUnimplementedStream is unimplemented_method for a stream, against the connect peer:
+// HalfDuplexCall, which it does not serve (its mux answers 404; grpc-go's TestService serves
+// it), opened with Bidi and closed at once, ends without a message with Unimplemented, and
+// its end does not claim that the request was never sent, since the server answered it.
+func runUnimplementedStream(r *reactor.Reactor) error {
+	var got int
+	var endErr error
+	ended := false
+	s := reactor.Bidi(r, halfDuplexCall, nil, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
+		OnMessage: func(*testpb.StreamingOutputCallResponse) { got++ },
+		OnEnd:     func(err error) { ended, endErr = true, err },
+	})
+	if err := s.CloseSend(); err != nil {
+		return fmt.Errorf("closing the client side: %w", err)
+	}
+	if err := awaitEnd(r, &ended); err != nil {
+		return err
+	}
+	if got != 0 {
+		return fmt.Errorf("%d messages, want none", got)
+	}
+	return requireAnswered(endErr, codes.Unimplemented)
 }
