@@ -3,7 +3,9 @@ module github.com/trixnew/prpc/tools/interop
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/trixnew/prpc v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )

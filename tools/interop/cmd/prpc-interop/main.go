@@ -1,7 +1,7 @@
 // Command prpc-interop runs the unary and streaming cases of the gRPC interop suite through
 // prpc (reactor.Call, reactor.Watch and reactor.Bidi, with the host ticking the reactor as a
-// game loop would) against grpc-go's interop server, over plaintext and over TLS, and prints
-// one line per case:
+// game loop would) against grpc-go's interop server, over plaintext and over TLS, or against
+// the same TestService served by connect-go, and prints one line per case:
 //
 //	PASS empty_unary (plaintext)
 //	FAIL large_unary (tls): …
@@ -11,9 +11,11 @@
 // that a unary client can run: empty_unary, large_unary, custom_metadata,
 // status_code_and_message, special_status_message, unimplemented_method and
 // unimplemented_service, plus timeout_1ms, a unary variant of timeout_on_sleeping_server (see
-// runTimeout1ms); and the streaming cases server_streaming, client_streaming (opened with
-// reactor.Bidi, as prpc opens client-streaming methods), ping_pong and empty_stream, whose
-// messages and ends are delivered in Tick.
+// runTimeout1ms), and error_metadata, custom_metadata on a call that fails; the streaming
+// cases server_streaming, client_streaming (opened with reactor.Bidi, as prpc opens
+// client-streaming methods), ping_pong and empty_stream, whose messages and ends are
+// delivered in Tick; and the full-duplex halves of custom_metadata and
+// status_code_and_message (custom_metadata_stream, status_code_and_message_stream).
 //
 // By default it serves grpc-go's interop TestService in process, twice on 127.0.0.1:0: once
 // in plaintext and once with TLS, using grpc-go's interop certificates (testdata server1.pem,
@@ -25,14 +27,23 @@
 //	go build -o /tmp/interop-server google.golang.org/grpc/interop/server
 //	go run ./cmd/prpc-interop -server_binary /tmp/interop-server
 //
+// With -peer connect it serves the TestService with connect-go instead (see startConnect), in
+// process, plaintext over HTTP/2 cleartext, and adds status_details, a status whose details
+// connect-go fills and grpc-go's TestService cannot, and unimplemented_stream, a stream of a
+// method connect-go's mux does not route:
+//
+//	go run ./cmd/prpc-interop -peer connect
+//
 // With -addr it runs the cases once against an interop server that is already running, of any
 // language (-tls, -ca and -server_host_override as for grpc's interop client).
 //
 // This is a separate Go module because grpc-go's interop packages pull in a large dependency
-// tree (xDS, ORCA, OAuth2, …) that prpc itself must not depend on; go test ./... at the
-// repository root does not enter it, and .ci/run runs it explicitly:
+// tree (xDS, ORCA, OAuth2, …), and connect-go is a peer only: prpc itself must depend on
+// neither. go test ./... at the repository root does not enter it; .ci/run runs it
+// explicitly, and its tests (go test ./tools/interop/...) run the cases against both peers in
+// process:
 //
-//	cd tools/interop && go run ./cmd/prpc-interop
+//	cd tools/interop && go run ./cmd/prpc-interop && go run ./cmd/prpc-interop -peer connect
 package main
 
 import (
@@ -101,16 +112,40 @@ func main() {
 	caFile := flag.String("ca", testdata.Path("ca.pem"), "with -addr and -tls: PEM file of the CA that signed the server's certificate")
 	override := flag.String("server_host_override", defaultServerOverride, "with TLS: the name the server's certificate must carry")
 	serverBinary := flag.String("server_binary", "", "path of grpc-go's interop server program (go build google.golang.org/grpc/interop/server) to run instead of the in-process server")
+	peer := flag.String("peer", peerGRPC, "the server: "+peerGRPC+" (grpc-go's interop TestService) or "+peerConnect+" (the TestService on connect-go, in process, plaintext over HTTP/2 cleartext; not with -addr or -server_binary)")
 	flag.Parse()
+
+	cases := grpcCases
+	switch *peer {
+	case peerGRPC:
+	case peerConnect:
+		if *addr != "" || *serverBinary != "" {
+			fmt.Fprintln(os.Stderr, "prpc-interop: -peer "+peerConnect+" serves in process; it takes neither -addr nor -server_binary")
+			os.Exit(2)
+		}
+		cases = connectCases
+	default:
+		fmt.Fprintf(os.Stderr, "prpc-interop: -peer %q: want %s or %s\n", *peer, peerGRPC, peerConnect)
+		os.Exit(2)
+	}
 
 	failed := false
 	run := func(mode, target string, creds reactor.Credentials) {
-		if !runCases(mode, target, creds) {
+		if !runCases(mode, target, creds, cases) {
 			failed = true
 		}
 	}
 	tlsCreds := reactor.TLSFiles(*caFile, *override)
 	switch {
+	case *peer == peerConnect:
+		fmt.Println("prpc-interop: connect-go server in process (HTTP/2 cleartext)")
+		target, stop, err := startConnect()
+		if err != nil {
+			fmt.Printf("FAIL start connect-go server: %v\n", err)
+			os.Exit(1)
+		}
+		run("connect, plaintext", target, reactor.Insecure())
+		stop()
 	case *addr != "":
 		mode, creds := "plaintext", reactor.Insecure()
 		if *useTLS {
@@ -227,10 +262,36 @@ func startBinary(path string, useTLS bool) (string, func(), error) {
 	}
 }
 
-// runCases runs every case through one reactor dialled to target and reports whether all
-// passed.
-func runCases(mode, target string, creds reactor.Credentials) bool {
-	r, err := reactor.New(reactor.Config{
+// interopCase is one case: its name, as the interop test descriptions spell it where they
+// name it, and a function that runs it through r and says what went wrong.
+type interopCase struct {
+	name string
+	run  func(r *reactor.Reactor) error
+}
+
+// grpcCases are the cases run against grpc-go's interop server.
+var grpcCases = []interopCase{
+	{"empty_unary", runEmptyUnary},
+	{"large_unary", runLargeUnary},
+	{"custom_metadata", runCustomMetadata},
+	{"custom_metadata_stream", runCustomMetadataStream},
+	{"error_metadata", runErrorMetadata},
+	{"status_code_and_message", runStatusCodeAndMessage},
+	{"status_code_and_message_stream", runStatusCodeAndMessageStream},
+	{"special_status_message", runSpecialStatusMessage},
+	{"unimplemented_method", runUnimplementedMethod},
+	{"unimplemented_service", runUnimplementedService},
+	{"timeout_1ms", runTimeout1ms},
+	{"server_streaming", runServerStreaming},
+	{"client_streaming", runClientStreaming},
+	{"ping_pong", runPingPong},
+	{"empty_stream", runEmptyStream},
+}
+
+// newReactor returns a reactor dialled to target for the cases, with their timeouts and
+// limits.
+func newReactor(target string, creds reactor.Credentials) (*reactor.Reactor, error) {
+	return reactor.New(reactor.Config{
 		Target:         target,
 		Credentials:    creds,
 		DefaultTimeout: callTimeout,
@@ -239,28 +300,18 @@ func runCases(mode, target string, creds reactor.Credentials) bool {
 		// with ResourceExhausted, not with its deadline.
 		Limits: limits.Limits{MaxResponseBytes: 2 * sleepyResponseSize},
 	})
+}
+
+// runCases runs cases in order through one reactor dialled to target, prints a line for
+// each, closes the reactor and reports whether all passed.
+func runCases(mode, target string, creds reactor.Credentials, cases []interopCase) bool {
+	r, err := newReactor(target, creds)
 	if err != nil {
 		fmt.Printf("FAIL reactor.New (%s): %v\n", mode, err)
 		return false
 	}
 	ok := true
-	for _, c := range []struct {
-		name string
-		run  func(*reactor.Reactor) error
-	}{
-		{"empty_unary", runEmptyUnary},
-		{"large_unary", runLargeUnary},
-		{"custom_metadata", runCustomMetadata},
-		{"status_code_and_message", runStatusCodeAndMessage},
-		{"special_status_message", runSpecialStatusMessage},
-		{"unimplemented_method", runUnimplementedMethod},
-		{"unimplemented_service", runUnimplementedService},
-		{"timeout_1ms", runTimeout1ms},
-		{"server_streaming", runServerStreaming},
-		{"client_streaming", runClientStreaming},
-		{"ping_pong", runPingPong},
-		{"empty_stream", runEmptyStream},
-	} {
+	for _, c := range cases {
 		if err := c.run(r); err != nil {
 			fmt.Printf("FAIL %s (%s): %v\n", c.name, mode, err)
 			ok = false
@@ -344,13 +395,7 @@ func runCustomMetadata(r *reactor.Reactor) error {
 	if n := len(resp.GetPayload().GetBody()); n != 1 {
 		return fmt.Errorf("payload of %d bytes, want 1", n)
 	}
-	if got := p.Header().Get(initialMetadataKey); len(got) != 1 || got[0] != initialMetadataValue {
-		return fmt.Errorf("header %s = %q, want [%q] (headers %v)", initialMetadataKey, got, initialMetadataValue, p.Header())
-	}
-	if got := p.Trailer().Get(trailingMetadataKey); len(got) != 1 || got[0] != trailingMetadataValue {
-		return fmt.Errorf("trailer %s = %q, want [%q] (trailers %v)", trailingMetadataKey, got, trailingMetadataValue, p.Trailer())
-	}
-	return nil
+	return requireEcho(p.Header(), p.Trailer())
 }
 
 // requireStatus checks that err is a prpc error with code and exactly message, as the status
@@ -385,14 +430,64 @@ func runSpecialStatusMessage(r *reactor.Reactor) error {
 	return requireStatus(err, codes.Unknown, specialStatusMessage)
 }
 
+// runErrorMetadata is custom_metadata on a failed call: the server echoes the metadata and
+// fails with the status it is asked for; the header and the trailer reach the caller with
+// the status, each where the server put it. grpc-go sends the header in a frame of its own
+// here; connect-go sends a header and then the trailers with no message between.
+func runErrorMetadata(r *reactor.Reactor) error {
+	req := &testpb.SimpleRequest{ResponseStatus: &testpb.EchoStatus{Code: int32(codes.Unknown), Message: statusMessage}}
+	md := metadata.Pairs(initialMetadataKey, initialMetadataValue, trailingMetadataKey, trailingMetadataValue)
+	p := reactor.Call(r, unaryCall, req, &calls.Options{Metadata: md, ResponseMetadata: true})
+	_, err := await(r, p)
+	if err := requireStatus(err, codes.Unknown, statusMessage); err != nil {
+		return err
+	}
+	if err := requireEcho(p.Header(), p.Trailer()); err != nil {
+		return err
+	}
+	var ce *calls.Error
+	if errors.As(err, &ce) {
+		if got := ce.Trailer().Get(trailingMetadataKey); len(got) != 1 || got[0] != trailingMetadataValue {
+			return fmt.Errorf("the error's trailer %s = %q, want [%q]", trailingMetadataKey, got, trailingMetadataValue)
+		}
+	}
+	return nil
+}
+
+// requireEcho checks that header and trailer carry the values custom_metadata sends, each
+// exactly once.
+func requireEcho(header, trailer metadata.MD) error {
+	if got := header.Get(initialMetadataKey); len(got) != 1 || got[0] != initialMetadataValue {
+		return fmt.Errorf("header %s = %q, want [%q] (headers %v)", initialMetadataKey, got, initialMetadataValue, header)
+	}
+	if got := trailer.Get(trailingMetadataKey); len(got) != 1 || got[0] != trailingMetadataValue {
+		return fmt.Errorf("trailer %s = %q, want [%q] (trailers %v)", trailingMetadataKey, got, trailingMetadataValue, trailer)
+	}
+	return nil
+}
+
 func runUnimplementedMethod(r *reactor.Reactor) error {
 	_, err := await(r, reactor.Call(r, unimplementedCall, &testpb.Empty{}, nil))
-	return requireStatus(err, codes.Unimplemented, "")
+	return requireAnswered(err, codes.Unimplemented)
 }
 
 func runUnimplementedService(r *reactor.Reactor) error {
 	_, err := await(r, reactor.Call(r, unimplementedSvcCall, &testpb.Empty{}, nil))
-	return requireStatus(err, codes.Unimplemented, "")
+	return requireAnswered(err, codes.Unimplemented)
+}
+
+// requireAnswered checks that err has code and does not claim the call was never sent: the
+// server answered it (grpc-go with a gRPC status, connect-go's HTTP mux with a 404 that gRPC
+// reads as Unimplemented).
+func requireAnswered(err error, code codes.Code) error {
+	if err := requireStatus(err, code, ""); err != nil {
+		return err
+	}
+	var ce *calls.Error
+	if errors.As(err, &ce) && ce.NotSent() {
+		return fmt.Errorf("%v: NotSent, but the server answered the call", err)
+	}
+	return nil
 }
 
 // runTimeout1ms is the unary counterpart of timeout_on_sleeping_server, whose server sleeps on

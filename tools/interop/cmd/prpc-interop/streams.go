@@ -6,7 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/trixnew/prpc/calls"
 	"github.com/trixnew/prpc/reactor"
@@ -18,6 +20,7 @@ var (
 	streamingOutputCall = calls.MustStreamMethod[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]("/grpc.testing.TestService/StreamingOutputCall")
 	streamingInputCall  = calls.MustBidiMethod[*testpb.StreamingInputCallRequest, *testpb.StreamingInputCallResponse]("/grpc.testing.TestService/StreamingInputCall")
 	fullDuplexCall      = calls.MustBidiMethod[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]("/grpc.testing.TestService/FullDuplexCall")
+	halfDuplexCall      = calls.MustBidiMethod[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]("/grpc.testing.TestService/HalfDuplexCall")
 )
 
 // Sizes from the interop test descriptions: the requests' payloads of client_streaming and
@@ -203,4 +206,92 @@ func runEmptyStream(r *reactor.Reactor) error {
 		return fmt.Errorf("%d responses, want none", got)
 	}
 	return nil
+}
+
+// runCustomMetadataStream is custom_metadata's full-duplex half: a stream opened with the
+// metadata custom_metadata sends and ResponseMetadata, one request asking for a response of
+// largeResponseSize, CloseSend; the response, the end OK, and the echoed header and trailer
+// on the stream once it has ended.
+func runCustomMetadataStream(r *reactor.Reactor) error {
+	md := metadata.Pairs(initialMetadataKey, initialMetadataValue, trailingMetadataKey, trailingMetadataValue)
+	var got []int
+	var endErr error
+	ended := false
+	s := reactor.Bidi(r, fullDuplexCall, &calls.StreamOptions{Metadata: md, ResponseMetadata: true}, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
+		OnMessage: func(m *testpb.StreamingOutputCallResponse) { got = append(got, len(m.GetPayload().GetBody())) },
+		OnEnd:     func(err error) { ended, endErr = true, err },
+	})
+	req := &testpb.StreamingOutputCallRequest{
+		ResponseType:       testpb.PayloadType_COMPRESSABLE,
+		ResponseParameters: []*testpb.ResponseParameters{{Size: largeResponseSize}},
+		Payload:            &testpb.Payload{Type: testpb.PayloadType_COMPRESSABLE, Body: make([]byte, largeRequestSize)},
+	}
+	if err := s.Send(req); err != nil {
+		return fmt.Errorf("sending: %w", err)
+	}
+	if err := s.CloseSend(); err != nil {
+		return fmt.Errorf("closing the client side: %w", err)
+	}
+	if err := awaitEnd(r, &ended); err != nil {
+		return err
+	}
+	if endErr != nil {
+		return fmt.Errorf("the end: %w", endErr)
+	}
+	if !slices.Equal(got, []int{largeResponseSize}) {
+		return fmt.Errorf("responses of %v bytes, want [%d]", got, largeResponseSize)
+	}
+	return requireEcho(s.Header(), s.Trailer())
+}
+
+// runStatusCodeAndMessageStream is status_code_and_message's full-duplex half: a request
+// asking the server to fail with a status, CloseSend; the stream ends with that code and
+// exactly that message, without a response. Neither server sends a message before the
+// status: grpc-go answers with trailers only, connect-go with a header and then trailers.
+func runStatusCodeAndMessageStream(r *reactor.Reactor) error {
+	var got int
+	var endErr error
+	ended := false
+	s := reactor.Bidi(r, fullDuplexCall, nil, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
+		OnMessage: func(*testpb.StreamingOutputCallResponse) { got++ },
+		OnEnd:     func(err error) { ended, endErr = true, err },
+	})
+	req := &testpb.StreamingOutputCallRequest{ResponseStatus: &testpb.EchoStatus{Code: int32(codes.Unknown), Message: statusMessage}}
+	if err := s.Send(req); err != nil {
+		return fmt.Errorf("sending: %w", err)
+	}
+	if err := s.CloseSend(); err != nil {
+		return fmt.Errorf("closing the client side: %w", err)
+	}
+	if err := awaitEnd(r, &ended); err != nil {
+		return err
+	}
+	if got != 0 {
+		return fmt.Errorf("%d responses, want none", got)
+	}
+	return requireStatus(endErr, codes.Unknown, statusMessage)
+}
+
+// runUnimplementedStream is unimplemented_method for a stream, against the connect peer:
+// HalfDuplexCall, which it does not serve (its mux answers 404; grpc-go's TestService serves
+// it), opened with Bidi and closed at once, ends without a message with Unimplemented, and
+// its end does not claim that the request was never sent, since the server answered it.
+func runUnimplementedStream(r *reactor.Reactor) error {
+	var got int
+	var endErr error
+	ended := false
+	s := reactor.Bidi(r, halfDuplexCall, nil, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
+		OnMessage: func(*testpb.StreamingOutputCallResponse) { got++ },
+		OnEnd:     func(err error) { ended, endErr = true, err },
+	})
+	if err := s.CloseSend(); err != nil {
+		return fmt.Errorf("closing the client side: %w", err)
+	}
+	if err := awaitEnd(r, &ended); err != nil {
+		return err
+	}
+	if got != 0 {
+		return fmt.Errorf("%d messages, want none", got)
+	}
+	return requireAnswered(endErr, codes.Unimplemented)
 }
