@@ -35,6 +35,7 @@ const streamWarmUp = 1000
 //
 //   - prpc-watch: reactor.Watch with an OnMessage that counts the message; the host waits
 //     for Ready and runs Tick(2ms), until OnEnd;
+//   - prpc-watch-batch: the same with an OnMessages that counts each run's messages;
 //   - handwritten: what a Go developer writes without prpc: the generated stub's Watch, a
 //     goroutine calling Recv and sending each message on a channel of streamWindow
 //     messages, which the host drains each time it wakes: it waits for one message, then
@@ -47,33 +48,42 @@ const streamWarmUp = 1000
 // the server's included.
 func BenchmarkStreamDelivery(b *testing.B) {
 	srv := testserver.Start(b)
-	b.Run("prpc-watch", func(b *testing.B) {
-		r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
-		if err != nil {
-			b.Fatal(err)
+	for _, batched := range []bool{false, true} {
+		name := "prpc-watch"
+		if batched {
+			name = "prpc-watch-batch"
 		}
-		defer func() {
-			if err := r.Close(context.Background()); err != nil {
-				b.Error(err)
+		b.Run(name, func(b *testing.B) {
+			r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
+			if err != nil {
+				b.Fatal(err)
 			}
-		}()
-		streamBench(b, func(n int) (int, int, error) {
-			var got, wakeUps int
-			var end error
-			done := false
-			reactor.Watch(r, watch, &testpb.WatchRequest{Count: int64(n), Message: "m"}, nil,
-				calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
+			defer func() {
+				if err := r.Close(context.Background()); err != nil {
+					b.Error(err)
+				}
+			}()
+			streamBench(b, func(n int) (int, int, error) {
+				var got, wakeUps int
+				var end error
+				done := false
+				h := calls.StreamHandler[*testpb.WatchRequest, *testpb.EchoResponse]{
 					OnMessage: func(*testpb.EchoResponse) { got++ },
 					OnEnd:     func(err error) { end, done = err, true },
-				})
-			for !done {
-				<-r.Ready()
-				wakeUps++
-				r.Tick(hostBudget)
-			}
-			return got, wakeUps, end
+				}
+				if batched {
+					h.OnMessage, h.OnMessages = nil, func(ms []*testpb.EchoResponse) { got += len(ms) }
+				}
+				reactor.Watch(r, watch, &testpb.WatchRequest{Count: int64(n), Message: "m"}, nil, h)
+				for !done {
+					<-r.Ready()
+					wakeUps++
+					r.Tick(hostBudget)
+				}
+				return got, wakeUps, end
+			})
 		})
-	})
+	}
 	b.Run("handwritten", func(b *testing.B) {
 		cc, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
