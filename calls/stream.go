@@ -138,18 +138,18 @@ type StreamHandler[Req, Resp proto.Message] struct {
 	// each run is the one newest message.
 	OnMessages func(msgs []Resp)
 
-	// OnEnd runs once, after the last OnMessage (or OnMessages): with nil if the server ended the stream
-	// with OK and every message was delivered, otherwise with a *Error that says what ended
-	// it first (the server's status, ErrCancelled, ErrClosed, ErrTooLarge, ErrOverloaded,
-	// ErrInvalidArgument; see reactor.Watch) and, through NotSent, whether the stream
-	// certainly never reached a server. A Cancel, CloseStreams or Close that discards
-	// messages after the server ended the stream OK makes the end its own error, so that nil
-	// always means nothing was lost. It may be nil.
+	// OnEnd runs once, after the last message was delivered: with nil if the server ended
+	// the stream with OK and every message was delivered, otherwise with a *Error that says
+	// what ended it first (the server's status, ErrCancelled, ErrClosed, ErrTooLarge,
+	// ErrOverloaded, ErrInvalidArgument; see reactor.Watch) and, through NotSent, whether
+	// the stream certainly never reached a server. A Cancel, CloseStreams or Close that
+	// discards messages after the server ended the stream OK makes the end its own error, so
+	// that nil always means nothing was lost. It may be nil.
 	OnEnd func(err error)
 
 	// Resume, with StreamOptions.Resubscribe, returns the request of a reopening: it runs
-	// once before each, after the last OnMessage of the attempt that ended, given the last
-	// message OnMessage was given (nil if none was yet), so that the new stream can start
+	// once before each, after the attempt that ended has delivered its last message, given
+	// the last message delivered (nil if none was yet), so that the new stream can start
 	// after it (a resume token, a sequence number); a nil Resume reopens with the first
 	// request. The stream owns what it returns, as Watch owns its request. A Resume that
 	// panics (isolated as OnMessage is) or returns nil ends the stream with
@@ -267,8 +267,8 @@ func (s *Stream[Req, Resp]) core() *callcore.Stream[Req, Resp] {
 
 // Cancel ends the stream with ErrCancelled, unless its end is decided already; OnEnd runs at
 // a later Tick. Once Cancel has returned on the Tick goroutine (called from another
-// goroutine: from the next Tick on), no OnMessage runs for the stream. It never blocks and
-// may be called more than once.
+// goroutine: from the next Tick on), no message of the stream is delivered. It never blocks
+// and may be called more than once.
 func (s *Stream[Req, Resp]) Cancel() { s.core().Owner().Cancel() }
 
 // Method returns the stream's method path.

@@ -20,7 +20,7 @@ import (
 // deadline of StreamOptions.Context), ErrTooLarge for a message over
 // Limits.MaxResponseBytes. Once Cancel has returned on the Tick goroutine (called from
 // another goroutine: from the next Tick on), after CloseStreams and once Close has begun, no
-// OnMessage runs for the stream: only its end.
+// message of the stream is delivered: only its end.
 //
 // With StreamOptions.Resubscribe, a stream that the server or the connection ends with one of
 // its codes is opened again after a backoff, with the request h.Resume builds on this
@@ -81,8 +81,8 @@ func Bidi[Req, Resp proto.Message](r *Reactor, m *calls.BidiMethod[Req, Resp],
 	return (*calls.BidiStream[Req, Resp])(s)
 }
 
-// CloseStreams ends every open stream as Close does: no OnMessage runs for them any more,
-// and each one's OnEnd runs, with ErrClosed, at a later Tick. r stays open: calls and
+// CloseStreams ends every open stream as Close does: none of their messages is delivered any
+// more, and each one's OnEnd runs, with ErrClosed, at a later Tick. r stays open: calls and
 // streams opened afterwards are served. Safe from any goroutine; it never blocks.
 func (r *Reactor) CloseStreams() {
 	r.streams.stopAll(false)

@@ -37,14 +37,14 @@ type StreamStats struct {
 	// Received counts the messages read from the streams and queued for Tick (a message read
 	// after the stream was stopped is dropped by its receiver uncounted).
 	Received uint64
-	// Delivered counts the messages Tick handed to OnMessage.
+	// Delivered counts the messages Tick handed to OnMessage (or OnMessages).
 	Delivered uint64
 	// Replaced counts the messages that a newer one replaced while they waited for Tick
 	// (StreamOptions.KeepLatest).
 	Replaced uint64
 	// Discarded counts the messages that waited for Tick when their stream was stopped
-	// (Cancel, CloseStreams, Shutdown, Close): Tick freed their places without running
-	// OnMessage.
+	// (Cancel, CloseStreams, Shutdown, Close): Tick freed their places without handing them
+	// to OnMessage or OnMessages.
 	Discarded uint64
 	// Waiting is the number of messages received and waiting for Tick, at most
 	// StreamOptions.MaxWaiting for each open stream (1 with KeepLatest).
