@@ -178,10 +178,6 @@ type Call struct {
 	Extra        *Extra        // nil unless the call has metadata, a parent context, call options or a snapshot
 	WaitForReady bool          // passed to gRPC as grpc.WaitForReady(true)
 	Metadata     bool          // the response header and trailer are asked for
-	// Run marks a stream's carrier whose Target is a RunTarget: Tick hands it, with the
-	// carriers of the same Target that follow it in the batch in hand, to DeliverRun.
-	// Written once when the carrier is made.
-	Run bool
 
 	// Scheduling fields: owned by the reactor goroutine, but for Claimed, state (the claim) and
 	// cancel, whose comments say who writes them.
@@ -215,7 +211,11 @@ type Call struct {
 	Header  metadata.MD   // the response header, if asked for and kept
 	Trailer metadata.MD   // the response trailer, if asked for and kept
 	Reason  Reason        // how the call ended, for statistics
-	Settled uint32        // when the outcome was queued for delivery, as Since counts it
+	// Run marks a stream's carrier whose Target is a RunTarget: Tick hands it, with the
+	// carriers of the same Target that follow it in the batch in hand, to DeliverRun. Written
+	// once, when the carrier is made; it fills what would be padding.
+	Run     bool
+	Settled uint32 // when the outcome was queued for delivery, as Since counts it
 }
 
 // Since returns t, a time on the owner's clock, as Claimed and Settled hold it: in whole
