@@ -54,33 +54,48 @@ func startBackend(ctx context.Context, inprocess bool, cpu, fastPlayers int, std
 		}
 		return b, nil
 	}
+	b, line, err := startChild(stderr, serveBackendFlag, "-cpu", fmt.Sprint(cpu), "-fast-players", fmt.Sprint(fastPlayers))
+	if err != nil {
+		return nil, err
+	}
+	addr, fastAddr, ok := parseListening(line)
+	if !ok || (fastPlayers > 0) != (fastAddr != "") {
+		_ = b.stop()
+		return nil, fmt.Errorf("the backend process did not report its addresses (read %q)", line)
+	}
+	b.addr, b.fastAddr = addr, fastAddr
+	return b, nil
+}
+
+// startChild starts the burst binary re-executed with args, its stderr going to stderr, and
+// returns it with the first line it printed on its stdout, where a child reports what it
+// serves; it stops the child if it printed no whole line.
+func startChild(stderr io.Writer, args ...string) (*backend, string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("finding the burst binary to re-execute: %w", err)
+		return nil, "", fmt.Errorf("finding the burst binary to re-execute: %w", err)
 	}
-	cmd := exec.Command(exe, serveBackendFlag, "-cpu", fmt.Sprint(cpu), "-fast-players", fmt.Sprint(fastPlayers))
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the backend process: %w", err)
+		return nil, "", fmt.Errorf("starting the backend process: %w", err)
 	}
 	b := &backend{cmd: cmd, stdin: stdin, exit: make(chan error, 1)}
 	line, readErr := bufio.NewReader(stdout).ReadString('\n')
 	go func() { b.exit <- cmd.Wait() }()
-	addr, fastAddr, ok := parseListening(line)
-	if readErr != nil || !ok || (fastPlayers > 0) != (fastAddr != "") {
+	if readErr != nil {
 		_ = b.stop()
-		return nil, fmt.Errorf("the backend process did not report its addresses (read %q: %v)", line, readErr)
+		return nil, "", fmt.Errorf("the backend process did not report its addresses (read %q: %v)", line, readErr)
 	}
-	b.addr, b.fastAddr = addr, fastAddr
-	return b, nil
+	return b, line, nil
 }
 
 // listeningLine is what the child process prints once it serves: the data service's address,

@@ -17,7 +17,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // standard suite (data service) and the fast-extreme suite (fast backend), both run by
 // prpc-go, prpc-then and the pool over three trials, the standard suite by prpc-go-metrics
 // too, and the loop suite over two burst sizes of three trials of the five clients, one with a
-// failed call; and in the unpinned placement the policies suite (madeUpPolicies).
+// failed call; and the policies suite (madeUpPolicies): every scenario in the unpinned
+// placement, the stream scenario with its server apart in the pinned one.
 func goldenRun() Run {
 	report := func() *Report {
 		r := docReport()
@@ -65,8 +66,20 @@ func goldenRun() Run {
 	}
 	unpinned, pinned := report(), report()
 	pinned.Pinned, pinned.ClientAffinity, pinned.BackendAffinity = true, "0", "1"
-	unpinned.Policies = madeUpPolicies()
+	unpinned.Policies = madeUpPolicies(policyScenarios(false))
+	pinned.Policies, pinned.PoliciesElsewhere, pinned.PolicyServerAffinity = madeUpPolicies(pinnedApart()), true, "1"
 	return Run{unpinned, pinned}
+}
+
+// pinnedApart returns the policies suite's scenarios that the pinned placement of a run of
+// both placements runs, as it runs them: the stream scenario, its server in a process apart.
+func pinnedApart() []policyScenario {
+	o := options{policies: policyScenarios(false), placements: []bool{false, true}}
+	var out []policyScenario
+	for _, s := range o.policiesIn(true) {
+		out = append(out, s.apart("127.0.0.1:1"))
+	}
+	return out
 }
 
 // metricsTrials returns made-up trials of prpc-go-metrics, one per trial of prpc-go in
@@ -107,15 +120,14 @@ func withMetrics(sz LoopSize) LoopSize {
 	return sz
 }
 
-// madeUpPolicies returns made-up results of the policies suite's scenarios, with their full
-// shapes' titles, sentences, figures and series, three trials per case: figure j of case i
-// measures (i+1)×10^j scaled by 0.9, 1.0 and 1.2 in its three trials, but the overload
+// madeUpPolicies returns made-up results of scenarios of the policies suite, with their
+// titles, sentences, figures and series, three trials per case: figure j of case i measures (i+1)×10^j scaled by 0.9, 1.0 and 1.2 in its three trials, but the overload
 // scenario's last figure, the limit, which is 0 but under the adaptive limit; point p of a
 // series measures (i+1)×10×(p+1) scaled likewise; and the first case of the overload
 // scenario had an error in trial 2.
-func madeUpPolicies() []PolicyResult {
+func madeUpPolicies(scenarios []policyScenario) []PolicyResult {
 	var out []PolicyResult
-	for _, s := range policyScenarios(false) {
+	for _, s := range scenarios {
 		pr := PolicyResult{Name: s.Name, Title: s.Title, About: s.About, Labels: s.Labels, Figures: s.Figures, Series: s.Series, Trials: 3}
 		for i, c := range s.Cases {
 			cr := PolicyCaseResult{Name: c.Name, Labels: c.Labels}
@@ -151,7 +163,7 @@ func madeUpPolicies() []PolicyResult {
 func goldenPolicies() Run {
 	r := docReport()
 	r.Command = "go run ./benchmarks/burst -suite policies -policy-trials 3 -markdown policies.md"
-	r.Suites, r.Loop, r.Policies = nil, nil, madeUpPolicies()
+	r.Suites, r.Loop, r.Policies = nil, nil, madeUpPolicies(policyScenarios(false))
 	return Run{r}
 }
 

@@ -26,6 +26,9 @@ type jsonReport struct {
 	Suites          []jsonSuite  `json:"suites"`
 	Loop            *jsonLoop    `json:"loop,omitempty"`
 	Policies        []jsonPolicy `json:"policies,omitempty"`
+	// PoliciesElsewhere and PolicyServerAffinity are Report's.
+	PoliciesElsewhere    bool   `json:"policies_elsewhere,omitempty"`
+	PolicyServerAffinity string `json:"policy_server_affinity,omitempty"`
 	// Metrics compares prpc-go-metrics with prpc-go, if they ran the same trial of any shape.
 	Metrics *jsonMetrics `json:"metrics,omitempty"`
 	Errors  int          `json:"errors"`
@@ -207,6 +210,7 @@ func (r *Report) toJSON() jsonReport {
 	for _, p := range r.Policies {
 		jr.Policies = append(jr.Policies, p.toJSON())
 	}
+	jr.PoliciesElsewhere, jr.PolicyServerAffinity = r.PoliciesElsewhere, r.PolicyServerAffinity
 	jr.Metrics = r.metricsJSON()
 	return jr
 }

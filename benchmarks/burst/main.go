@@ -129,7 +129,10 @@
 // figure and its spread. No group names it, all included; -calls, -workers and -batch do not
 // shape it, and the data service and the fast backend do not run for it. Its servers share
 // the client's process, so pinning cannot separate them: with both placements it runs in the
-// unpinned one only.
+// unpinned one only, but for the stream scenario, which runs in both: in a pinned placement
+// its server is a process of its own (the burst binary re-executed with -serve-stream),
+// pinned to CPU 1 as the backends are, and the client, the host's ticking thread included,
+// runs on CPU 0.
 //
 // The report goes to stdout as Markdown, or as JSON with -json; progress goes to stderr. With
 // -markdown FILE the complete report (a title, a notice naming the command, the machine, the
@@ -160,8 +163,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == serveBackendFlag {
-		if err := serveBackend(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+	if len(os.Args) > 1 && children[os.Args[1]] != nil {
+		if err := children[os.Args[1]](os.Args[2:], os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "burst backend:", err)
 			os.Exit(1)
 		}
@@ -225,7 +228,7 @@ func (o *options) defineFlags(fs *flag.FlagSet) (placements *string) {
 		"fast-standard, fast-extreme (the same shapes against the fast backend, a handler that does no work), fast (both fast suites), "+
 		"all (the four burst suites), "+
 		"loop (bursts of 2,000, 5,000 and 20,000 calls inside a 20 TPS loop.Run doing 10 ms of game work per tick, prpc against a hand-written pool), "+
-		"policies (prpc's call policies, each against loopback servers in this process: coalesced reads, in one tick and spread over time, overload, hedged reads, failover with a backend killed, and a server stream delivered to a ticking host beside the hand-written channel)")
+		"policies (prpc's call policies, each against loopback servers in this process: coalesced reads, in one tick and spread over time, overload, hedged reads, failover with a backend killed, and a server stream delivered to a ticking host beside the hand-written channel, whose server runs pinned too, in a process of its own on CPU 1)")
 	fs.IntVar(&o.calls, "calls", 0, "run one shape of `n` calls instead of the suites (with -suite loop: the loop's one burst size)")
 	fs.IntVar(&o.workers, "workers", 0, "workers of the -calls shape (default 2)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (calls in flight per worker) of the -calls shape (default 4)")
@@ -562,27 +565,72 @@ func runPlacement(ctx context.Context, o options, command string, pinned bool, s
 		if err := runBackendSuites(ctx, o, rep, suites, loopShapes, placement, stderr); err != nil {
 			return nil, err
 		}
-	} else if pinned {
-		rep.ClientAffinity = affinity(0)
 	}
-	if o.runsPolicies(pinned) {
-		fmt.Fprintf(stderr, "burst: %s; %s suite, its servers in this process\n", placement, suitePolicies)
-		pr, err := runPolicies(o.policies, o.policyTrials, stderr)
-		if err != nil {
+	if scenarios := o.policiesIn(pinned); len(scenarios) > 0 {
+		rep.PoliciesElsewhere = len(scenarios) < len(o.policies)
+		if err := runPolicySuite(rep, scenarios, o.policyTrials, placement, stderr); err != nil {
 			return nil, fmt.Errorf("%s suite: %w", suitePolicies, err)
 		}
-		rep.Policies = pr
+	}
+	if pinned {
+		// Threads started since pinning inherit it, the policies suite's too; check that they
+		// all did.
+		rep.ClientAffinity = affinity(0)
 	}
 	rep.Machine.LoadEnd = loadAverage()
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
 }
 
-// runsPolicies reports whether the placement pinned (or not) runs the policies suite: one
-// placement does, the unpinned one if o has one, since the suite's servers share the client's
-// process and pinning cannot separate them.
-func (o options) runsPolicies(pinned bool) bool {
-	return len(o.policies) > 0 && (!pinned || !slices.Contains(o.placements, false))
+// policiesIn returns the policies suite's scenarios that the placement pinned (or not) runs,
+// in order. The unpinned placement runs every scenario. A pinned one runs those that can run
+// their server apart from the client (policyScenario.apart), which runPolicySuite does, and
+// the others, whose servers share the client's process where pinning cannot separate them,
+// only if o runs no unpinned placement.
+func (o options) policiesIn(pinned bool) []policyScenario {
+	var out []policyScenario
+	for _, s := range o.policies {
+		if !pinned || s.apart != nil || !slices.Contains(o.placements, false) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// runPolicySuite runs the policies suite's scenarios in rep's placement (placement names it)
+// and adds their results to rep. In a pinned placement, the scenarios that can run their
+// server apart run against one in a process of its own pinned to CPU 1, which it starts
+// before them and stops after, and whose affinity it records.
+func runPolicySuite(rep *Report, scenarios []policyScenario, trials int, placement string, stderr io.Writer) (err error) {
+	scenarios = slices.Clone(scenarios)
+	where := "its servers in this process"
+	if rep.Pinned && slices.ContainsFunc(scenarios, func(s policyScenario) bool { return s.apart != nil }) {
+		srv, startErr := startStreamServer(1, stderr)
+		if startErr != nil {
+			return startErr
+		}
+		defer func() {
+			rep.PolicyServerAffinity = affinity(srv.pid())
+			if stopErr := srv.stop(); stopErr != nil {
+				err = errors.Join(err, fmt.Errorf("stopping the stream server: %w", stopErr))
+			}
+		}()
+		where = fmt.Sprintf("the stream's server in process %d at %s", srv.pid(), srv.addr)
+		for i, s := range scenarios {
+			if s.apart == nil {
+				where = fmt.Sprintf("the stream's server in process %d at %s, the others' in this process", srv.pid(), srv.addr)
+				continue
+			}
+			scenarios[i] = s.apart(srv.addr)
+		}
+	}
+	fmt.Fprintf(stderr, "burst: %s; %s suite, %s\n", placement, suitePolicies, where)
+	pr, err := runPolicies(scenarios, trials, stderr)
+	if err != nil {
+		return err
+	}
+	rep.Policies = pr
+	return nil
 }
 
 // runBackendSuites runs the burst suites and the loop suite's loopShapes in rep's placement
@@ -652,8 +700,7 @@ func runBackendSuites(ctx context.Context, o options, rep *Report, suites []Suit
 		rep.Loop = lr
 	}
 	if rep.Pinned {
-		// Threads started since pinning inherit it; check that they all did.
-		rep.ClientAffinity, rep.BackendAffinity = affinity(0), affinity(be.pid())
+		rep.BackendAffinity = affinity(be.pid())
 	}
 	return nil
 }

@@ -23,12 +23,12 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// TestMain also serves the backend when the test binary is re-executed as one, as the burst
-// binary is, so that the separate-process path can be tested; and it checks that the tests
-// leave no goroutine behind.
+// TestMain also serves the backend, or the stream scenario's server, when the test binary is
+// re-executed as one, as the burst binary is, so that the separate-process paths can be
+// tested; and it checks that the tests leave no goroutine behind.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == serveBackendFlag {
-		if err := serveBackend(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+	if len(os.Args) > 1 && children[os.Args[1]] != nil {
+		if err := children[os.Args[1]](os.Args[2:], os.Stdin, os.Stdout); err != nil {
 			os.Stderr.WriteString("burst backend: " + err.Error() + "\n")
 			os.Exit(1)
 		}

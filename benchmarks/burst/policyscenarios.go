@@ -317,28 +317,43 @@ func durationText(d time.Duration) string {
 }
 
 // streamScenario is the stream scenario over base: policybench.StreamCases, a server stream
-// delivered to a ticking host through prpc and through the hand-written channel.
+// delivered to a ticking host through prpc and through the hand-written channel. Its server
+// runs in this process unless base.Addr names one elsewhere; without it, the scenario can run
+// apart, against a server at an address of another process.
 func streamScenario(base policybench.StreamConfig) policyScenario {
+	server, starts := "A server in this process", "Each trial starts the server and the client"
+	if base.Addr != "" {
+		server = "A server in a process of its own (the burst binary re-executed, pinned as the backends are: its threads on CPU 1, the client's, the host's thread among them, on CPU 0)"
+		starts = "The server serves every trial of the placement; each trial starts the client"
+	}
 	s := policyScenario{
 		Name: "streams", Title: "A server stream delivered to a ticking host",
-		About: fmt.Sprintf("A server in this process sends %s messages on one stream (TestService.Watch) as fast as HTTP/2's flow control lets it; "+
+		About: fmt.Sprintf("%s sends %s messages on one stream (TestService.Watch) as fast as HTTP/2's flow control lets it; "+
 			"the host, locked to its OS thread, ticks every %s, each tick taking the messages that have arrived, with room for %s messages waiting: "+
-			"through reactor.Watch, its messages delivered by Tick(%s) (prpc-watch, MaxWaiting %s); "+
+			"through reactor.Watch, its messages delivered by Tick(%s) (prpc-watch, MaxWaiting %s), one OnMessage each, "+
+			"or each run of messages that arrived together to one OnMessages (prpc-watch-batch), which spares Tick a reading of its clock per message; "+
 			"through what a Go developer writes without prpc, the generated stub's Watch and a goroutine calling Recv into a channel of %s messages, which each tick drains (handwritten); "+
 			"and the same drain reading the clock after each message and stopping once the tick's %s are spent, as Tick does to keep its budget (handwritten-budget). "+
-			"Each trial starts the server and the client and receives a stream of 1,000 messages to warm up: "+
+			"%s and receives a stream of 1,000 messages to warm up: "+
 			"the messages per second from opening the measured stream to its end, and the host's thread CPU time inside its ticks per message, what delivering a message costs the game loop.",
-			thousands(base.Messages), durationText(base.TickEvery), thousands(base.Window), durationText(base.Budget), thousands(base.Window),
-			thousands(base.Window), durationText(base.Budget)),
+			server, thousands(base.Messages), durationText(base.TickEvery), thousands(base.Window), durationText(base.Budget), thousands(base.Window),
+			thousands(base.Window), durationText(base.Budget), starts),
 		Labels: []string{"delivered by"},
 		Figures: []policyFigure{
 			{Key: "messages_per_s", Head: "messages/s"},
 			{Key: "host_ns_per_message", Head: "loop-thread CPU per message (ns)", Digits: 1},
 		},
 	}
+	if base.Addr == "" {
+		s.apart = func(addr string) policyScenario {
+			b := base
+			b.Addr = addr
+			return streamScenario(b)
+		}
+	}
 	for _, c := range policybench.StreamCases(base) {
 		by := map[policybench.StreamClient]string{
-			policybench.StreamPRPC: "Tick", policybench.StreamHand: "the channel, drained", policybench.StreamHandBudget: "the channel, drained under the budget",
+			policybench.StreamPRPC: "Tick", policybench.StreamPRPCBatch: "Tick, in runs", policybench.StreamHand: "the channel, drained", policybench.StreamHandBudget: "the channel, drained under the budget",
 		}[c.Config.Client]
 		s.Cases = append(s.Cases, policyCase{Name: c.Name, Labels: []string{by}, trial: func() (PolicyTrial, error) {
 			res, err := policybench.RunStream(c.Config)

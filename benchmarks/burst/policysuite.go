@@ -52,6 +52,11 @@ type policyScenario struct {
 	// as a table of its own, below the scenario's.
 	Series []policySeries
 	Cases  []policyCase
+	// apart, if set, returns the scenario with its server at addr, in a process of its own
+	// (startStreamServer): how a pinned placement runs it, its server pinned to another CPU
+	// than the client. A scenario without it starts its servers in the client's process, where
+	// pinning cannot separate them.
+	apart func(addr string) policyScenario
 }
 
 // policyCase is one case of a scenario: its name (the Go benchmark's sub-benchmark), its

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trixnew/prpc/benchmarks/internal/policybench"
+	"github.com/trixnew/prpc/internal/testpb"
 )
 
 // TestPoliciesSuite runs the policies suite alone, shortened, through runPlacement: it starts
@@ -274,28 +278,165 @@ func TestDurationText(t *testing.T) {
 	}
 }
 
-// TestPoliciesRunInOnePlacement checks that the policies suite runs in one placement: the
-// unpinned one when both run, the pinned one when it runs alone.
-func TestPoliciesRunInOnePlacement(t *testing.T) {
+// TestPoliciesPerPlacement checks which scenarios each placement runs: the unpinned one every
+// scenario; with both placements, the pinned one only those that can run their server apart
+// from the client, the stream scenario, whatever its cases; the pinned one alone every scenario.
+func TestPoliciesPerPlacement(t *testing.T) {
+	all := []string{"coalesce", "coalesce-spread", "overload", "hedge", "failover", "streams"}
 	for _, tc := range []struct {
 		placements string
 		pinned     bool
-		want       bool
+		want       []string
 	}{
-		{"unpinned", false, true},
-		{"pinned", true, true},
-		{"unpinned,pinned", false, true},
-		{"unpinned,pinned", true, false},
+		{"unpinned", false, all},
+		{"pinned", true, all},
+		{"unpinned,pinned", false, all},
+		{"unpinned,pinned", true, []string{"streams"}},
 	} {
 		o, err := parseFlags([]string{"-suite", "policies", "-placements", tc.placements}, &bytes.Buffer{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := o.runsPolicies(tc.pinned); got != tc.want {
-			t.Errorf("-placements %s, pinned %v: runs the policies suite %v, want %v", tc.placements, tc.pinned, got, tc.want)
+		var got []string
+		for _, s := range o.policiesIn(tc.pinned) {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("-placements %s, pinned %v: runs %q, want %q", tc.placements, tc.pinned, got, tc.want)
 		}
 	}
-	if o, err := parseFlags([]string{"-suite", "standard"}, &bytes.Buffer{}); err != nil || o.runsPolicies(false) {
+	if o, err := parseFlags([]string{"-suite", "standard", "-placements", "unpinned,pinned"}, &bytes.Buffer{}); err != nil || len(o.policiesIn(false)) > 0 || len(o.policiesIn(true)) > 0 {
 		t.Errorf("-suite standard runs the policies suite (%v)", err)
+	}
+}
+
+// TestStreamScenarioApart checks the stream scenario run apart: its server named as a process
+// of its own, every case of policybench.StreamCases in order, and each trial receiving from
+// the address given rather than from a server of its own, so that it fails once that server
+// has stopped.
+func TestStreamScenarioApart(t *testing.T) {
+	base := policybench.DefaultStream().Short()
+	local := streamScenario(base)
+	if local.apart == nil || !strings.HasPrefix(local.About, "A server in this process sends") {
+		t.Fatalf("the scenario in process: apart %v, about %q", local.apart != nil, local.About)
+	}
+	srv, err := policybench.StartServer(func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		return &testpb.EchoResponse{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := local.apart(srv.Addr())
+	if s.apart != nil || s.Name != local.Name || !strings.HasPrefix(s.About, "A server in a process of its own") ||
+		!strings.Contains(s.About, "The server serves every trial of the placement; each trial starts the client and receives") {
+		t.Errorf("the scenario apart: apart %v, name %q, about %q", s.apart != nil, s.Name, s.About)
+	}
+	var want, got []string
+	for _, c := range policybench.StreamCases(base) {
+		want = append(want, c.Name)
+	}
+	for _, c := range s.Cases {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("cases %q, want StreamCases' %q", got, want)
+	}
+	for _, c := range s.Cases {
+		if tr, err := c.trial(); err != nil || tr.Figures[0] <= 0 {
+			t.Errorf("%s against the server apart: %v, figures %v", c.Name, err, tr.Figures)
+		}
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Cases {
+		if _, err := c.trial(); err == nil {
+			t.Errorf("%s: no error once the server apart has stopped; the trial did not receive from it", c.Name)
+		}
+	}
+}
+
+// TestRunPolicySuitePinned runs the stream scenario, shortened, as a pinned placement does,
+// without pinning this process: against a server in a child process (this test binary,
+// re-executed) pinned to CPU 1, whose affinity the report records, every case and trial
+// without errors.
+func TestRunPolicySuitePinned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	if !pinSupported || runtime.NumCPU() < 2 {
+		t.Skip("pins a process to CPU 1")
+	}
+	rep := &Report{Pinned: true}
+	// The child's stderr is copied to stderr as it is in run, through a syncWriter: a
+	// bytes.Buffer itself would be read into (ReadFrom) by the copying goroutine, which loses
+	// what others write meanwhile.
+	var stderr bytes.Buffer
+	scenarios := []policyScenario{streamScenario(policybench.DefaultStream().Short())}
+	if err := runPolicySuite(rep, scenarios, 2, "pinned", &syncWriter{w: &stderr}); err != nil {
+		t.Fatalf("runPolicySuite: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "policies suite, the stream's server in process ") {
+		t.Errorf("progress does not name the stream server's process:\n%s", stderr.String())
+	}
+	if len(rep.Policies) != 1 || rep.Errors() != 0 || !strings.HasPrefix(rep.Policies[0].About, "A server in a process of its own") {
+		t.Fatalf("report: %d scenarios, %d errors; want the stream scenario apart, without errors", len(rep.Policies), rep.Errors())
+	}
+	for _, c := range rep.Policies[0].Cases {
+		if len(c.Trials) != 2 {
+			t.Errorf("%s: %d trials, want 2", c.Name, len(c.Trials))
+		}
+	}
+	if !strings.HasPrefix(rep.PolicyServerAffinity, "1 (all ") {
+		t.Errorf("the stream server's affinity %q, want every thread on CPU 1", rep.PolicyServerAffinity)
+	}
+}
+
+// TestPoliciesSectionPerPlacement checks the policies section's opening per placement: in
+// process alone when unpinned; the server apart named, with its CPUs and the client's, when
+// pinned alone; and, when the other scenarios ran in the unpinned placement, why they are
+// missing.
+func TestPoliciesSectionPerPlacement(t *testing.T) {
+	inProcess := "each trial starts loopback servers of its own, in the client's process, and a fresh reactor. "
+	apart := "each trial starts loopback servers of its own, in the client's process, and a fresh reactor, but for the scenarios whose server can run apart from the client, " +
+		"which receive from a server in a process of its own, the burst binary re-executed, with its threads on CPU 1 and the client's, the host's thread among them, on CPU 0. "
+	elsewhere := "The policies suite's scenarios whose server can run apart from the client (benchmarks/internal/policybench): each receives from a server in a process of its own, " +
+		"the burst binary re-executed, with its threads on CPU 1 and the client's, the host's thread among them, on CPU 0. "
+	missing := "The other scenarios start their servers in the client's process, where pinning cannot separate them, so they run in the unpinned placement only."
+	var placed []policyScenario
+	for _, s := range policyScenarios(false) {
+		if s.apart != nil {
+			s = s.apart("127.0.0.1:1")
+		}
+		placed = append(placed, s)
+	}
+	for _, tc := range []struct {
+		name      string
+		rep       Report
+		want      string
+		unwanted  []string
+		scenarios int
+	}{
+		{"unpinned", Report{Policies: madeUpPolicies(policyScenarios(false))}, inProcess, []string{apart, elsewhere, missing}, 6},
+		{"pinned alone", Report{Pinned: true, ClientAffinity: "0", PolicyServerAffinity: "1", Policies: madeUpPolicies(placed)}, apart, []string{inProcess, elsewhere, missing}, 6},
+		{"pinned beside unpinned", Report{Pinned: true, ClientAffinity: "0", PolicyServerAffinity: "1", PoliciesElsewhere: true, Policies: madeUpPolicies(pinnedApart())},
+			elsewhere, []string{inProcess, apart}, 1},
+	} {
+		var md bytes.Buffer
+		if err := (&tc.rep).WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		doc := md.String()
+		if !strings.Contains(doc, tc.want) || tc.rep.PoliciesElsewhere != strings.Contains(doc, missing) {
+			t.Errorf("%s: the policies section lacks %q (or says wrongly whether scenarios are missing):\n%s", tc.name, tc.want, doc)
+		}
+		for _, u := range tc.unwanted {
+			if strings.Contains(doc, u) {
+				t.Errorf("%s: the policies section has %q", tc.name, u)
+			}
+		}
+		if n := strings.Count(doc, "\n### "); n != tc.scenarios {
+			t.Errorf("%s: %d scenarios rendered, want %d", tc.name, n, tc.scenarios)
+		}
 	}
 }

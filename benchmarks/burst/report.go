@@ -29,6 +29,13 @@ type Report struct {
 	Loop *LoopResult
 	// Policies holds the policies suite's scenarios, in the order they ran, if it ran.
 	Policies []PolicyResult
+	// PoliciesElsewhere is true when the placement ran some of the policies suite's scenarios
+	// and left the others to another placement: those whose servers share the client's
+	// process, where pinning cannot separate them.
+	PoliciesElsewhere bool
+	// PolicyServerAffinity describes the CPUs of the process that served the scenarios run
+	// apart from the client, if any ran so, as ClientAffinity does the client's.
+	PolicyServerAffinity string
 	// MetricsBounds are the bounds of the ratios prpc-go-metrics ÷ prpc-go that the report
 	// states: targets.json's for a run.
 	MetricsBounds metricsBounds

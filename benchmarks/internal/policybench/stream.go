@@ -38,16 +38,20 @@ const (
 	StreamHandBudget StreamClient = "handwritten-budget"
 )
 
-// StreamConfig is one run of the stream scenario: a server in this process sends Messages
-// messages on one stream as fast as flow control lets it, and the host, locked to its OS
-// thread, ticks every TickEvery, each tick taking the messages that have arrived through
-// Client, with room for Window messages waiting (MaxWaiting, or the channel's capacity).
+// StreamConfig is one run of the stream scenario: a server sends Messages messages on one
+// stream as fast as flow control lets it, and the host, locked to its OS thread, ticks every
+// TickEvery, each tick taking the messages that have arrived through Client, with room for
+// Window messages waiting (MaxWaiting, or the channel's capacity).
 type StreamConfig struct {
 	Client    StreamClient
 	Messages  int
 	Window    int
 	TickEvery time.Duration
 	Budget    time.Duration // each tick's budget: Tick's, and StreamHandBudget's
+	// Addr is the address of the server to receive from, a Server (StartServer) that may run
+	// in another process, such as one pinned to another CPU than the host's; empty, RunStream
+	// starts a Server in this process for the run and stops it after.
+	Addr string
 }
 
 // DefaultStream is the scenario's shape: 200,000 messages, a window of 1,024, a tick every
@@ -100,27 +104,32 @@ func (r StreamResult) HostNsPerMessage() float64 {
 	return float64(r.HostCPU.Nanoseconds()) / float64(r.Messages)
 }
 
-// RunStream runs the stream scenario once: it starts a server, receives a stream of a
-// thousand messages to warm up, then the stream of cfg.Messages, measured.
+// RunStream runs the stream scenario once: it starts a server unless cfg.Addr names one,
+// connects to it, receives a stream of a thousand messages to warm up, then the stream of
+// cfg.Messages, measured.
 func RunStream(cfg StreamConfig) (StreamResult, error) {
-	srv, err := StartServer(func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
-		return &testpb.EchoResponse{}, nil
-	})
-	if err != nil {
-		return StreamResult{}, err
+	addr := cfg.Addr
+	if addr == "" {
+		srv, err := StartServer(func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+			return &testpb.EchoResponse{}, nil
+		})
+		if err != nil {
+			return StreamResult{}, err
+		}
+		defer srv.Stop()
+		addr = srv.Addr()
 	}
-	defer srv.Stop()
 	var open func(n int) (tick func() (done bool, err error))
 	switch cfg.Client {
 	case StreamPRPC, StreamPRPCBatch:
-		r, err := reactor.New(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure()})
+		r, err := reactor.New(reactor.Config{Target: addr, Credentials: reactor.Insecure()})
 		if err != nil {
 			return StreamResult{}, err
 		}
 		defer r.Close(context.Background())
 		open = func(n int) func() (bool, error) { return watchTicks(r, cfg, n) }
 	case StreamHand, StreamHandBudget:
-		cc, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return StreamResult{}, err
 		}

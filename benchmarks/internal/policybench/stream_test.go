@@ -1,10 +1,12 @@
 package policybench
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/trixnew/prpc/internal/testpb"
 	"github.com/trixnew/prpc/internal/threadcpu"
 )
 
@@ -34,4 +36,32 @@ func TestRunStream(t *testing.T) {
 	}
 	_, err := RunStream(StreamConfig{Client: "carrier-pigeon"})
 	require.ErrorContains(t, err, "unknown stream client")
+}
+
+// TestRunStreamAt runs every case against a server it did not start, as the burst's pinned
+// placement does with a server in another process: each receives its stream from the server
+// at Addr, and fails once that server has stopped, rather than starting one of its own.
+func TestRunStreamAt(t *testing.T) {
+	srv, err := StartServer(func(context.Context, *testpb.EchoRequest) (*testpb.EchoResponse, error) {
+		return &testpb.EchoResponse{}, nil
+	})
+	require.NoError(t, err)
+	addr := srv.Addr()
+	cases := StreamCases(DefaultStream().Short())
+	for _, c := range cases {
+		c.Config.Addr = addr
+		t.Run(c.Name, func(t *testing.T) {
+			res, err := RunStream(c.Config)
+			require.NoError(t, err)
+			require.Equal(t, c.Config.Messages, res.Messages)
+		})
+	}
+	require.NoError(t, srv.Stop())
+	for _, c := range cases {
+		c.Config.Addr = addr
+		t.Run(c.Name+"/stopped", func(t *testing.T) {
+			_, err := RunStream(c.Config)
+			require.Error(t, err, "a stream from a server that has stopped")
+		})
+	}
 }
