@@ -321,6 +321,10 @@ func (w *simWorld) step() {
 	if st := w.pendingStream(); st != nil && !(w.stuckStreams && w.host == hostClosing) {
 		add(20, func() { w.streamStep(st) })
 	}
+	if len(w.bidis) > 0 && w.host != hostClosed {
+		add(4, w.bidiSendSome)
+		add(1, w.bidiCloseSend)
+	}
 	if len(w.streams) > 0 {
 		add(1, w.cancelStream)
 		if w.host == hostPlaying && w.pct(20) {
