@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"context"
 	"errors"
 	"io"
 	"slices"
@@ -75,7 +76,11 @@ func (cs *simClientStream) bidiSend(msg *testpb.EchoRequest, closeSend bool) err
 }
 
 // openBidi has the game open a Bidi stream with drawn options.
-func (w *simWorld) openBidi(st *simStream, opts *calls.StreamOptions) {
+func (w *simWorld) openBidi() {
+	w.streamsWoken = true
+	st := &simStream{id: len(w.streams) + 1, ops: make(chan simOp, 1), reply: make(chan simReply, 1)}
+	w.streams = append(w.streams, st)
+	opts := &calls.StreamOptions{Context: context.WithValue(context.Background(), simStreamKey{}, st)}
 	st.sendOps, st.sendReply = make(chan simSendOp, 1), make(chan error, 1)
 	opts.MaxWaiting = 1 + w.rng.IntN(8)
 	opts.MaxSendQueue = 1 + w.rng.IntN(8)

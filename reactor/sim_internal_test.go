@@ -315,8 +315,11 @@ func (w *simWorld) step() {
 		}
 	}
 	add(3, w.cancelOne)
-	if w.withStreams && w.host == hostPlaying && len(w.streams) < simMaxStreams {
+	if w.withStreams && w.host == hostPlaying && len(w.streams)-len(w.bidis) < simMaxStreams {
 		add(1, w.openStream)
+	}
+	if w.withStreams && w.host == hostPlaying && len(w.bidis) < simMaxBidis {
+		add(1, w.openBidi)
 	}
 	if st := w.pendingStream(); st != nil && !(w.stuckStreams && w.host == hostClosing) {
 		add(20, func() { w.streamStep(st) })

@@ -33,9 +33,12 @@ import (
 // simWatch is the simulation's server-streaming method.
 var simWatch = calls.MustStreamMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Watch")
 
-// simMaxStreams bounds the streams a seed opens, so that streams cost the 100,000-seed run
-// little.
-const simMaxStreams = 8
+// simMaxStreams bounds the Watch streams a seed opens, and simMaxBidis its Bidi streams, so
+// that streams cost the 100,000-seed run little.
+const (
+	simMaxStreams = 8
+	simMaxBidis   = 4
+)
 
 // simStreamEvery is how often a seed opens streams: seeds 1, 1+simStreamEvery, … do (the
 // others run as before streams existed, outside a synctest bubble), since a seed with streams
@@ -166,16 +169,12 @@ func simNewStream(ctx context.Context) (grpc.ClientStream, error) {
 	return rep.cs, nil
 }
 
-// openStream has the game open a Watch or a Bidi stream with drawn options.
+// openStream has the game open a Watch stream with drawn options.
 func (w *simWorld) openStream() {
 	w.streamsWoken = true
 	st := &simStream{id: len(w.streams) + 1, ops: make(chan simOp, 1), reply: make(chan simReply, 1)}
 	w.streams = append(w.streams, st)
 	opts := &calls.StreamOptions{Context: context.WithValue(context.Background(), simStreamKey{}, st)}
-	if w.pct(50) {
-		w.openBidi(st, opts)
-		return
-	}
 	opts.MaxWaiting = 1 + w.rng.IntN(8)
 	st.maxWaiting = opts.MaxWaiting
 	if w.pct(25) {
