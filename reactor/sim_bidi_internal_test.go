@@ -3,8 +3,11 @@ package reactor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
+	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -46,6 +49,22 @@ type bidiSide struct {
 	answered  int   // SendMsg calls the simulator answered, either way
 	closeSent bool  // CloseSend returned nil
 	unsent    []int // what Unsent listed once the end was delivered
+}
+
+// bidiSeen counts, in one seed, the paths of Bidi's sending that TestSimulation requires its
+// seeds to reach.
+type bidiSeen struct {
+	overloaded   int // Sends refused: MaxSendQueue
+	done         int // Sends and CloseSends refused: ErrStreamDone
+	halfClosed   int // CloseSends the server got
+	refused      int // SendMsgs that failed: the message went to Unsent
+	badMessages  int // messages that did not encode
+	unsent       int // messages Unsent listed
+	unsentOK     int // ends OK with messages unsent
+	inHook       int // messages a hook held in SendMsg when Close gave up on their sender
+	sendersHeld  int // senders a hook held in the transport
+	deafServers  int // servers that stopped reading
+	closeServers int // servers that waited for CloseSend before they ended
 }
 
 // bidiServer is how the scripted server of a Bidi stream's attempt treats the client's side.
@@ -107,6 +126,12 @@ func (w *simWorld) openBidi() {
 // drawBidiServer draws how the server of a Bidi stream's new attempt treats the client's side.
 func (w *simWorld) drawBidiServer(cs *simClientStream) {
 	cs.deaf, cs.untilClose = w.pct(15), w.pct(40)
+	if cs.deaf {
+		w.bidiSeen.deafServers++
+	}
+	if cs.untilClose {
+		w.bidiSeen.closeServers++
+	}
 }
 
 // sendDone reports whether Send and CloseSend must fail with ErrStreamDone on st by what the
@@ -157,10 +182,12 @@ func (w *simWorld) bidiSendSome() {
 				w.fail("stream %d: Send refused a message with at most %d queued, MaxSendQueue %d: %v", st.id, queued, st.sendMax, err)
 			}
 			full++
+			w.bidiSeen.overloaded++
 		case errors.Is(err, calls.ErrStreamDone):
 			if !st.sendMayBeDone() {
 				w.fail("stream %d: Send returned ErrStreamDone on a stream open for sending", st.id)
 			}
+			w.bidiSeen.done++
 		default:
 			w.fail("stream %d: Send returned %v", st.id, err)
 		}
@@ -183,6 +210,7 @@ func (w *simWorld) bidiCloseSend() {
 		if !st.sendMayBeDone() {
 			w.fail("stream %d: CloseSend returned ErrStreamDone on a stream open for sending", st.id)
 		}
+		w.bidiSeen.done++
 	default:
 		w.fail("stream %d: CloseSend returned %v", st.id, err)
 	}
@@ -214,6 +242,9 @@ func (w *simWorld) sendStep(st *simStream) {
 		st.answered++
 	}
 	if err := cs.ctx.Err(); err != nil {
+		if !op.closeSend {
+			w.bidiSeen.refused++
+		}
 		st.sendReply <- status.FromContextError(err).Err()
 		w.note("stream %d: SendMsg or CloseSend returns the context's %v", st.id, err)
 		return
@@ -227,17 +258,20 @@ func (w *simWorld) sendStep(st *simStream) {
 			w.fail("stream %d: the server got CloseSend after %d messages of the %d accepted before it", st.id, len(st.got), len(st.accepted))
 		}
 		cs.halfClosed = true
+		w.bidiSeen.halfClosed++
 		st.sendReply <- nil
 		w.note("stream %d: the server gets the client's CloseSend", st.id)
 		return
 	}
 	if _, err := st.s.codec.Marshal(op.msg); err != nil {
 		w.failStream(st, calls.ErrInvalidArgument)
+		w.bidiSeen.badMessages++
 		st.sendReply <- status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
 		w.note("stream %d: SendMsg: message %d does not encode", st.id, op.msg.GetDelayMs())
 		return
 	}
 	if cs.ended {
+		w.bidiSeen.refused++
 		st.sendReply <- io.EOF
 		return
 	}
@@ -273,6 +307,11 @@ func (w *simWorld) bidiEnded(st *simStream, err error) {
 			w.fail("stream %d: its end was delivered while its sender waits in SendMsg with message %d", st.id, op.msg.GetDelayMs())
 		}
 		want = slices.Concat(st.got, []int{int(op.msg.GetDelayMs())}, st.unsent)
+		w.bidiSeen.inHook++
+	}
+	w.bidiSeen.unsent += len(st.unsent)
+	if err == nil && len(st.unsent) > 0 {
+		w.bidiSeen.unsentOK++
 	}
 	if !slices.Equal(want, st.accepted) {
 		w.fail("stream %d: Send accepted %v; the server got %v, Unsent lists %v", st.id, st.accepted, st.got, st.unsent)
@@ -280,4 +319,47 @@ func (w *simWorld) bidiEnded(st *simStream, err error) {
 	if err == nil && len(st.unsent) > 0 && (st.finalCode == nil || *st.finalCode != codes.OK) {
 		w.fail("stream %d: ended OK with %d messages unsent, but the server did not end it OK", st.id, len(st.unsent))
 	}
+}
+
+// add counts, in b, one more seed for each path that seed reached.
+func (b *bidiSeen) add(seed bidiSeen) {
+	for i, n := range seed.counts() {
+		if *n > 0 {
+			*b.counts()[i]++
+		}
+	}
+}
+
+// counts returns b's counts, in the order of bidiSeenNames.
+func (b *bidiSeen) counts() []*int {
+	return []*int{&b.overloaded, &b.done, &b.halfClosed, &b.refused, &b.badMessages, &b.unsent,
+		&b.unsentOK, &b.inHook, &b.sendersHeld, &b.deafServers, &b.closeServers}
+}
+
+// bidiSeenNames names bidiSeen's counts, for TestSimulation's messages.
+var bidiSeenNames = []string{"was a Send refused as MaxSendQueue messages waited",
+	"did Send or CloseSend return ErrStreamDone", "did the server get a CloseSend",
+	"did SendMsg fail, its message going to Unsent", "did a message not encode",
+	"did Unsent list a message", "did a stream end OK with messages unsent",
+	"did Close give up on a sender a hook held in SendMsg", "did a hook hold a sender",
+	"did a server stop reading", "did a server wait for CloseSend before it ended"}
+
+// check fails t unless each of b's paths was reached in one of the n seeds at least, and
+// logs in how many.
+func (b *bidiSeen) check(t *testing.T, n uint64) {
+	for i, c := range b.counts() {
+		if *c == 0 {
+			t.Errorf("in none of %d seeds %s", n, bidiSeenNames[i])
+		}
+	}
+	t.Logf("Bidi, in how many of the %d seeds: %v", n, b.summary())
+}
+
+// summary lists how many seeds reached each path.
+func (b *bidiSeen) summary() string {
+	var parts []string
+	for i, c := range b.counts() {
+		parts = append(parts, fmt.Sprintf("%s: %d", bidiSeenNames[i], *c))
+	}
+	return strings.Join(parts, "; ")
 }

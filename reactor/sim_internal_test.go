@@ -79,6 +79,9 @@ func TestSimulation(t *testing.T) {
 	if n >= simSeeds && sum.hedgesWon == 0 {
 		t.Errorf("in none of %d seeds did a hedge win", n)
 	}
+	if n >= simSeeds {
+		sum.bidi.check(t, n)
+	}
 	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
 		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
 	}
@@ -87,13 +90,14 @@ func TestSimulation(t *testing.T) {
 // seedsSummary sums up the seeds runSeeds ran.
 type seedsSummary struct {
 	failed             int
-	abandoned          uint64 // seeds in which Close gave up on lanes stuck in a hook
-	coalesced          uint64 // calls that joined a flight, in all
-	resends            uint64 // flights sent again for members whose deadlines are later, in all
-	shed               uint64 // calls shed, in all
-	hedges, hedgesWon  uint64 // hedges sent and won, in all
-	calls, steps       uint64 // in all
-	minCalls, minSteps int    // of a seed
+	abandoned          uint64   // seeds in which Close gave up on lanes stuck in a hook
+	coalesced          uint64   // calls that joined a flight, in all
+	resends            uint64   // flights sent again for members whose deadlines are later, in all
+	shed               uint64   // calls shed, in all
+	hedges, hedgesWon  uint64   // hedges sent and won, in all
+	calls, steps       uint64   // in all
+	minCalls, minSteps int      // of a seed
+	bidi               bidiSeen // seeds that reached each path of Bidi's sending
 }
 
 // runSeeds runs seeds first to first+n-1 on GOMAXPROCS goroutines, calls report (from one
@@ -131,6 +135,7 @@ func runSeeds(t *testing.T, first, n uint64, report func(seed uint64, w *simWorl
 						sum.hedgesWon += m.counters.hedgesWon.Load()
 					}
 					sum.steps += uint64(w.steps)
+					sum.bidi.add(w.bidiSeen)
 					sum.minCalls, sum.minSteps = min(sum.minCalls, len(w.calls)), min(sum.minSteps, w.steps)
 				}
 				if err != nil || w.err != nil {

@@ -587,12 +587,16 @@ func (w *simWorld) hookHolds(st *simStream) bool {
 
 // heldStream reports whether a hook holds a stream's goroutine in the transport.
 func (w *simWorld) heldStream() bool {
+	held := false
 	for _, st := range w.liveStreams {
 		if (st.pending != nil || st.sendPending != nil) && w.hookHolds(st) {
-			return true
+			held = true
+			if st.sendPending != nil {
+				w.bidiSeen.sendersHeld++
+			}
 		}
 	}
-	return false
+	return held
 }
 
 // checkStreams verifies the streams' invariants between steps.
