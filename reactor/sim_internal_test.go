@@ -231,6 +231,7 @@ func (w *simWorld) play(stopAfter int) {
 		if w.host == hostPlaying && (w.steps >= stopAfter ||
 			len(w.calls) >= simMinCalls && w.steps >= simMinEvents && w.pct(5)) {
 			w.stop()
+			w.settleStreams() // before the next step: stopping the streams woke their goroutines
 		}
 		if w.host == hostClosed {
 			return
@@ -240,15 +241,21 @@ func (w *simWorld) play(stopAfter int) {
 			return
 		}
 		w.step()
-		if w.streamsWoken && len(w.liveStreams) > 0 {
-			w.wait() // every stream goroutine the step woke runs to its next wait
-			w.pollStreams()
-		}
-		w.streamsWoken = false
+		w.settleStreams()
 		w.steps++
 		w.readOutbox()
 		w.check()
 	}
+}
+
+// settleStreams lets every stream goroutine that the last step (or stop) may have woken run
+// to its next wait, then reads what each waits for.
+func (w *simWorld) settleStreams() {
+	if w.streamsWoken && len(w.liveStreams) > 0 {
+		w.wait()
+		w.pollStreams()
+	}
+	w.streamsWoken = false
 }
 
 // stop ends play: the host either drains, as Shutdown does, or closes at once.
