@@ -79,6 +79,9 @@ func TestSimulation(t *testing.T) {
 	if n >= simSeeds && sum.hedgesWon == 0 {
 		t.Errorf("in none of %d seeds did a hedge win", n)
 	}
+	if n >= simSeeds {
+		sum.bidi.check(t, n)
+	}
 	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
 		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
 	}
@@ -87,13 +90,14 @@ func TestSimulation(t *testing.T) {
 // seedsSummary sums up the seeds runSeeds ran.
 type seedsSummary struct {
 	failed             int
-	abandoned          uint64 // seeds in which Close gave up on lanes stuck in a hook
-	coalesced          uint64 // calls that joined a flight, in all
-	resends            uint64 // flights sent again for members whose deadlines are later, in all
-	shed               uint64 // calls shed, in all
-	hedges, hedgesWon  uint64 // hedges sent and won, in all
-	calls, steps       uint64 // in all
-	minCalls, minSteps int    // of a seed
+	abandoned          uint64   // seeds in which Close gave up on lanes stuck in a hook
+	coalesced          uint64   // calls that joined a flight, in all
+	resends            uint64   // flights sent again for members whose deadlines are later, in all
+	shed               uint64   // calls shed, in all
+	hedges, hedgesWon  uint64   // hedges sent and won, in all
+	calls, steps       uint64   // in all
+	minCalls, minSteps int      // of a seed
+	bidi               bidiSeen // seeds that reached each path of Bidi's sending
 }
 
 // runSeeds runs seeds first to first+n-1 on GOMAXPROCS goroutines, calls report (from one
@@ -131,6 +135,7 @@ func runSeeds(t *testing.T, first, n uint64, report func(seed uint64, w *simWorl
 						sum.hedgesWon += m.counters.hedgesWon.Load()
 					}
 					sum.steps += uint64(w.steps)
+					sum.bidi.add(w.bidiSeen)
 					sum.minCalls, sum.minSteps = min(sum.minCalls, len(w.calls)), min(sum.minSteps, w.steps)
 				}
 				if err != nil || w.err != nil {
@@ -226,6 +231,7 @@ func (w *simWorld) play(stopAfter int) {
 		if w.host == hostPlaying && (w.steps >= stopAfter ||
 			len(w.calls) >= simMinCalls && w.steps >= simMinEvents && w.pct(5)) {
 			w.stop()
+			w.settleStreams() // before the next step: stopping the streams woke their goroutines
 		}
 		if w.host == hostClosed {
 			return
@@ -235,15 +241,21 @@ func (w *simWorld) play(stopAfter int) {
 			return
 		}
 		w.step()
-		if w.streamsWoken && len(w.liveStreams) > 0 {
-			w.wait() // every stream goroutine the step woke runs to its next wait
-			w.pollStreams()
-		}
-		w.streamsWoken = false
+		w.settleStreams()
 		w.steps++
 		w.readOutbox()
 		w.check()
 	}
+}
+
+// settleStreams lets every stream goroutine that the last step (or stop) may have woken run
+// to its next wait, then reads what each waits for.
+func (w *simWorld) settleStreams() {
+	if w.streamsWoken && len(w.liveStreams) > 0 {
+		w.wait()
+		w.pollStreams()
+	}
+	w.streamsWoken = false
 }
 
 // stop ends play: the host either drains, as Shutdown does, or closes at once.
@@ -315,11 +327,18 @@ func (w *simWorld) step() {
 		}
 	}
 	add(3, w.cancelOne)
-	if w.withStreams && w.host == hostPlaying && len(w.streams) < simMaxStreams {
+	if w.withStreams && w.host == hostPlaying && len(w.streams)-len(w.bidis) < simMaxStreams {
 		add(1, w.openStream)
+	}
+	if w.withStreams && w.host == hostPlaying && len(w.bidis) < simMaxBidis {
+		add(1, w.openBidi)
 	}
 	if st := w.pendingStream(); st != nil && !(w.stuckStreams && w.host == hostClosing) {
 		add(20, func() { w.streamStep(st) })
+	}
+	if len(w.bidis) > 0 && w.host != hostClosed {
+		add(4, w.bidiSendSome)
+		add(1, w.bidiCloseSend)
 	}
 	if len(w.streams) > 0 {
 		add(1, w.cancelStream)

@@ -39,6 +39,7 @@ var simMutations = []struct {
 	{"stream-reopen-stopped", "Resume runs, to reopen a stream, after the stream was cancelled", 10},
 	{"stream-end-hostq", "a stream's end goes to the host queue, ahead of its messages waiting in the outbox", 40},
 	{"stream-no-backoff", "a stream reopens once Resume has given its request, without waiting for its backoff", 10},
+	{"stream-unsent-lost", "the messages a Bidi stream's Send accepted and gRPC never got are missing from Unsent", 10},
 }
 
 // TestMutations builds each bug into the core in turn (go test -tags prpcmutant) and checks

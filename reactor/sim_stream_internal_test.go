@@ -33,9 +33,12 @@ import (
 // simWatch is the simulation's server-streaming method.
 var simWatch = calls.MustStreamMethod[*testpb.EchoRequest, *testpb.EchoResponse]("/prpcsim.Sim/Watch")
 
-// simMaxStreams bounds the streams a seed opens, so that streams cost the 100,000-seed run
-// little.
-const simMaxStreams = 8
+// simMaxStreams bounds the Watch streams a seed opens, and simMaxBidis its Bidi streams, so
+// that streams cost the 100,000-seed run little.
+const (
+	simMaxStreams = 8
+	simMaxBidis   = 4
+)
 
 // simStreamEvery is how often a seed opens streams: seeds 1, 1+simStreamEvery, … do (the
 // others run as before streams existed, outside a synctest bubble), since a seed with streams
@@ -66,8 +69,9 @@ type simReply struct {
 // simStream is one stream the simulated game opened, and what the simulator saw of it.
 type simStream struct {
 	id         int
-	h          *calls.Stream[*testpb.EchoRequest, *testpb.EchoResponse]
-	s          *stream // nil if refused at open
+	h          *calls.Stream[*testpb.EchoRequest, *testpb.EchoResponse]     // Watch's; nil for Bidi
+	bh         *calls.BidiStream[*testpb.EchoRequest, *testpb.EchoResponse] // Bidi's; nil for Watch
+	s          *stream                                                      // nil if refused at open
 	maxWaiting int
 	keepLatest bool
 	resub      map[codes.Code]bool // Resubscribe's codes; nil: off
@@ -82,9 +86,13 @@ type simStream struct {
 	reply   chan simReply // capacity 1
 	pending *simOp        // read from ops, not answered yet
 
+	// Bidi's sending side (sim_bidi_internal_test.go).
+	bidiSide
+
 	// The server.
 	cs       *simClientStream // the current attempt's
 	attempts int
+	opens    int        // transport streams opened
 	lastEnd  codes.Code // how the last attempt ended
 	sent     int        // the newest message the server sent (messages are numbered from 1)
 
@@ -115,15 +123,27 @@ type simClientStream struct {
 	req  *testpb.EchoRequest
 	left int        // messages the server sends before it ends
 	end  codes.Code // how it ends
+	bidiServer
 }
 
 func (cs *simClientStream) Header() (metadata.MD, error) { return nil, nil }
 func (cs *simClientStream) Trailer() metadata.MD         { return nil }
-func (cs *simClientStream) CloseSend() error             { return nil }
 func (cs *simClientStream) Context() context.Context     { return cs.ctx }
 
+// SendMsg takes Watch's request at once; a Bidi stream's messages wait for the simulator.
 func (cs *simClientStream) SendMsg(m any) error {
+	if cs.st.bh != nil {
+		return cs.bidiSend(m.(*testpb.EchoRequest), false)
+	}
 	cs.req = m.(*testpb.EchoRequest)
+	return nil
+}
+
+// CloseSend returns at once for Watch; a Bidi stream's waits for the simulator.
+func (cs *simClientStream) CloseSend() error {
+	if cs.st.bh != nil {
+		return cs.bidiSend(nil, true)
+	}
 	return nil
 }
 
@@ -182,14 +202,19 @@ func (w *simWorld) openStream() {
 		},
 	}
 	st.h = Watch(w.r, simWatch, &testpb.EchoRequest{Message: "watch"}, opts, h)
-	st.s, _ = (*callcore.Stream[*testpb.EchoRequest, *testpb.EchoResponse])(st.h).Owner().(*stream)
+	w.opened(st, (*callcore.Stream[*testpb.EchoRequest, *testpb.EchoResponse])(st.h))
+	w.note("game opens stream %d (MaxWaiting %d, KeepLatest %v, Resubscribe %v, timeout at %v): refused %v",
+		st.id, opts.MaxWaiting, st.keepLatest, st.resub != nil, st.timeoutAt, st.s == nil)
+}
+
+// opened notes the state of st, whose handle's core is h, once Watch or Bidi has returned.
+func (w *simWorld) opened(st *simStream, h *callcore.Stream[*testpb.EchoRequest, *testpb.EchoResponse]) {
+	st.s, _ = h.Owner().(*stream)
 	if st.s == nil {
 		st.decided, st.exited = true, true
 	} else {
 		w.liveStreams = append(w.liveStreams, st)
 	}
-	w.note("game opens stream %d (MaxWaiting %d, KeepLatest %v, Resubscribe %v, timeout at %v): refused %v",
-		st.id, opts.MaxWaiting, st.keepLatest, st.resub != nil, st.timeoutAt, st.s == nil)
 }
 
 // seqOf returns the number of a stream message.
@@ -281,6 +306,13 @@ func (w *simWorld) streamEnd(st *simStream, err error) {
 	if !st.stopped && st.delivered != st.sent {
 		w.fail("stream %d: ended without a stop, OnMessage got up to message %d of the %d sent", st.id, st.delivered, st.sent)
 	}
+	// NotSent says that the stream never reached a server: no transport stream was opened.
+	if ce := (*calls.Error)(nil); errors.As(err, &ce) && ce.NotSent() && st.opens > 0 {
+		w.fail("stream %d: ended NotSent (%v), but the server had it open", st.id, err)
+	}
+	if st.bh != nil {
+		w.bidiEnded(st, err)
+	}
 }
 
 // pollStreams reads what each live stream's goroutine waits for, once every goroutine is
@@ -298,9 +330,16 @@ func (w *simWorld) pollStreams() {
 			default:
 			}
 		}
-		// Its end decided and nothing awaited: the goroutine has returned, or returns
+		if st.bh != nil && st.sendPending == nil {
+			select {
+			case op := <-st.sendOps:
+				st.sendPending = &op
+			default:
+			}
+		}
+		// Its end decided and nothing awaited: the goroutines have returned, or return
 		// without waiting again (Close decided the end of one it had given up on).
-		if st.pending == nil && st.s.isEnded() {
+		if st.pending == nil && st.sendPending == nil && st.s.isEnded() {
 			st.exited = true
 			continue
 		}
@@ -310,10 +349,21 @@ func (w *simWorld) pollStreams() {
 	w.liveStreams = live
 }
 
-// streamStep answers what a stream's goroutine waits for in the transport: it opens the
+// streamStep answers what one of a stream's goroutines waits for in the transport: its
+// receiver's (recvStep) or its sender's (sendStep), drawn if both wait.
+func (w *simWorld) streamStep(st *simStream) {
+	recv, send := w.recvAnswerable(st), w.sendAnswerable(st)
+	if send && (!recv || w.pct(50)) {
+		w.sendStep(st)
+		return
+	}
+	w.recvStep(st)
+}
+
+// recvStep answers what a stream's receiver waits for in the transport: it opens the
 // transport stream or fails to, or the server sends the next message or ends the stream; a
 // stream whose context ended gets the context's error, as gRPC returns it.
-func (w *simWorld) streamStep(st *simStream) {
+func (w *simWorld) recvStep(st *simStream) {
 	op := st.pending
 	st.pending = nil
 	w.streamsWoken = true
@@ -342,7 +392,11 @@ func (w *simWorld) streamStep(st *simStream) {
 		default:
 			cs.end = []codes.Code{codes.Internal, codes.NotFound, codes.PermissionDenied}[w.rng.IntN(3)]
 		}
+		if st.bh != nil {
+			w.drawBidiServer(cs)
+		}
 		st.cs, st.sentInThis = cs, false
+		st.opens++
 		st.reply <- simReply{cs: cs}
 		w.note("stream %d: attempt %d opens: %d messages, then %v", st.id, st.attempts, cs.left, cs.end)
 		return
@@ -358,6 +412,7 @@ func (w *simWorld) streamStep(st *simStream) {
 		w.fail("stream %d: RecvMsg with a full ring: %d received, %d consumed, MaxWaiting %d", st.id, s.received.Load(), s.consumed.Load(), st.maxWaiting)
 	}
 	if cs.left == 0 {
+		cs.ended = true
 		st.lastEnd = cs.end
 		w.attemptEnds(st)
 		w.decide(st)
@@ -421,12 +476,14 @@ func (w *simWorld) leastBackoff(st *simStream) time.Duration {
 
 // decide notes that the attempt's end, st.lastEnd, ends the stream unless a reopening
 // follows, as the receiver decides: Resubscribe's codes, on a stream nothing stopped or
-// failed.
+// failed. A Bidi stream's receiver decides its end only once its sender has exited, which
+// the simulator may answer steps later: a stop, a timeout or a failed message before that is
+// still the first cause.
 func (w *simWorld) decide(st *simStream) {
 	if st.decided || st.resub[st.lastEnd] && st.s.ctx.Err() == nil {
 		return
 	}
-	st.decided = true
+	st.decided = st.bh == nil
 	if st.first == nil && !st.timedOut {
 		code := st.lastEnd
 		st.finalCode = &code
@@ -454,7 +511,11 @@ func (w *simWorld) stopStream(st *simStream, cause error) {
 func (w *simWorld) cancelStream() {
 	st := w.streams[w.rng.IntN(len(w.streams))]
 	w.stopStream(st, calls.ErrCancelled)
-	st.h.Cancel()
+	if st.bh != nil {
+		st.bh.Cancel()
+	} else {
+		st.h.Cancel()
+	}
 	w.note("game cancels stream %d", st.id)
 }
 
@@ -501,20 +562,41 @@ func (w *simWorld) pendingStream() *simStream {
 	return nil
 }
 
-// answerable reports whether the simulator may answer what st's goroutine waits for in
-// the transport: it waits, and no hook holds it.
+// answerable reports whether the simulator may answer what one of st's goroutines waits for
+// in the transport.
 func (w *simWorld) answerable(st *simStream) bool {
-	return st.pending != nil && !(st.held && st.s.ctx.Err() != nil)
+	return w.recvAnswerable(st) || w.sendAnswerable(st)
+}
+
+// recvAnswerable reports whether the simulator may answer what st's receiver waits for in the
+// transport: it waits, no hook holds it, and the server does not wait for the client's
+// CloseSend before it ends.
+func (w *simWorld) recvAnswerable(st *simStream) bool {
+	if st.pending == nil || w.hookHolds(st) {
+		return false
+	}
+	cs := st.pending.cs
+	return cs == nil || !(cs.left == 0 && cs.untilClose && !cs.halfClosed && cs.ctx.Err() == nil)
+}
+
+// hookHolds reports whether a hook holds st's goroutines in the transport: once its context
+// ended, with held.
+func (w *simWorld) hookHolds(st *simStream) bool {
+	return st.held && st.s.ctx.Err() != nil
 }
 
 // heldStream reports whether a hook holds a stream's goroutine in the transport.
 func (w *simWorld) heldStream() bool {
+	held := false
 	for _, st := range w.liveStreams {
-		if st.pending != nil && !w.answerable(st) {
-			return true
+		if (st.pending != nil || st.sendPending != nil) && w.hookHolds(st) {
+			held = true
+			if st.sendPending != nil {
+				w.bidiSeen.sendersHeld++
+			}
 		}
 	}
-	return false
+	return held
 }
 
 // checkStreams verifies the streams' invariants between steps.
@@ -525,6 +607,9 @@ func (w *simWorld) checkStreams() {
 		if rcv-cons > uint64(st.maxWaiting) || cons > rcv {
 			w.fail("stream %d: %d received, %d consumed, MaxWaiting %d", st.id, rcv, cons, st.maxWaiting)
 		}
+		if st.bh != nil && st.ends == 0 && st.bh.Unsent() != nil {
+			w.fail("stream %d: Unsent lists messages before the end was delivered", st.id)
+		}
 		if st.pending == nil && !st.keepLatest && s.stalled.Load() && rcv-cons < uint64(st.maxWaiting) && s.ctx.Err() == nil {
 			w.fail("stream %d: its receiver waits for a place in its ring, which has %d free: a lost wake-up", st.id, uint64(st.maxWaiting)-(rcv-cons))
 		}
@@ -534,25 +619,39 @@ func (w *simWorld) checkStreams() {
 	}
 }
 
-// checkStreamStats verifies StreamStats' identities.
+// checkStreamStats verifies StreamStats' identities, for each stream method.
 func (w *simWorld) checkStreamStats() {
-	ms, ok := w.r.Stats().Methods[simWatch.Path()]
-	if !ok {
-		return
-	}
-	ss := ms.Streams
-	if ss.Received != ss.Delivered+uint64(ss.Waiting)+ss.Replaced+ss.Discarded {
-		w.fail("StreamStats: Received %d ≠ Delivered %d + Waiting %d + Replaced %d + Discarded %d", ss.Received, ss.Delivered, ss.Waiting, ss.Replaced, ss.Discarded)
-	}
-	var ended uint64
-	for _, n := range ss.Ended {
-		ended += n
-	}
-	if ss.Opened != uint64(ss.Open)+ended {
-		w.fail("StreamStats: Opened %d ≠ Open %d + Σ Ended %d", ss.Opened, ss.Open, ended)
-	}
-	if ss.Opened != uint64(len(w.streams)) {
-		w.fail("StreamStats: Opened %d, the game opened %d", ss.Opened, len(w.streams))
+	stats := w.r.Stats()
+	for _, path := range [...]string{simWatch.Path(), simBidi.Path()} {
+		ms, ok := stats.Methods[path]
+		if !ok {
+			continue
+		}
+		ss := ms.Streams
+		if ss.Received != ss.Delivered+uint64(ss.Waiting)+ss.Replaced+ss.Discarded {
+			w.fail("StreamStats of %s: Received %d ≠ Delivered %d + Waiting %d + Replaced %d + Discarded %d", path, ss.Received, ss.Delivered, ss.Waiting, ss.Replaced, ss.Discarded)
+		}
+		var ended uint64
+		for _, n := range ss.Ended {
+			ended += n
+		}
+		if ss.Opened != uint64(ss.Open)+ended {
+			w.fail("StreamStats of %s: Opened %d ≠ Open %d + Σ Ended %d", path, ss.Opened, ss.Open, ended)
+		}
+		var opened, sent, unsent uint64
+		for _, st := range w.streams {
+			if (st.bh != nil) == (path == simBidi.Path()) {
+				opened++
+				sent += uint64(len(st.got))
+				unsent += uint64(len(st.unsent))
+			}
+		}
+		if ss.Opened != opened {
+			w.fail("StreamStats of %s: Opened %d, the game opened %d", path, ss.Opened, opened)
+		}
+		if ss.Sent != sent || ss.Unsent != unsent {
+			w.fail("StreamStats of %s: Sent %d, Unsent %d; the server got %d, Unsent lists %d", path, ss.Sent, ss.Unsent, sent, unsent)
+		}
 	}
 }
 
@@ -586,6 +685,10 @@ func (w *simWorld) releaseStreams() {
 			if st.pending != nil {
 				st.pending = nil
 				st.reply <- simReply{err: status.Error(codes.Canceled, "simulation over")}
+			}
+			if st.sendPending != nil {
+				st.sendPending = nil
+				st.sendReply <- status.Error(codes.Canceled, "simulation over")
 			}
 		}
 	}

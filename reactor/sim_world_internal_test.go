@@ -183,6 +183,8 @@ type simWorld struct {
 	withStreams bool         // the game opens streams (seedHasStreams)
 	wait        func()       // waits until every stream goroutine is blocked: synctest.Wait in a seed with streams
 	streams     []*simStream // every stream the game opened
+	bidis       []*simStream // the Bidi streams among them
+	bidiSeen    bidiSeen     // the paths of Bidi's sending the seed reached
 	liveStreams []*simStream // those whose receiving goroutine has not returned
 	// stuckStreams is set once Close has given up on the stream goroutines still waiting in
 	// the transport, as if a hook held them.
@@ -774,7 +776,7 @@ func (w *simWorld) readOutbox() {
 			w.outSeen = 0 // Tick swapped the queue out
 		}
 		for _, rec := range queued[w.outSeen:] {
-			if rec.Ops.Path == simWatch.Path() {
+			if rec.Ops.Path == simWatch.Path() || rec.Ops.Path == simBidi.Path() {
 				continue // a stream's carrier: its messages are checked as they are delivered
 			}
 			c := w.callOf(rec)

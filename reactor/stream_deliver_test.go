@@ -114,7 +114,7 @@ func TestBidiUnsentAfterFailure(t *testing.T) {
 }
 
 // TestBidiEncodeErrorEndsStream: a message that does not encode ends the stream with
-// ErrInvalidArgument, NotSent, and is listed in Unsent.
+// ErrInvalidArgument, not NotSent (the server had the stream open), and is listed in Unsent.
 func TestBidiEncodeErrorEndsStream(t *testing.T) {
 	srv := testserver.Start(t)
 	r := newStreamReactor(t, srv.Addr(), reactor.Config{})
@@ -125,6 +125,8 @@ func TestBidiEncodeErrorEndsStream(t *testing.T) {
 	waitFor(t, r, l.ended)
 	l.checkEnd(t)
 	require.ErrorIs(t, l.err, calls.ErrInvalidArgument)
+	var ce *calls.Error
+	require.True(t, errors.As(l.err, &ce) && !ce.NotSent(), "%v", l.err)
 	require.Equal(t, []*testpb.EchoRequest{bad}, b.Unsent())
 }
 

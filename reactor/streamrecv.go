@@ -157,13 +157,17 @@ func (s *stream) endError(err error, streamed bool) error {
 	return e
 }
 
-// encodeError is the error of a message of s that did not encode: never sent.
-func encodeError(s *stream, err error) *calls.Error {
+// encodeError is the error of Watch's request that did not encode: never sent.
+func encodeError(s *stream, err error) *calls.Error { return markNotSent(encodeFailure(s, err)) }
+
+// encodeFailure is the error of a message of s that did not encode: ErrTooLarge over
+// MaxRequestBytes, else ErrInvalidArgument.
+func encodeFailure(s *stream, err error) *calls.Error {
 	var se *limitcheck.SizeError
 	if errors.As(err, &se) {
-		return markNotSent(localError(callerr.TooLarge, s.ops.Path, err.Error(), nil))
+		return localError(callerr.TooLarge, s.ops.Path, err.Error(), nil)
 	}
-	return markNotSent(localError(callerr.InvalidArgument, s.ops.Path, "encoding the request: "+err.Error(), err))
+	return localError(callerr.InvalidArgument, s.ops.Path, "encoding the request: "+err.Error(), err)
 }
 
 // streamStatusError is the error of a stream that gRPC or the server ended with err, as

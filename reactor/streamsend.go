@@ -42,7 +42,8 @@ func (s *stream) CloseSend() error {
 // order, encoding each with the stream's codec in SendMsg, until CloseSend's marker, a failed
 // SendMsg or the stream's end. A message SendMsg refused goes back to the stream, for Unsent,
 // ahead of the queue's leftovers; one that did not encode also ends the stream
-// (ErrInvalidArgument, ErrTooLarge). The codec forgets each message's buffer, which gRPC's
+// (ErrInvalidArgument, ErrTooLarge), not NotSent: gRPC had opened it, so the server had it,
+// and may have taken the messages before. The codec forgets each message's buffer, which gRPC's
 // write queue may still hold after SendMsg returns.
 func (s *stream) sendLoop(cs grpc.ClientStream) {
 	defer close(s.senderDone)
@@ -69,7 +70,7 @@ func (s *stream) sendLoop(cs grpc.ClientStream) {
 		s.unsent = append(s.unsent, it.msg)
 		s.mu.Unlock()
 		if encodeErr != nil {
-			s.fail(encodeError(s, encodeErr))
+			s.fail(encodeFailure(s, encodeErr))
 		}
 		return
 	}

@@ -162,7 +162,7 @@ func (s *stream) takeUnsent() ([]proto.Message, error) {
 	for s.sendq != nil {
 		select {
 		case it := <-s.sendq:
-			if !it.closeSend {
+			if !it.closeSend && mutation != "stream-unsent-lost" {
 				unsent = append(unsent, it.msg)
 			}
 			continue
