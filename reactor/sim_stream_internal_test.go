@@ -476,14 +476,14 @@ func (w *simWorld) leastBackoff(st *simStream) time.Duration {
 
 // decide notes that the attempt's end, st.lastEnd, ends the stream unless a reopening
 // follows, as the receiver decides: Resubscribe's codes, on a stream nothing stopped or
-// failed. A Bidi stream's receiver decides its end only once its sender has exited, which
-// the simulator may answer steps later: a stop, a timeout or a failed message before that is
-// still the first cause.
+// failed. A Bidi stream's receiver pushes its end only once its sender has exited, which the
+// simulator may answer steps later, but the server's end came first: a stop, a timeout or a
+// failed message meanwhile is not the end's cause (noteTransportEnd).
 func (w *simWorld) decide(st *simStream) {
 	if st.decided || st.resub[st.lastEnd] && st.s.ctx.Err() == nil {
 		return
 	}
-	st.decided = st.bh == nil
+	st.decided = true
 	if st.first == nil && !st.timedOut {
 		code := st.lastEnd
 		st.finalCode = &code

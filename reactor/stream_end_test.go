@@ -248,3 +248,73 @@ func TestStopAfterOKEnd(t *testing.T) {
 		})
 	}
 }
+
+// heldSender is a stream interceptor whose SendMsg, for a message "hold", waits until the
+// stream's context ends (the receiver has the server's end and stops the sender), says so on
+// ended, and then holds the sender until release closes, ignoring the context, as a hook of
+// the host may.
+type heldSender struct {
+	grpc.ClientStream
+	ctx     context.Context
+	ended   chan<- struct{}
+	release <-chan struct{}
+}
+
+func (h *heldSender) SendMsg(m any) error {
+	if req, ok := m.(*testpb.EchoRequest); ok && req.GetMessage() == "hold" {
+		<-h.ctx.Done()
+		h.ended <- struct{}{}
+		<-h.release
+	}
+	return h.ClientStream.SendMsg(m)
+}
+
+// TestBidiEndNamesServerFirst: once the server has ended a Bidi stream, what comes while its
+// sender has not exited — a Cancel, or Close giving up on a sender a hook holds — is not the
+// end's cause: the end is the server's, and the message the hook held is Unsent.
+func TestBidiEndNamesServerFirst(t *testing.T) {
+	for _, by := range []string{"Cancel", "Close"} {
+		t.Run(by, func(t *testing.T) {
+			srv := testserver.Start(t)
+			ended, release := make(chan struct{}, 1), make(chan struct{})
+			hook := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+				cs, err := streamer(ctx, desc, cc, method, opts...)
+				if err != nil {
+					return nil, err
+				}
+				return &heldSender{ClientStream: cs, ctx: ctx, ended: ended, release: release}, nil
+			}
+			r, err := reactor.New(longTimeouts(reactor.Config{Target: srv.Addr(), Credentials: reactor.Insecure(),
+				DialOptions: []grpc.DialOption{grpc.WithStreamInterceptor(hook)}}))
+			require.NoError(t, err)
+			var l streamLog
+			b := reactor.Bidi(r, chat, nil, l.chatHandler())
+			require.NoError(t, b.Send(&testpb.EchoRequest{FailCode: int32(codes.Unavailable), FailMessage: "going away"}))
+			require.NoError(t, b.Send(&testpb.EchoRequest{Message: "hold"}))
+			select {
+			case <-ended: // the receiver has the server's Unavailable and waits for the sender
+			case <-time.After(bound):
+				t.Fatal("the server's end did not reach the receiver")
+			}
+			switch by {
+			case "Cancel":
+				b.Cancel()
+				close(release)
+				waitFor(t, r, l.ended)
+				require.NoError(t, r.Close(context.Background()))
+			case "Close":
+				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				defer cancel()
+				require.ErrorIs(t, r.Close(ctx), reactor.ErrHookBlocked)
+				close(release)
+			}
+			l.checkEnd(t)
+			require.Equal(t, codes.Unavailable, status.Code(l.err), "%v", l.err)
+			require.ErrorContains(t, l.err, "going away")
+			if by == "Cancel" {
+				require.Len(t, b.Unsent(), 1, "the message the hook held never reached gRPC")
+				require.Equal(t, "hold", b.Unsent()[0].GetMessage())
+			}
+		})
+	}
+}

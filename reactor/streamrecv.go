@@ -49,6 +49,9 @@ func (s *stream) attempt() (streamed bool, err error) {
 	}
 	err = s.receive(cs)
 	if s.bidi {
+		if err != nil {
+			s.noteTransportEnd(err)
+		}
 		s.ctx.End(context.Canceled) // the sender stops
 		<-s.senderDone
 	}
@@ -116,7 +119,11 @@ func (s *stream) claimEnd(err error, streamed, abandon bool) bool {
 		return false
 	}
 	s.ended, s.abandoned, s.sendClosed = true, abandon, true
-	if abandon && s.cause == nil {
+	switch {
+	case !abandon || s.cause != nil:
+	case s.transportEnded: // the server's end came first; the receiver waits for its sender
+		err = s.transportEnd
+	default:
 		s.cause = localError(callerr.Closed, s.ops.Path, "a hook of the host held the stream's goroutine when the reactor closed", nil)
 	}
 	s.endErr = s.endError(err, streamed)
@@ -130,6 +137,19 @@ func (s *stream) claimEnd(err error, streamed, abandon bool) bool {
 	s.r.out.Push(&s.endCarrier)
 	s.r.wakeHost()
 	return true
+}
+
+// noteTransportEnd records that a Bidi stream's transport stream ended with err, unless
+// something stopped the stream first. Its receiver decides the end only once its sending
+// goroutine has exited, which a hook of the host may hold: meanwhile, a stop, a timeout or a
+// message that does not encode came after the server's end and does not name the end, and
+// Close, giving up on the receiver, ends the stream with err.
+func (s *stream) noteTransportEnd(err error) {
+	s.mu.Lock()
+	if s.cause == nil && !s.ended && mutation != "stream-late-cause" {
+		s.transportEnd, s.transportEnded = err, true
+	}
+	s.mu.Unlock()
 }
 
 // endError returns the end's error, with mu held: the cause that stopped the stream first,
