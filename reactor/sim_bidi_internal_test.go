@@ -113,9 +113,9 @@ func (w *simWorld) openBidi() {
 		st.timeoutAt = w.clock.now + opts.Timeout
 	}
 	h := calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{
-		OnMessage: func(m *testpb.EchoResponse) { w.streamMessage(st, m) },
-		OnEnd:     func(err error) { w.streamEnd(st, err) },
+		OnEnd: func(err error) { w.streamEnd(st, err) },
 	}
+	w.handleMessages(st, &h)
 	st.bh = Bidi(w.r, simBidi, opts, h)
 	w.bidis = append(w.bidis, st)
 	w.opened(st, (*callcore.Stream[*testpb.EchoRequest, *testpb.EchoResponse])(st.bh))

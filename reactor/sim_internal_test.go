@@ -81,6 +81,10 @@ func TestSimulation(t *testing.T) {
 	}
 	if n >= simSeeds {
 		sum.bidi.check(t, n)
+		if sum.longRuns == 0 {
+			t.Errorf("in none of %d seeds did OnMessages get a run of several messages", n)
+		}
+		t.Logf("OnMessages got runs of several messages in %d of %d seeds", sum.longRuns, n)
 	}
 	if sum.minCalls < simMinCalls || sum.minSteps < simMinEvents {
 		t.Errorf("a seed ran %d calls and %d steps, fewer than the %d and %d every seed must", sum.minCalls, sum.minSteps, simMinCalls, simMinEvents)
@@ -98,6 +102,7 @@ type seedsSummary struct {
 	calls, steps       uint64   // in all
 	minCalls, minSteps int      // of a seed
 	bidi               bidiSeen // seeds that reached each path of Bidi's sending
+	longRuns           uint64   // seeds in which OnMessages got a run of several messages
 }
 
 // runSeeds runs seeds first to first+n-1 on GOMAXPROCS goroutines, calls report (from one
@@ -136,6 +141,9 @@ func runSeeds(t *testing.T, first, n uint64, report func(seed uint64, w *simWorl
 					}
 					sum.steps += uint64(w.steps)
 					sum.bidi.add(w.bidiSeen)
+					if w.longRuns > 0 {
+						sum.longRuns++
+					}
 					sum.minCalls, sum.minSteps = min(sum.minCalls, len(w.calls)), min(sum.minSteps, w.steps)
 				}
 				if err != nil || w.err != nil {

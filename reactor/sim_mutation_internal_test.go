@@ -40,6 +40,7 @@ var simMutations = []struct {
 	{"stream-end-hostq", "a stream's end goes to the host queue, ahead of its messages waiting in the outbox", 40},
 	{"stream-no-backoff", "a stream reopens once Resume has given its request, without waiting for its backoff", 10},
 	{"stream-unsent-lost", "the messages a Bidi stream's Send accepted and gRPC never got are missing from Unsent", 10},
+	{"stream-run-by-method", "a run of OnMessages takes the carriers that follow of any stream of its method, not its stream's alone", 50},
 	{"stream-late-cause", "a stop that comes after a Bidi stream's server ended it, while its sender has not exited, names the end", 150},
 }
 

@@ -195,12 +195,12 @@ func (w *simWorld) openStream() {
 		st.timeoutAt = w.clock.now + opts.Timeout
 	}
 	h := calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{
-		OnMessage: func(m *testpb.EchoResponse) { w.streamMessage(st, m) },
-		OnEnd:     func(err error) { w.streamEnd(st, err) },
+		OnEnd: func(err error) { w.streamEnd(st, err) },
 		Resume: func(last *testpb.EchoResponse) *testpb.EchoRequest {
 			return w.streamResume(st, last)
 		},
 	}
+	w.handleMessages(st, &h)
 	st.h = Watch(w.r, simWatch, &testpb.EchoRequest{Message: "watch"}, opts, h)
 	w.opened(st, (*callcore.Stream[*testpb.EchoRequest, *testpb.EchoResponse])(st.h))
 	w.note("game opens stream %d (MaxWaiting %d, KeepLatest %v, Resubscribe %v, timeout at %v): refused %v",
@@ -226,7 +226,28 @@ func (w *simWorld) seqOf(st *simStream, m *testpb.EchoResponse) int {
 	return seq
 }
 
-// streamMessage is every simulated OnMessage.
+// handleMessages sets h's OnMessage, or, for every other stream (no draw, so that the worlds
+// stay as they were), its OnMessages, whose runs it checks before it takes each message as
+// OnMessage does.
+func (w *simWorld) handleMessages(st *simStream, h *calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]) {
+	if st.id%2 == 1 {
+		h.OnMessage = func(m *testpb.EchoResponse) { w.streamMessage(st, m) }
+		return
+	}
+	h.OnMessages = func(ms []*testpb.EchoResponse) {
+		if len(ms) > 1 {
+			w.longRuns++
+		}
+		if len(ms) == 0 || len(ms) > st.maxWaiting {
+			w.fail("stream %d: OnMessages got a run of %d messages, MaxWaiting %d", st.id, len(ms), st.maxWaiting)
+		}
+		for _, m := range ms {
+			w.streamMessage(st, m)
+		}
+	}
+}
+
+// streamMessage is every simulated OnMessage, and each message of an OnMessages run.
 func (w *simWorld) streamMessage(st *simStream, m *testpb.EchoResponse) {
 	seq := w.seqOf(st, m)
 	switch {

@@ -185,6 +185,7 @@ type simWorld struct {
 	streams     []*simStream // every stream the game opened
 	bidis       []*simStream // the Bidi streams among them
 	bidiSeen    bidiSeen     // the paths of Bidi's sending the seed reached
+	longRuns    int          // OnMessages runs of several messages
 	liveStreams []*simStream // those whose receiving goroutine has not returned
 	// stuckStreams is set once Close has given up on the stream goroutines still waiting in
 	// the transport, as if a hook held them.

@@ -207,3 +207,29 @@ func TestStreamHandlerNeedsOneOnMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestOnMessagesRunHoldsOneStream: a run holds one stream's messages: another stream's of the
+// same method that follow them in the queue make a run of their own, for their own handler.
+func TestOnMessagesRunHoldsOneStream(t *testing.T) {
+	const maxWaiting = 2
+	srv := testserver.Start(t)
+	r := newStreamReactor(t, srv.Addr(), reactor.Config{})
+	opts := &calls.StreamOptions{MaxWaiting: maxWaiting}
+	var a, b streamLog
+	sa := reactor.Watch(r, watch, forever(), opts, a.watchBatchHandler())
+	waitWaiting(t, r, maxWaiting) // a's ring is full: a's receiver waits
+	sb := reactor.Watch(r, watch, forever(), opts, b.watchBatchHandler())
+	waitWaiting(t, r, 2*maxWaiting) // b's messages follow a's in the queue
+
+	require.Equal(t, maxWaiting, r.Tick(0).Delivered, "budget 0: one run, a's")
+	require.Equal(t, [][]string{seq("m", 0, maxWaiting)}, a.runs)
+	require.Empty(t, b.runs)
+	require.Equal(t, maxWaiting, r.Tick(0).Delivered, "then b's")
+	require.Equal(t, [][]string{seq("m", 0, maxWaiting)}, b.runs)
+
+	sa.Cancel()
+	sb.Cancel()
+	waitFor(t, r, func() bool { return a.ended() && b.ended() })
+	a.checkEnd(t)
+	b.checkEnd(t)
+}

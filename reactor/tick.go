@@ -217,7 +217,7 @@ func (r *Reactor) deliver(c *callcore.Call, now int64) {
 // the other streams' messages.
 func (r *Reactor) deliverRun(c *callcore.Call, end int, now int64) int {
 	j := r.head + 1
-	for j < end && r.delivery[j].Target == c.Target {
+	for j < end && (r.delivery[j].Target == c.Target || mutation == "stream-run-by-method" && r.delivery[j].Run && r.delivery[j].Ops == c.Ops) {
 		j++
 	}
 	run := r.delivery[r.head:j]
