@@ -15,7 +15,7 @@ func TestStreamCases(t *testing.T) {
 	for _, c := range StreamCases(DefaultStream()) {
 		names = append(names, c.Name)
 	}
-	require.Equal(t, []string{"prpc-watch", "handwritten", "handwritten-budget"}, names, "the names of BenchmarkStreamTickCost's sub-benchmarks")
+	require.Equal(t, []string{"prpc-watch", "prpc-watch-batch", "handwritten", "handwritten-budget"}, names, "the names of BenchmarkStreamTickCost's sub-benchmarks")
 }
 
 // TestRunStream runs every case in short: each receives every message of its stream, in
