@@ -14,8 +14,8 @@ import (
 	"github.com/trixnew/prpc/reactor"
 )
 
-// TestStreamMemoryFlat: a server pushing as fast as it can against a host that ticks rarely
-// (every 200 ms of wall time, for 2 s) holds the process's memory and goroutines flat: what
+// TestStreamMemoryFlat: a server pushing as fast as it can against a host that ticks once a
+// second (for 5 s of wall time) holds the process's memory and goroutines flat: what
 // the stream keeps is bounded by MaxWaiting messages and HTTP/2's window, not by what the
 // server would send. Skipped with -short.
 //
@@ -33,14 +33,14 @@ import (
 //     sample: a stream uses a fixed set of goroutines, whatever it receives.
 func TestStreamMemoryFlat(t *testing.T) {
 	if testing.Short() {
-		t.Skip("ticks for 2 s of wall time")
+		t.Skip("ticks for 5 s of wall time")
 	}
 	const (
 		maxWaiting     = 16
 		payload        = 16 << 10
 		window         = 64 << 10
-		tickEvery      = 200 * time.Millisecond
-		ticks          = 10
+		tickEvery      = time.Second
+		ticks          = 5
 		heapSlack      = 4 << 20
 		goroutineSlack = 2
 		slackMessages  = 4
