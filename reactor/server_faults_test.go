@@ -6,6 +6,7 @@ package reactor_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -217,6 +218,11 @@ func TestFaultServerRestartWaitForReady(t *testing.T) {
 			h.settle(warm)
 			require.NoError(t, warm.err)
 			srv.Stop()
+			if tt.downFor == 0 {
+				// Never back: keep the port from another test's server, in this process or
+				// another package's, which the calls would otherwise reach.
+				holdPort(t, srv.Addr())
+			}
 			// WaitForReady covers the wait for a connection, not a call already sent on one
 			// that is dying: a call submitted in the millisecond before the client reads the
 			// EOF goes out on the dead connection and fails with Unavailable, as any call in
@@ -358,4 +364,14 @@ func TestFaultMaxConnectionAge(t *testing.T) {
 	// margin for a slow start under -race. Fewer would mean the fault was not exercised.
 	require.GreaterOrEqual(t, conns.n.Load(), int64(3))
 	require.EqualValues(t, len(h.calls), srv.Calls(), "each call reached the server once")
+}
+
+// holdPort listens on addr, a stopped server's, until the test ends, accepting nothing: a
+// client's connection attempts wait for an HTTP/2 handshake that never comes, and no other
+// server can take the port meanwhile.
+func holdPort(t *testing.T, addr string) {
+	t.Helper()
+	lis, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lis.Close() })
 }
