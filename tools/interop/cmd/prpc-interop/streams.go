@@ -183,27 +183,44 @@ func runPingPong(r *reactor.Reactor) error {
 	return nil
 }
 
+// duplexStream is a full-duplex method of the TestService (FullDuplexCall, HalfDuplexCall).
+type duplexStream = calls.BidiMethod[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]
+
+// exchange opens a stream of m with opts, sends reqs, closes the client's side and ticks r
+// until the end; it returns the handle, the sizes of the responses' payloads in the order
+// received, and the end's error, or err if a step failed.
+func exchange(r *reactor.Reactor, m *duplexStream, opts *calls.StreamOptions, reqs ...*testpb.StreamingOutputCallRequest) (
+	s *calls.BidiStream[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse], got []int, endErr, err error) {
+	ended := false
+	s = reactor.Bidi(r, m, opts, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
+		OnMessage: func(m *testpb.StreamingOutputCallResponse) { got = append(got, len(m.GetPayload().GetBody())) },
+		OnEnd:     func(err error) { ended, endErr = true, err },
+	})
+	for _, req := range reqs {
+		if err := s.Send(req); err != nil {
+			return s, got, nil, fmt.Errorf("sending: %w", err)
+		}
+	}
+	if err := s.CloseSend(); err != nil {
+		return s, got, nil, fmt.Errorf("closing the client side: %w", err)
+	}
+	if err := awaitEnd(r, &ended); err != nil {
+		return s, got, nil, err
+	}
+	return s, got, endErr, nil
+}
+
 // runEmptyStream is empty_stream: a full-duplex stream the client closes at once ends OK
 // without a response.
 func runEmptyStream(r *reactor.Reactor) error {
-	var got int
-	var endErr error
-	ended := false
-	s := reactor.Bidi(r, fullDuplexCall, nil, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
-		OnMessage: func(*testpb.StreamingOutputCallResponse) { got++ },
-		OnEnd:     func(err error) { ended, endErr = true, err },
-	})
-	if err := s.CloseSend(); err != nil {
-		return fmt.Errorf("closing the client side: %w", err)
-	}
-	if err := awaitEnd(r, &ended); err != nil {
+	_, got, endErr, err := exchange(r, fullDuplexCall, nil)
+	switch {
+	case err != nil:
 		return err
-	}
-	if endErr != nil {
+	case endErr != nil:
 		return fmt.Errorf("the end: %w", endErr)
-	}
-	if got != 0 {
-		return fmt.Errorf("%d responses, want none", got)
+	case len(got) != 0:
+		return fmt.Errorf("%d responses, want none", len(got))
 	}
 	return nil
 }
@@ -214,31 +231,18 @@ func runEmptyStream(r *reactor.Reactor) error {
 // on the stream once it has ended.
 func runCustomMetadataStream(r *reactor.Reactor) error {
 	md := metadata.Pairs(initialMetadataKey, initialMetadataValue, trailingMetadataKey, trailingMetadataValue)
-	var got []int
-	var endErr error
-	ended := false
-	s := reactor.Bidi(r, fullDuplexCall, &calls.StreamOptions{Metadata: md, ResponseMetadata: true}, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
-		OnMessage: func(m *testpb.StreamingOutputCallResponse) { got = append(got, len(m.GetPayload().GetBody())) },
-		OnEnd:     func(err error) { ended, endErr = true, err },
-	})
-	req := &testpb.StreamingOutputCallRequest{
-		ResponseType:       testpb.PayloadType_COMPRESSABLE,
-		ResponseParameters: []*testpb.ResponseParameters{{Size: largeResponseSize}},
-		Payload:            &testpb.Payload{Type: testpb.PayloadType_COMPRESSABLE, Body: make([]byte, largeRequestSize)},
-	}
-	if err := s.Send(req); err != nil {
-		return fmt.Errorf("sending: %w", err)
-	}
-	if err := s.CloseSend(); err != nil {
-		return fmt.Errorf("closing the client side: %w", err)
-	}
-	if err := awaitEnd(r, &ended); err != nil {
+	s, got, endErr, err := exchange(r, fullDuplexCall, &calls.StreamOptions{Metadata: md, ResponseMetadata: true},
+		&testpb.StreamingOutputCallRequest{
+			ResponseType:       testpb.PayloadType_COMPRESSABLE,
+			ResponseParameters: []*testpb.ResponseParameters{{Size: largeResponseSize}},
+			Payload:            &testpb.Payload{Type: testpb.PayloadType_COMPRESSABLE, Body: make([]byte, largeRequestSize)},
+		})
+	switch {
+	case err != nil:
 		return err
-	}
-	if endErr != nil {
+	case endErr != nil:
 		return fmt.Errorf("the end: %w", endErr)
-	}
-	if !slices.Equal(got, []int{largeResponseSize}) {
+	case !slices.Equal(got, []int{largeResponseSize}):
 		return fmt.Errorf("responses of %v bytes, want [%d]", got, largeResponseSize)
 	}
 	return requireEcho(s.Header(), s.Trailer())
@@ -249,25 +253,13 @@ func runCustomMetadataStream(r *reactor.Reactor) error {
 // exactly that message, without a response. Neither server sends a message before the
 // status: grpc-go answers with trailers only, connect-go with a header and then trailers.
 func runStatusCodeAndMessageStream(r *reactor.Reactor) error {
-	var got int
-	var endErr error
-	ended := false
-	s := reactor.Bidi(r, fullDuplexCall, nil, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
-		OnMessage: func(*testpb.StreamingOutputCallResponse) { got++ },
-		OnEnd:     func(err error) { ended, endErr = true, err },
-	})
-	req := &testpb.StreamingOutputCallRequest{ResponseStatus: &testpb.EchoStatus{Code: int32(codes.Unknown), Message: statusMessage}}
-	if err := s.Send(req); err != nil {
-		return fmt.Errorf("sending: %w", err)
-	}
-	if err := s.CloseSend(); err != nil {
-		return fmt.Errorf("closing the client side: %w", err)
-	}
-	if err := awaitEnd(r, &ended); err != nil {
+	_, got, endErr, err := exchange(r, fullDuplexCall, nil,
+		&testpb.StreamingOutputCallRequest{ResponseStatus: &testpb.EchoStatus{Code: int32(codes.Unknown), Message: statusMessage}})
+	switch {
+	case err != nil:
 		return err
-	}
-	if got != 0 {
-		return fmt.Errorf("%d responses, want none", got)
+	case len(got) != 0:
+		return fmt.Errorf("%d responses, want none", len(got))
 	}
 	return requireStatus(endErr, codes.Unknown, statusMessage)
 }
@@ -277,21 +269,12 @@ func runStatusCodeAndMessageStream(r *reactor.Reactor) error {
 // it), opened with Bidi and closed at once, ends without a message with Unimplemented, and
 // its end does not claim that the request was never sent, since the server answered it.
 func runUnimplementedStream(r *reactor.Reactor) error {
-	var got int
-	var endErr error
-	ended := false
-	s := reactor.Bidi(r, halfDuplexCall, nil, calls.StreamHandler[*testpb.StreamingOutputCallRequest, *testpb.StreamingOutputCallResponse]{
-		OnMessage: func(*testpb.StreamingOutputCallResponse) { got++ },
-		OnEnd:     func(err error) { ended, endErr = true, err },
-	})
-	if err := s.CloseSend(); err != nil {
-		return fmt.Errorf("closing the client side: %w", err)
-	}
-	if err := awaitEnd(r, &ended); err != nil {
+	_, got, endErr, err := exchange(r, halfDuplexCall, nil)
+	switch {
+	case err != nil:
 		return err
-	}
-	if got != 0 {
-		return fmt.Errorf("%d messages, want none", got)
+	case len(got) != 0:
+		return fmt.Errorf("%d messages, want none", len(got))
 	}
 	return requireAnswered(endErr, codes.Unimplemented)
 }
