@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -107,11 +106,7 @@ func (w *simWorld) openBidi() {
 	if w.pct(3) {
 		opts.Resubscribe = &calls.Resubscribe{} // refused: Watch only
 	}
-	st.held = w.pct(10)
-	if w.pct(30) {
-		opts.Timeout = time.Duration(1+w.rng.IntN(300)) * time.Millisecond
-		st.timeoutAt = w.clock.now + opts.Timeout
-	}
+	w.drawHeldAndTimeout(st, opts)
 	h := calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{
 		OnEnd: func(err error) { w.streamEnd(st, err) },
 	}

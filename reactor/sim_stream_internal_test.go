@@ -189,11 +189,7 @@ func (w *simWorld) openStream() {
 		}
 		opts.Resubscribe = rs
 	}
-	st.held = w.pct(10)
-	if w.pct(30) {
-		opts.Timeout = time.Duration(1+w.rng.IntN(300)) * time.Millisecond
-		st.timeoutAt = w.clock.now + opts.Timeout
-	}
+	w.drawHeldAndTimeout(st, opts)
 	h := calls.StreamHandler[*testpb.EchoRequest, *testpb.EchoResponse]{
 		OnEnd: func(err error) { w.streamEnd(st, err) },
 		Resume: func(last *testpb.EchoResponse) *testpb.EchoRequest {
@@ -205,6 +201,16 @@ func (w *simWorld) openStream() {
 	w.opened(st, (*callcore.Stream[*testpb.EchoRequest, *testpb.EchoResponse])(st.h))
 	w.note("game opens stream %d (MaxWaiting %d, KeepLatest %v, Resubscribe %v, timeout at %v): refused %v",
 		st.id, opts.MaxWaiting, st.keepLatest, st.resub != nil, st.timeoutAt, st.s == nil)
+}
+
+// drawHeldAndTimeout draws, for a stream the game opens, whether a hook holds its goroutines
+// in the transport once it is stopped, and its timeout, if any.
+func (w *simWorld) drawHeldAndTimeout(st *simStream, opts *calls.StreamOptions) {
+	st.held = w.pct(10)
+	if w.pct(30) {
+		opts.Timeout = time.Duration(1+w.rng.IntN(300)) * time.Millisecond
+		st.timeoutAt = w.clock.now + opts.Timeout
+	}
 }
 
 // opened notes the state of st, whose handle's core is h, once Watch or Bidi has returned.
