@@ -53,6 +53,9 @@ func TestWatchTimeoutAcrossReopenings(t *testing.T) {
 		w.dueIn(t, backoff)
 		w.tickUntil(t, "reopening "+strconv.Itoa(i+1), func() bool { return w.opened() == i+2 })
 	}
+	// The third attempt's message is delivered before the timeout ends the stream: else the
+	// timeout may stop its receiver before it reads the message.
+	w.tickUntil(t, "the third attempt's message", func() bool { return len(l.msgs) == 3 })
 	w.dueIn(t, backoff/2) // 250 ms from Watch, before the third backoff's end at 300 ms
 	w.tickUntil(t, "the end", l.ended)
 	w.clk.Advance(time.Second)
