@@ -121,7 +121,7 @@ func (s *stream) claimEnd(err error, streamed, abandon bool) bool {
 	s.ended, s.abandoned, s.sendClosed = true, abandon, true
 	switch {
 	case !abandon || s.cause != nil:
-	case s.transportEnded: // the server's end came first; the receiver waits for its sender
+	case s.transportEnd != nil: // the server's end came first; the receiver waits for its sender
 		err = s.transportEnd
 	default:
 		s.cause = localError(callerr.Closed, s.ops.Path, "a hook of the host held the stream's goroutine when the reactor closed", nil)
@@ -147,7 +147,7 @@ func (s *stream) claimEnd(err error, streamed, abandon bool) bool {
 func (s *stream) noteTransportEnd(err error) {
 	s.mu.Lock()
 	if s.cause == nil && !s.ended && mutation != "stream-late-cause" {
-		s.transportEnd, s.transportEnded = err, true
+		s.transportEnd = err
 	}
 	s.mu.Unlock()
 }

@@ -70,17 +70,16 @@ type stream struct {
 	ended     bool         // the end is decided: by the receiver, or by Close for a receiver a hook holds
 	abandoned bool         // Close decided the end: the receiver pushes nothing more
 	cause     *calls.Error // what stopped the stream first, if anything did
-	// transportEnded says that a Bidi stream's transport stream ended, with transportEnd,
-	// before anything stopped it: nothing that stops it later becomes the cause
-	// (noteTransportEnd).
-	transportEnded bool
-	transportEnd   error
-	stopCause      *calls.Error   // the first Cancel, CloseStreams or Close, even after the end was decided
-	endErr         error          // the end's error, once ended
-	latest         *callcore.Call // KeepLatest: the carrier waiting for Tick, if any
-	replaced       atomic.Uint64  // KeepLatest: messages replaced while waiting; written under mu, read by Stats
-	sendClosed     bool           // Send and CloseSend fail with ErrStreamDone
-	unsent         []proto.Message
+	// transportEnd is what ended a Bidi stream's transport stream (io.EOF for OK), if it
+	// ended before anything stopped the stream: nothing that stops it later becomes the cause
+	// (noteTransportEnd). Nil until then.
+	transportEnd error
+	stopCause    *calls.Error   // the first Cancel, CloseStreams or Close, even after the end was decided
+	endErr       error          // the end's error, once ended
+	latest       *callcore.Call // KeepLatest: the carrier waiting for Tick, if any
+	replaced     atomic.Uint64  // KeepLatest: messages replaced while waiting; written under mu, read by Stats
+	sendClosed   bool           // Send and CloseSend fail with ErrStreamDone
+	unsent       []proto.Message
 }
 
 // sendItem is an entry of a Bidi stream's send queue: a message, or CloseSend's marker.
@@ -103,7 +102,7 @@ func (s *stream) stop(cause *calls.Error) {
 	// The cause is set with stopped, under mu: a receiver whose push finds the stream stopped
 	// and that then decides the end must find the cause, or it would end the stream OK.
 	s.mu.Lock()
-	if s.cause == nil && !s.ended && !s.transportEnded {
+	if s.cause == nil && !s.ended && s.transportEnd == nil {
 		s.cause = cause
 	}
 	if s.stopCause == nil {
@@ -124,7 +123,7 @@ func (s *stream) fail(cause *calls.Error) { s.failWith(cause, context.Canceled) 
 // for a timeout, as gRPC names it).
 func (s *stream) failWith(cause *calls.Error, ctxErr error) {
 	s.mu.Lock()
-	if s.cause == nil && !s.ended && !s.transportEnded {
+	if s.cause == nil && !s.ended && s.transportEnd == nil {
 		s.cause = cause
 	}
 	s.sendClosed = true
