@@ -26,9 +26,10 @@ import (
 //     that read ahead of the ring would let the server send thousands of messages per tick.
 //   - HeapInuse after a GC, sampled at every tick, never exceeds the first sample (the ring
 //     already full) by more than heapSlack. What the stream may hold is about
-//     (MaxWaiting + 1) × payload + 2 × window ≈ 0.4 MiB; an unbounded stream grows by the
-//     server's pace, tens of MiB per second here; heapSlack sits between, with room for the
-//     allocator's and the race detector's noise.
+//     (MaxWaiting + 1) × payload + 2 × window ≈ 0.4 MiB; an unbounded stream grows with
+//     all the server sends between two ticks, many times heapSlack in a second of a server
+//     pushing flat out; heapSlack sits between, with room for the allocator's and the race
+//     detector's noise.
 //   - The goroutine count, sampled at every tick, stays within goroutineSlack of the first
 //     sample: a stream uses a fixed set of goroutines, whatever it receives.
 func TestStreamMemoryFlat(t *testing.T) {

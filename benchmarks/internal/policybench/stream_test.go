@@ -24,8 +24,7 @@ func TestRunStream(t *testing.T) {
 	for _, c := range StreamCases(DefaultStream().Short()) {
 		t.Run(c.Name, func(t *testing.T) {
 			res, err := RunStream(c.Config)
-			require.NoError(t, err)
-			require.Equal(t, c.Config.Messages, res.Messages)
+			require.NoError(t, err) // an error unless every message arrived, once and counted
 			require.Positive(t, res.Ticks)
 			require.Positive(t, res.Elapsed)
 			require.Positive(t, res.MessagesPerSecond())
@@ -51,9 +50,8 @@ func TestRunStreamAt(t *testing.T) {
 	for _, c := range cases {
 		c.Config.Addr = addr
 		t.Run(c.Name, func(t *testing.T) {
-			res, err := RunStream(c.Config)
-			require.NoError(t, err)
-			require.Equal(t, c.Config.Messages, res.Messages)
+			_, err := RunStream(c.Config)
+			require.NoError(t, err) // an error unless every message arrived, once and counted
 		})
 	}
 	require.NoError(t, srv.Stop())
