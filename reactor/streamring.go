@@ -93,26 +93,23 @@ func (s *stream) push(c *callcore.Call, msg proto.Message) bool {
 // unless the stream was stopped (the message is discarded, and counted so before its place
 // is: streamstats.go).
 func (s *stream) Take(c *callcore.Call) (proto.Message, bool) {
+	if !s.keepLatest {
+		msg := c.Value
+		c.Value = nil
+		if !s.Release(1) {
+			return nil, false
+		}
+		return msg, true
+	}
 	stopped := s.stopped.Load() && mutation != "stream-after-cancel"
 	if stopped {
 		s.noteDiscard()
 	}
-	var msg proto.Message
-	if s.keepLatest {
-		s.mu.Lock()
-		msg, c.Value, s.latest = c.Value, nil, nil
-		s.mu.Unlock()
-		s.consumed.Add(1) // for Stats only: the receiver never waits
-	} else {
-		msg, c.Value = c.Value, nil
-		s.consumed.Add(1)
-		if s.stalled.Load() && mutation != "stream-lost-wake" {
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
-		}
-	}
+	s.mu.Lock()
+	msg := c.Value
+	c.Value, s.latest = nil, nil
+	s.mu.Unlock()
+	s.consumed.Add(1) // for Stats only: the receiver never waits
 	if stopped {
 		return nil, false
 	}
